@@ -1,0 +1,123 @@
+# weft - plain GNU make.  Knobs: CUDA=auto|0|1 IB=auto|0|1 HWLOC=auto|0|1
+# DEBUG=1 (no optimisation) ASAN=1 (address+undefined sanitizers) PREFIX=...
+# Targets: all lib tools bench test check install clean docs deps
+
+PREFIX ?= /usr/local
+BUILD ?= build
+CC ?= gcc
+DEBUG ?=
+ASAN ?=
+CUDA ?= auto
+IB ?= auto
+HWLOC ?= auto
+
+# The CUDA, verbs and hwloc parts arrive with their own issues; until then
+# every knob builds the stub/fallback, which is what `auto` means on a
+# machine without them.
+CUDA_SRC := cuda/cuda_stub.c
+
+OPT := $(if $(DEBUG),-O0,-O2)
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer
+SAN := $(if $(ASAN),$(SAN_FLAGS))
+CPPFLAGS += -Iinclude -Isrc -Itransport -Icuda -D_GNU_SOURCE
+CFLAGS ?= $(OPT) -g
+CFLAGS += -std=c11 -Wall -Wextra -Werror -fPIC -pthread $(SAN) -MMD -MP
+LIB_CFLAGS := -fvisibility=hidden
+LDFLAGS += -pthread $(SAN)
+LDLIBS += -lm
+
+LIB_SRCS := $(wildcard src/*.c src/rdv/*.c src/algo/*.c src/sched/*.c \
+              src/reduce/*.c src/topo/*.c src/util/*.c transport/*.c \
+              transport/tcp/*.c) $(CUDA_SRC)
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+
+TOOLS := weft-rendezvous weftrun weft-info weft-bench
+TOOL_BINS := $(TOOLS:%=$(BUILD)/bin/%)
+SPAWN_OBJ := $(BUILD)/tool-obj/src/tools/spawn.o
+BENCH_SRCS := $(wildcard bench/*.c)
+BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/tool-obj/%.o)
+
+TEST_SRCS := $(wildcard test/harness/*.c test/unit/*.c test/coll/*.c \
+               test/transport/*.c test/rdv/*.c test/fault/*.c test/tools/*.c)
+TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/test-obj/%.o)
+TEST_BIN := $(BUILD)/test/weft-test
+
+SONAME := libweft.so.0
+RPATH := -Wl,-rpath,'$$ORIGIN/../lib'
+
+.PHONY: all lib tools bench test check install clean docs deps
+all: lib tools
+
+lib: $(BUILD)/lib/libweft.so $(BUILD)/lib/libweft.a
+tools: $(TOOL_BINS)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LIB_CFLAGS) -c $< -o $@
+
+# Tools and the benchmark use the public API only: they see include/ alone.
+$(BUILD)/tool-obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) -Iinclude -Isrc/tools -D_GNU_SOURCE $(CFLAGS) -c $< -o $@
+
+$(BUILD)/test-obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itest/harness $(CFLAGS) -c $< -o $@
+
+$(BUILD)/lib/libweft.so: $(LIB_OBJS) src/libweft.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=src/libweft.map \
+	  $(LDFLAGS) $(LIB_OBJS) -o $@ $(LDLIBS)
+	ln -sf libweft.so $(BUILD)/lib/$(SONAME)
+
+$(BUILD)/lib/libweft.a: $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/bin/weft-rendezvous: $(BUILD)/tool-obj/src/tools/weft_rendezvous.o $(BUILD)/lib/libweft.so
+$(BUILD)/bin/weftrun: $(BUILD)/tool-obj/src/tools/weftrun.o $(SPAWN_OBJ) $(BUILD)/lib/libweft.so
+$(BUILD)/bin/weft-info: $(BUILD)/tool-obj/src/tools/weft_info.o $(BUILD)/lib/libweft.so
+$(BUILD)/bin/weft-bench: $(BENCH_OBJS) $(SPAWN_OBJ) $(BUILD)/lib/libweft.so
+$(TOOL_BINS):
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $(filter %.o,$^) -L$(BUILD)/lib -lweft $(RPATH) -o $@ $(LDLIBS)
+
+$(TEST_BIN): $(TEST_OBJS) $(BUILD)/lib/libweft.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $(TEST_OBJS) $(BUILD)/lib/libweft.a -o $@ $(LDLIBS)
+
+deps:
+	@scripts/install-deps.sh
+
+# The whole suite: unit, transport, rendezvous, collectives as threads and as
+# processes, tools.  Ends with "N passed, N failed, N skipped".
+test: deps
+	$(MAKE) all $(TEST_BIN)
+	$(MAKE) check
+	$(TEST_BIN) --build $(BUILD)
+
+# Static checks: export map, no getenv outside config, docs/env.md current.
+check: $(BUILD)/lib/libweft.so $(BUILD)/bin/weft-info
+	@scripts/check.sh $(BUILD)
+
+BENCH_ARGS ?= allreduce -n 4 -b 8 -e 128M -f 4
+bench: deps
+	$(MAKE) all
+	$(BUILD)/bin/weft-bench $(BENCH_ARGS)
+
+docs: $(BUILD)/bin/weft-info
+	$(BUILD)/bin/weft-info --env-markdown > docs/env.md
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
+	install -m 644 include/weft.h $(DESTDIR)$(PREFIX)/include/
+	install -m 755 $(BUILD)/lib/libweft.so $(DESTDIR)$(PREFIX)/lib/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libweft.so
+	install -m 644 $(BUILD)/lib/libweft.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(TOOL_BINS) $(DESTDIR)$(PREFIX)/bin/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' weft.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/weft.pc
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BENCH_OBJS:.o=.d)

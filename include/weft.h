@@ -1,0 +1,295 @@
+/*
+ * weft.h - the only public header of weft, a collective-communication library.
+ *
+ * Conventions that hold for every function below unless its comment says
+ * otherwise:
+ *  - Every function returns a weft_status_t: WEFT_OK (0) on success,
+ *    WEFT_INPROGRESS (1) for "not finished yet", a negative WEFT_ERR_* value
+ *    on failure.  Output parameters are written only on success.
+ *  - Buffers passed to a collective belong to the caller and must stay valid
+ *    (and, for send buffers, unchanged) until the operation completes: for a
+ *    blocking call until it returns, for a non-blocking call until weft_test
+ *    reports completion or weft_wait returns.
+ *  - Argument order follows NCCL: send buffer, receive buffer, count, dtype,
+ *    op or root, communicator.  sendbuf == recvbuf means in place.
+ *  - A communicator may be used from several threads, but collectives must be
+ *    issued in the same order on every rank; the library serialises calls that
+ *    arrive concurrently in the order they take the communicator's lock.
+ *  - The library never prints; it logs through the logger (see
+ *    weft_set_logger), which by default writes warnings to stderr.
+ */
+#ifndef WEFT_H
+#define WEFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WEFT_API __attribute__((visibility("default")))
+
+#define WEFT_VERSION_MAJOR 0
+#define WEFT_VERSION_MINOR 1
+#define WEFT_VERSION_PATCH 0
+/* Encoded as MAJOR*10000 + MINOR*100 + PATCH, as returned by weft_get_version. */
+#define WEFT_VERSION_CODE                                                      \
+    (WEFT_VERSION_MAJOR * 10000 + WEFT_VERSION_MINOR * 100 + WEFT_VERSION_PATCH)
+
+/*
+ * Status codes.  One list gives the enum, weft_status_name and weft_strerror.
+ * X(NAME, value, "description")
+ */
+#define WEFT_STATUS_LIST(X)                                                    \
+    X(OK, 0, "success")                                                        \
+    X(INPROGRESS, 1, "operation in progress")                                  \
+    X(ERR_INVALID_ARG, -1, "invalid argument")                                 \
+    X(ERR_INVALID_USAGE, -2, "invalid usage")                                  \
+    X(ERR_NO_MEMORY, -3, "out of memory")                                      \
+    X(ERR_SYSTEM, -4, "system call failed")                                    \
+    X(ERR_TRANSPORT, -5, "transport error")                                    \
+    X(ERR_REMOTE, -6, "remote peer failed")                                    \
+    X(ERR_TIMEOUT, -7, "operation timed out")                                  \
+    X(ERR_ABORTED, -8, "communicator aborted")                                 \
+    X(ERR_MISMATCH, -9, "ranks called mismatched operations")                  \
+    X(ERR_UNSUPPORTED, -10, "operation not supported")                         \
+    X(ERR_AUTH, -11, "authentication failed")                                  \
+    X(ERR_CUDA, -12, "CUDA error")                                             \
+    X(ERR_INTERNAL, -13, "internal error")                                     \
+    X(ERR_AGAIN, -14, "resource temporarily unavailable, try again")
+
+typedef enum {
+#define WEFT_STATUS_ENUM_(name, value, text) WEFT_##name = value,
+    WEFT_STATUS_LIST(WEFT_STATUS_ENUM_)
+#undef WEFT_STATUS_ENUM_
+} weft_status_t;
+
+/* Element types.  Values are part of the ABI and never change. */
+typedef enum {
+    WEFT_INT8 = 0,
+    WEFT_UINT8 = 1,
+    WEFT_INT32 = 2,
+    WEFT_UINT32 = 3,
+    WEFT_INT64 = 4,
+    WEFT_UINT64 = 5,
+    WEFT_FLOAT16 = 6,  /* IEEE 754 binary16 */
+    WEFT_BFLOAT16 = 7, /* bfloat16: the upper half of a binary32 */
+    WEFT_FLOAT32 = 8,
+    WEFT_FLOAT64 = 9,
+    WEFT_DTYPE_COUNT = 10
+} weft_dtype_t;
+
+/*
+ * Reduction operations.  Integers wrap on overflow.  For floating point,
+ * min/max return NaN when either input is NaN and order -0 below +0;
+ * float16/bfloat16 are computed in float32 and rounded to nearest even.
+ * WEFT_AVG sums and divides by the communicator size once at the end
+ * (integer types: C division, truncating toward zero).
+ */
+typedef enum {
+    WEFT_SUM = 0,
+    WEFT_PROD = 1,
+    WEFT_MIN = 2,
+    WEFT_MAX = 3,
+    WEFT_AVG = 4,
+    WEFT_OP_COUNT = 5
+} weft_op_t;
+
+typedef struct weft_comm *weft_comm_t;       /* opaque communicator */
+typedef struct weft_request *weft_request_t; /* opaque request */
+typedef struct weft_server *weft_server_t;   /* opaque rendezvous server */
+
+/* ------------------------------------------------------------------------ */
+/* Status, version, logging, configuration                                  */
+/* ------------------------------------------------------------------------ */
+
+/* A static, human-readable description of `status` ("unknown status" for
+ * values outside the list).  Thread-safe. */
+WEFT_API const char *weft_strerror(weft_status_t status);
+
+/* The static name of `status` without prefix, e.g. "ERR_TIMEOUT".
+ * Thread-safe. */
+WEFT_API const char *weft_status_name(weft_status_t status);
+
+/* The library version as WEFT_VERSION_CODE of the built library. */
+WEFT_API int weft_get_version(void);
+
+typedef enum {
+    WEFT_LOG_NONE = 0,
+    WEFT_LOG_ERROR = 1,
+    WEFT_LOG_WARN = 2,
+    WEFT_LOG_INFO = 3,
+    WEFT_LOG_DEBUG = 4,
+    WEFT_LOG_TRACE = 5
+} weft_log_level_t;
+
+/* Receives each log line that passed the WEFT_LOG / WEFT_LOG_SUBSYS filters.
+ * `line` is the full formatted line including the host:pid:tid prefix and
+ * no trailing newline; it is valid only during the call.  Called from any
+ * library thread, possibly concurrently. */
+typedef void (*weft_log_fn)(void *ctx, weft_log_level_t level,
+                            const char *subsys, const char *line);
+
+/* Installs `fn` as the process-wide logger (NULL restores the default, which
+ * writes to stderr or WEFT_LOG_FILE).  Thread-safe; affects later lines. */
+WEFT_API weft_status_t weft_set_logger(weft_log_fn fn, void *ctx);
+
+/* Writes every configuration knob (WEFT_* variable) with its current value,
+ * where the value came from (default, environment) and a one-line
+ * description to `out`.  Thread-safe. */
+WEFT_API weft_status_t weft_config_dump(FILE *out);
+
+/* ------------------------------------------------------------------------ */
+/* Communicators                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* Bits of weft_comm_params_t.field_mask: only fields whose bit is set are
+ * read; the others take their value from the environment or the default. */
+enum {
+    WEFT_COMM_PARAM_RANK = 1u << 0,
+    WEFT_COMM_PARAM_SIZE = 1u << 1,
+    WEFT_COMM_PARAM_RENDEZVOUS = 1u << 2,
+    WEFT_COMM_PARAM_JOB_ID = 1u << 3,
+    WEFT_COMM_PARAM_TIMEOUT = 1u << 4,
+    WEFT_COMM_PARAM_CONFIG = 1u << 5,
+    WEFT_COMM_PARAM_TOKEN = 1u << 6
+};
+
+/*
+ * Explicit communicator parameters.  Fields are only ever appended.
+ *  rank, size     this process's rank in [0, size) and the world size.
+ *  rendezvous     where ranks meet: "HOST:PORT" (a weft-rendezvous server,
+ *                 IPv6 as "[addr]:port"), "file:///shared/dir" (a directory
+ *                 on a shared file system) or "mem://NAME" (ranks that are
+ *                 threads of one process).
+ *  job_id         names the job on a shared rendezvous server; all ranks of a
+ *                 job must pass the same string.
+ *  timeout_ms     deadline for every blocking step and every operation.
+ *  config         comma-separated KEY=VALUE overrides of WEFT_* knobs for this
+ *                 communicator only, e.g. "WEFT_CHUNK_SIZE=64k,WEFT_LOG=info";
+ *                 they take precedence over the environment.
+ *  token          shared secret of the job (see WEFT_TOKEN).
+ * Strings are copied; the struct may be freed after the call.
+ */
+typedef struct {
+    uint64_t field_mask;
+    int rank;
+    int size;
+    const char *rendezvous;
+    const char *job_id;
+    int64_t timeout_ms;
+    const char *config;
+    const char *token;
+} weft_comm_params_t;
+
+/* Creates a communicator from explicit parameters (fields not in field_mask
+ * come from the environment, see weft_comm_init).  Blocks until every rank
+ * of the job has joined the rendezvous or the timeout passes.  Collective:
+ * all `size` ranks must call it.  Thread-safe. */
+WEFT_API weft_status_t weft_comm_create(const weft_comm_params_t *params,
+                                        weft_comm_t *comm);
+
+/* Creates a communicator from the launch environment: WEFT_RANK,
+ * WEFT_WORLD_SIZE, WEFT_RENDEZVOUS, WEFT_JOB_ID; when absent, torchrun
+ * (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), Slurm (SLURM_PROCID,
+ * SLURM_NTASKS), Open MPI (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE) or
+ * PMI (PMI_RANK, PMI_SIZE).  Blocking and collective like weft_comm_create. */
+WEFT_API weft_status_t weft_comm_init(weft_comm_t *comm);
+
+/* Waits for the communicator's pending operations (up to its timeout), then
+ * releases it and its connections.  `comm` must not be used afterwards;
+ * later calls with it return WEFT_ERR_INVALID_USAGE while the handle memory
+ * is still recognisable.  NULL is accepted.  Not to be called concurrently
+ * with other calls on the same communicator. */
+WEFT_API weft_status_t weft_comm_destroy(weft_comm_t comm);
+
+/* Fails every pending and later operation of `comm` with WEFT_ERR_ABORTED,
+ * closes its connections and releases it.  Returns promptly.  NULL is
+ * accepted. */
+WEFT_API weft_status_t weft_comm_abort(weft_comm_t comm);
+
+/* This process's rank / the number of ranks.  Thread-safe, non-blocking. */
+WEFT_API weft_status_t weft_comm_rank(weft_comm_t comm, int *rank);
+WEFT_API weft_status_t weft_comm_size(weft_comm_t comm, int *size);
+
+/* The first error the communicator met (sticky), with its cause, or NULL in
+ * *message when there was none.  The string belongs to the communicator and
+ * lives as long as it does.  Returns that error's status (WEFT_OK if none).
+ * Thread-safe. */
+WEFT_API weft_status_t weft_comm_get_error(weft_comm_t comm,
+                                           const char **message);
+
+/* ------------------------------------------------------------------------ */
+/* Collectives and point-to-point                                           */
+/* ------------------------------------------------------------------------ */
+
+/* Reduces `count` elements of `sendbuf` across all ranks with `op` and
+ * writes the result to `recvbuf` on every rank.  Blocking and collective. */
+WEFT_API weft_status_t weft_allreduce(const void *sendbuf, void *recvbuf,
+                                      size_t count, weft_dtype_t dtype,
+                                      weft_op_t op, weft_comm_t comm);
+
+/* Sends `count` elements of `buf` to rank `peer`.  Messages between one pair
+ * of ranks are matched in the order they were posted.  Blocks until the send
+ * buffer may be reused (not necessarily until the peer received it). */
+WEFT_API weft_status_t weft_send(const void *buf, size_t count,
+                                 weft_dtype_t dtype, int peer,
+                                 weft_comm_t comm);
+
+/* Receives `count` elements from rank `peer` into `buf`.  Blocking.  The
+ * message must have the same count and dtype; otherwise WEFT_ERR_MISMATCH. */
+WEFT_API weft_status_t weft_recv(void *buf, size_t count, weft_dtype_t dtype,
+                                 int peer, weft_comm_t comm);
+
+/* Non-blocking twins: start the operation and return a request in *req.
+ * The operation progresses in the background (a progress thread per
+ * communicator), so the caller can compute meanwhile.  The request must be
+ * released with weft_request_free. */
+WEFT_API weft_status_t weft_iallreduce(const void *sendbuf, void *recvbuf,
+                                       size_t count, weft_dtype_t dtype,
+                                       weft_op_t op, weft_comm_t comm,
+                                       weft_request_t *req);
+WEFT_API weft_status_t weft_isend(const void *buf, size_t count,
+                                  weft_dtype_t dtype, int peer,
+                                  weft_comm_t comm, weft_request_t *req);
+WEFT_API weft_status_t weft_irecv(void *buf, size_t count, weft_dtype_t dtype,
+                                  int peer, weft_comm_t comm,
+                                  weft_request_t *req);
+
+/* Non-blocking completion check: WEFT_INPROGRESS while running, otherwise the
+ * operation's final status (WEFT_OK or its error).  Thread-safe. */
+WEFT_API weft_status_t weft_test(weft_request_t req);
+
+/* Blocks until the operation completes (or its deadline passes) and returns
+ * its final status.  Thread-safe; the request stays valid. */
+WEFT_API weft_status_t weft_wait(weft_request_t req);
+
+/* Releases a request.  If the operation is still running it continues and
+ * its resources are released when it ends.  NULL is accepted. */
+WEFT_API weft_status_t weft_request_free(weft_request_t req);
+
+/* ------------------------------------------------------------------------ */
+/* Rendezvous server, embeddable                                            */
+/* ------------------------------------------------------------------------ */
+
+/* Starts a rendezvous server on `listen` ("HOST:PORT"; port 0 picks a free
+ * one) in a background thread of this process.  It serves any number of
+ * jobs, keyed by job id.  Thread-safe. */
+WEFT_API weft_status_t weft_server_start(const char *listen,
+                                         weft_server_t *server);
+
+/* The address the server listens on, "HOST:PORT" with the actual port.  The
+ * string belongs to the server. */
+WEFT_API const char *weft_server_address(weft_server_t server);
+
+/* Stops the server thread, closes its connections and releases it.  NULL is
+ * accepted. */
+WEFT_API weft_status_t weft_server_stop(weft_server_t server);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_H */

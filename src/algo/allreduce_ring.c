@@ -1,0 +1,204 @@
+/*
+ * allreduce_ring.c - ring allreduce: reduce-scatter then allgather, each
+ * segment cut into chunks so transfers and reductions pipeline.
+ *
+ * The buffer is split into `size` near-equal segments.  In reduce-scatter
+ * step s (0 <= s < size-1) rank r sends segment r-s to its right neighbour
+ * and receives segment r-s-1 from its left one, which it reduces with its
+ * own contribution; after size-1 steps it owns the full reduction of
+ * segment r+1.  Allgather step t then sends segment r+1-t and receives
+ * segment r-t, straight into the receive buffer.  Works for every size
+ * (no power-of-two assumption) and for counts below the size (empty
+ * segments send nothing).
+ *
+ * Dependencies per chunk express both data flow and buffer reuse:
+ *  - a reduce-scatter send of step s waits for the reduce of step s-1;
+ *  - received chunks land in one of two scratch slots (step parity), so a
+ *    receive of step s waits for the reduce of step s-2 on that slot;
+ *  - an allgather receive overwrites a segment that a reduce-scatter send
+ *    read, so it waits for that send.
+ * Messages to one neighbour are numbered in order; both sides enumerate
+ * (step, chunk) identically, so the numbers match.
+ */
+#include <stdlib.h>
+
+#include "algo/algo.h"
+#include "common.h"
+
+typedef struct {
+    const wf_coll_args_t *a;
+    wf_plan_t *plan;
+    size_t chunk_elems;
+    size_t max_chunks;
+    uint32_t send_tag, recv_tag;
+    int right, left;
+} ring_t;
+
+static size_t seg_chunks(const ring_t *g, int seg, size_t *start,
+                         size_t *len)
+{
+    wf_algo_segment(g->a->count, g->a->size, seg, start, len);
+    return (*len + g->chunk_elems - 1) / g->chunk_elems;
+}
+
+static uint64_t chunk_len(const ring_t *g, size_t len, size_t c)
+{
+    size_t first = c * g->chunk_elems;
+    return WF_MIN(g->chunk_elems, len - first);
+}
+
+static int mod(int x, int n) { return ((x % n) + n) % n; }
+
+/* Reduce-scatter; fills `owned[c]` (the step that finalises each chunk of
+ * the owned segment) and `rs_send[s * max_chunks + c]`. */
+static void reduce_scatter(ring_t *g, int32_t *owned, int32_t *rs_send)
+{
+    const wf_coll_args_t *a = g->a;
+    size_t es = a->elem_size, mc = g->max_chunks;
+    uint64_t slot_bytes = mc * g->chunk_elems * es;
+    int32_t *red = malloc(3 * mc * sizeof(*red)); /* rolling s%3 */
+    if (!red) {
+        g->plan->failed = true;
+        return;
+    }
+    for (size_t i = 0; i < 3 * mc; i++)
+        red[i] = WF_NO_DEP;
+    for (int s = 0; s < a->size - 1; s++) {
+        size_t start, len;
+        int seg = mod(a->rank - s, a->size);
+        size_t n = seg_chunks(g, seg, &start, &len);
+        for (size_t c = 0; c < n; c++) {
+            uint64_t off = (start + c * g->chunk_elems) * es;
+            wf_bref_t src = wf_bref(s == 0 ? WF_BUF_SEND : WF_BUF_RECV, off);
+            int32_t dep = s == 0 ? WF_NO_DEP : red[((s - 1) % 3) * mc + c];
+            rs_send[(size_t)s * mc + c] =
+                wf_plan_send(g->plan, g->right, g->send_tag++, src,
+                             chunk_len(g, len, c) * es, dep, WF_NO_DEP,
+                             WF_NO_DEP);
+        }
+        seg = mod(a->rank - s - 1, a->size);
+        n = seg_chunks(g, seg, &start, &len);
+        for (size_t c = 0; c < n; c++) {
+            uint64_t off = (start + c * g->chunk_elems) * es;
+            uint64_t elems = chunk_len(g, len, c);
+            wf_bref_t slot = wf_bref(WF_BUF_SCRATCH, (uint64_t)(s % 2) *
+                                     slot_bytes + c * g->chunk_elems * es);
+            int32_t reuse = s >= 2 ? red[((s - 2) % 3) * mc + c] : WF_NO_DEP;
+            int32_t rv = wf_plan_recv(g->plan, g->left, g->recv_tag++, slot,
+                                      elems * es, reuse, WF_NO_DEP, WF_NO_DEP);
+            red[(s % 3) * mc + c] = wf_plan_reduce(
+                g->plan, wf_bref(WF_BUF_RECV, off), wf_bref(WF_BUF_SEND, off),
+                slot, elems, rv, WF_NO_DEP, WF_NO_DEP);
+            owned[c] = red[(s % 3) * mc + c];
+            if (a->op == WEFT_AVG && s == a->size - 2)
+                owned[c] = wf_plan_avg(g->plan, wf_bref(WF_BUF_RECV, off),
+                                       elems, owned[c], WF_NO_DEP, WF_NO_DEP);
+        }
+    }
+    free(red);
+    g->plan->scratch_bytes = 2 * slot_bytes;
+}
+
+static void allgather(ring_t *g, const int32_t *owned, const int32_t *rs_send)
+{
+    const wf_coll_args_t *a = g->a;
+    size_t es = a->elem_size, mc = g->max_chunks;
+    int32_t *prev = malloc(mc * sizeof(*prev));
+    if (!prev) {
+        g->plan->failed = true;
+        return;
+    }
+    for (size_t c = 0; c < mc; c++)
+        prev[c] = owned[c];
+    for (int t = 0; t < a->size - 1; t++) {
+        size_t start, len;
+        int seg = mod(a->rank + 1 - t, a->size);
+        size_t n = seg_chunks(g, seg, &start, &len);
+        for (size_t c = 0; c < n; c++)
+            wf_plan_send(g->plan, g->right, g->send_tag++,
+                         wf_bref(WF_BUF_RECV,
+                                 (start + c * g->chunk_elems) * es),
+                         chunk_len(g, len, c) * es, prev[c], WF_NO_DEP,
+                         WF_NO_DEP);
+        seg = mod(a->rank - t, a->size);
+        n = seg_chunks(g, seg, &start, &len);
+        for (size_t c = 0; c < n; c++)
+            prev[c] = wf_plan_recv(
+                g->plan, g->left, g->recv_tag++,
+                wf_bref(WF_BUF_RECV, (start + c * g->chunk_elems) * es),
+                chunk_len(g, len, c) * es, rs_send[(size_t)t * mc + c],
+                WF_NO_DEP, WF_NO_DEP);
+    }
+    free(prev);
+}
+
+/* Zero elements: one empty message around the ring, so that a rank whose
+ * count differs is still told (the signature carries the count). */
+static weft_status_t build_empty(ring_t *g)
+{
+    wf_plan_send(g->plan, g->right, 0, wf_bref(WF_BUF_SEND, 0), 0, WF_NO_DEP,
+                 WF_NO_DEP, WF_NO_DEP);
+    wf_plan_recv(g->plan, g->left, 0, wf_bref(WF_BUF_RECV, 0), 0, WF_NO_DEP,
+                 WF_NO_DEP, WF_NO_DEP);
+    return g->plan->failed ? WEFT_ERR_NO_MEMORY : WEFT_OK;
+}
+
+static weft_status_t ring_build(const wf_coll_args_t *a, wf_plan_t *plan)
+{
+    ring_t g = {.a = a, .plan = plan};
+    g.right = mod(a->rank + 1, a->size);
+    g.left = mod(a->rank - 1, a->size);
+    g.chunk_elems = WF_MAX((size_t)1, a->chunk_bytes / a->elem_size);
+    if (a->size == 1) {
+        if (!a->in_place && a->count)
+            wf_plan_copy(plan, wf_bref(WF_BUF_RECV, 0), wf_bref(WF_BUF_SEND, 0),
+                         a->count * a->elem_size, WF_NO_DEP, WF_NO_DEP,
+                         WF_NO_DEP);
+        return plan->failed ? WEFT_ERR_NO_MEMORY : WEFT_OK;
+    }
+    if (a->count == 0)
+        return build_empty(&g);
+    size_t max_seg = (a->count + (size_t)a->size - 1) / (size_t)a->size;
+    g.max_chunks = (max_seg + g.chunk_elems - 1) / g.chunk_elems;
+    int32_t *owned = malloc(g.max_chunks * sizeof(*owned));
+    int32_t *rs_send = calloc((size_t)a->size * g.max_chunks,
+                              sizeof(*rs_send));
+    if (owned && rs_send) {
+        for (size_t i = 0; i < (size_t)a->size * g.max_chunks; i++)
+            rs_send[i] = WF_NO_DEP;
+        reduce_scatter(&g, owned, rs_send);
+        allgather(&g, owned, rs_send);
+    } else {
+        plan->failed = true;
+    }
+    free(owned);
+    free(rs_send);
+    if (plan->failed) {
+        WEFT_WARN(COLL, "out of memory building a ring plan for %zu elements",
+                  a->count);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    return WEFT_OK;
+}
+
+static bool ring_supports(const wf_coll_args_t *a)
+{
+    return a->coll == WF_COLL_ALLREDUCE;
+}
+
+/* alpha-beta: 2(n-1) latency terms and 2(n-1)/n of the bytes per rank. */
+static double ring_cost(const wf_coll_args_t *a)
+{
+    const double alpha_us = 20.0, us_per_byte = 1e-3;
+    double n = a->size, bytes = (double)a->count * (double)a->elem_size;
+    return 2 * (n - 1) * alpha_us + 2 * (n - 1) / n * bytes * us_per_byte;
+}
+
+const wf_algo_t wf_algo_allreduce_ring = {
+    .name = "ring",
+    .coll = WF_COLL_ALLREDUCE,
+    .id = 1,
+    .supports = ring_supports,
+    .cost = ring_cost,
+    .build = ring_build,
+};

@@ -1,0 +1,307 @@
+/*
+ * comm.c - communicator lifecycle: resolving parameters (API > config
+ * string > WEFT_* environment > launcher variables > defaults), opening the
+ * store, the transport and the engine, and tearing them down.
+ */
+#include "comm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "rdv/bootstrap.h"
+#include "rdv/launch_env.h"
+#include "transport.h"
+
+static weft_status_t set_int(wf_config_t *cfg, const char *name, long long v)
+{
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%lld", v);
+    return wf_config_set(cfg, name, buf, WF_SOURCE_API);
+}
+
+/* Applies the fields of `p` named in its field_mask. */
+static weft_status_t apply_params(wf_config_t *cfg,
+                                  const weft_comm_params_t *p)
+{
+    uint64_t m = p->field_mask;
+    if (m & WEFT_COMM_PARAM_RANK)
+        WEFT_CHECK(set_int(cfg, "WEFT_RANK", p->rank));
+    if (m & WEFT_COMM_PARAM_SIZE)
+        WEFT_CHECK(set_int(cfg, "WEFT_WORLD_SIZE", p->size));
+    if ((m & WEFT_COMM_PARAM_TIMEOUT) && p->timeout_ms >= 0)
+        WEFT_CHECK(set_int(cfg, "WEFT_TIMEOUT", p->timeout_ms));
+    const struct {
+        uint64_t bit;
+        const char *value, *name;
+    } strs[] = {{WEFT_COMM_PARAM_RENDEZVOUS, p->rendezvous, "WEFT_RENDEZVOUS"},
+                {WEFT_COMM_PARAM_JOB_ID, p->job_id, "WEFT_JOB_ID"},
+                {WEFT_COMM_PARAM_TOKEN, p->token, "WEFT_TOKEN"}};
+    for (size_t i = 0; i < WF_ARRAY_LEN(strs); i++) {
+        if (!(m & strs[i].bit))
+            continue;
+        if (!strs[i].value) {
+            WEFT_WARN(INIT, "weft_comm_create: %s field is NULL",
+                      strs[i].name + 5);
+            return WEFT_ERR_INVALID_ARG;
+        }
+        WEFT_CHECK(wf_config_set(cfg, strs[i].name, strs[i].value,
+                                 WF_SOURCE_API));
+    }
+    return WEFT_OK;
+}
+
+/* Fills rank, size, rendezvous and job id from a launcher when the WEFT_*
+ * knobs left them unset; decides whether this rank hosts the server. */
+static weft_status_t resolve_launch(wf_config_t *cfg, bool *serve)
+{
+    wf_launch_env_t env;
+    bool have = (cfg->rank < 0 || cfg->world_size < 0 || !*cfg->rendezvous) &&
+                wf_launch_env_detect(&env);
+    if (have) {
+        WEFT_INFO(INIT, "launch environment: %s (rank %d of %d)", env.source,
+                  env.rank, env.size);
+        if (cfg->rank < 0)
+            cfg->rank = env.rank;
+        if (cfg->world_size < 0)
+            cfg->world_size = env.size;
+        if (!*cfg->rendezvous)
+            wf_strlcpy(cfg->rendezvous, env.rendezvous, WF_CONFIG_STR_MAX);
+        if (cfg->source[WF_PARAM_ID_job_id] == WF_SOURCE_DEFAULT &&
+            *env.job_id)
+            wf_strlcpy(cfg->job_id, env.job_id, WF_CONFIG_STR_MAX);
+    }
+    if (cfg->rank < 0 || cfg->world_size < 1) {
+        WEFT_WARN(INIT, "no rank/world size: set WEFT_RANK and WEFT_WORLD_SIZE "
+                  "(or start under weftrun, torchrun, srun or mpirun)");
+        return WEFT_ERR_INVALID_ARG;
+    }
+    if (cfg->rank >= cfg->world_size) {
+        WEFT_WARN(INIT, "rank %lld is outside [0, %lld)",
+                  (long long)cfg->rank, (long long)cfg->world_size);
+        return WEFT_ERR_INVALID_ARG;
+    }
+    if (!*cfg->rendezvous) {
+        WEFT_WARN(INIT, "no rendezvous address: set WEFT_RENDEZVOUS=HOST:PORT "
+                  "(a weft-rendezvous server), file:///DIR or mem://NAME");
+        return WEFT_ERR_INVALID_ARG;
+    }
+    const char *s = cfg->rendezvous_serve;
+    *serve = cfg->rank == 0 &&
+             (strcmp(s, "1") == 0 ||
+              (strcmp(s, "auto") == 0 && have && env.rank0_serves &&
+               strcmp(cfg->rendezvous, env.rendezvous) == 0));
+    return WEFT_OK;
+}
+
+static weft_status_t parse_port_range(const char *text, int *lo, int *hi)
+{
+    *lo = *hi = 0;
+    if (!*text)
+        return WEFT_OK;
+    if (sscanf(text, "%d-%d", lo, hi) != 2 || *lo < 1 || *hi > 65535 ||
+        *lo > *hi) {
+        WEFT_WARN(INIT, "WEFT_PORT_RANGE=%s is not LOW-HIGH within 1-65535",
+                  text);
+        return WEFT_ERR_INVALID_ARG;
+    }
+    return WEFT_OK;
+}
+
+static weft_status_t open_transport(wf_comm_impl_t *c,
+                                    const wf_transport_ops_t **ops,
+                                    wf_tctx_t **tctx)
+{
+    wf_tconfig_t tc;
+    memset(&tc, 0, sizeof(tc));
+    tc.rank = c->rank;
+    tc.size = c->size;
+    tc.job_key = c->job_key;
+    tc.comm_key = c->comm_key;
+    tc.timeout_ms = c->cfg.timeout_ms;
+    wf_strlcpy(tc.ifname, c->cfg.socket_ifname, sizeof(tc.ifname));
+    if (strncmp(c->cfg.rendezvous, "mem://", 6) == 0)
+        wf_strlcpy(tc.bind_hint, "127.0.0.1", sizeof(tc.bind_hint));
+    else
+        wf_store_local_ip(c->store, tc.bind_hint, sizeof(tc.bind_hint));
+    WEFT_CHECK(parse_port_range(c->cfg.port_range, &tc.port_min, &tc.port_max));
+    WEFT_CHECK(wf_transport_select(c->cfg.transport, ops));
+    WEFT_CHECK((*ops)->init(&tc, tctx));
+    wf_strlcpy(c->transport_name, (*ops)->name, sizeof(c->transport_name));
+    return WEFT_OK;
+}
+
+/* Store, transport, rank exchange, engine. */
+static weft_status_t connect_job(wf_comm_impl_t *c)
+{
+    const wf_transport_ops_t *ops;
+    wf_tctx_t *tctx = NULL;
+    uint8_t addr[WF_TADDR_MAX];
+    size_t addr_len = sizeof(addr);
+    uint8_t *peer_addrs = calloc((size_t)c->size, WF_TADDR_MAX);
+    size_t *peer_lens = calloc((size_t)c->size, sizeof(size_t));
+    weft_status_t st = WEFT_ERR_NO_MEMORY;
+    if (!peer_addrs || !peer_lens)
+        goto out;
+    WEFT_CHECK_GOTO(wf_store_open(c->cfg.rendezvous, c->cfg.job_id,
+                                  c->cfg.timeout_ms, &c->store), st, out);
+    WEFT_CHECK_GOTO(open_transport(c, &ops, &tctx), st, out);
+    WEFT_CHECK_GOTO(ops->get_address(tctx, addr, &addr_len), st, out);
+    WEFT_CHECK_GOTO(wf_bootstrap_exchange(c->store, c->rank, c->size, addr,
+                                          addr_len, c->cfg.timeout_ms,
+                                          peer_addrs, peer_lens), st, out);
+    wf_engine_params_t ep = {
+        .rank = c->rank, .size = c->size, .tops = ops, .tctx = tctx,
+        .peer_addrs = peer_addrs, .peer_addr_lens = peer_lens,
+        .max_inflight = (int)c->cfg.max_inflight,
+        .timeout_ms = c->cfg.timeout_ms,
+    };
+    WEFT_CHECK_GOTO(wf_engine_create(&ep, &c->engine), st, out);
+    tctx = NULL; /* the engine owns it now */
+out:
+    if (tctx)
+        ops->fini(tctx);
+    free(peer_addrs);
+    free(peer_lens);
+    return st;
+}
+
+static void impl_free(wf_comm_impl_t *c, bool abort)
+{
+    wf_engine_destroy(c->engine, abort);
+    wf_store_close(c->store);
+    weft_server_stop(c->server);
+    free(c);
+}
+
+WEFT_API weft_status_t weft_comm_create(const weft_comm_params_t *params,
+                                        weft_comm_t *comm)
+{
+    weft_status_t st;
+    bool serve = false;
+    if (!params || !comm) {
+        WEFT_WARN(INIT, "weft_comm_create: %s is NULL",
+                  params ? "comm" : "params");
+        return WEFT_ERR_INVALID_ARG;
+    }
+    wf_comm_impl_t *c = calloc(1, sizeof(*c));
+    struct weft_comm *shell = malloc(sizeof(*shell));
+    if (!c || !shell) {
+        free(c);
+        free(shell);
+        WEFT_WARN(INIT, "out of memory creating a communicator");
+        return WEFT_ERR_NO_MEMORY;
+    }
+    const char *over = params->field_mask & WEFT_COMM_PARAM_CONFIG
+                           ? params->config : NULL;
+    WEFT_CHECK_GOTO(wf_config_load(&c->cfg, over), st, err);
+    WEFT_CHECK_GOTO(apply_params(&c->cfg, params), st, err);
+    if (c->cfg.source[WF_PARAM_ID_log] == WF_SOURCE_OVERRIDE ||
+        c->cfg.source[WF_PARAM_ID_log_subsys] == WF_SOURCE_OVERRIDE)
+        wf_log_reconfigure(c->cfg.log, c->cfg.log_subsys);
+    WEFT_CHECK_GOTO(resolve_launch(&c->cfg, &serve), st, err);
+    c->rank = (int)c->cfg.rank;
+    c->size = (int)c->cfg.world_size;
+    wf_log_set_rank(c->rank);
+    char keybuf[2 * WF_CONFIG_STR_MAX + 2];
+    snprintf(keybuf, sizeof(keybuf), "%s/%s", c->cfg.job_id, c->cfg.token);
+    c->job_key = wf_hash64(keybuf, strlen(keybuf));
+    c->comm_key = wf_hash64("world", 5) ^ c->job_key;
+    if (serve)
+        WEFT_CHECK_GOTO(weft_server_start(c->cfg.rendezvous, &c->server), st,
+                        err);
+    WEFT_CHECK_GOTO(connect_job(c), st, err);
+    WEFT_INFO(INIT, "rank %d of %d joined job %s via %s, transport %s",
+              c->rank, c->size, c->cfg.job_id, c->cfg.rendezvous,
+              c->transport_name);
+    shell->magic = WF_COMM_MAGIC;
+    shell->impl = c;
+    *comm = shell;
+    return WEFT_OK;
+err:
+    impl_free(c, true);
+    free(shell);
+    return st;
+}
+
+WEFT_API weft_status_t weft_comm_init(weft_comm_t *comm)
+{
+    weft_comm_params_t p = {.field_mask = 0};
+    return weft_comm_create(&p, comm);
+}
+
+weft_status_t wf_comm_get(weft_comm_t comm, const char *caller,
+                          wf_comm_impl_t **impl)
+{
+    if (!comm) {
+        WEFT_WARN(COLL, "%s: communicator is NULL", caller);
+        return WEFT_ERR_INVALID_ARG;
+    }
+    if (comm->magic == WF_COMM_DEAD) {
+        WEFT_WARN(COLL, "%s: communicator %p was destroyed", caller,
+                  (void *)comm);
+        return WEFT_ERR_INVALID_USAGE;
+    }
+    if (comm->magic != WF_COMM_MAGIC) {
+        WEFT_WARN(COLL, "%s: %p is not a weft communicator", caller,
+                  (void *)comm);
+        return WEFT_ERR_INVALID_ARG;
+    }
+    wf_log_set_rank(comm->impl->rank);
+    *impl = comm->impl;
+    return WEFT_OK;
+}
+
+static weft_status_t comm_release(weft_comm_t comm, bool abort)
+{
+    wf_comm_impl_t *c;
+    if (!comm)
+        return WEFT_OK;
+    WEFT_CHECK(wf_comm_get(comm, abort ? "weft_comm_abort"
+                                       : "weft_comm_destroy", &c));
+    comm->magic = WF_COMM_DEAD;
+    comm->impl = NULL;
+    impl_free(c, abort);
+    return WEFT_OK;
+}
+
+WEFT_API weft_status_t weft_comm_destroy(weft_comm_t comm)
+{
+    return comm_release(comm, false);
+}
+
+WEFT_API weft_status_t weft_comm_abort(weft_comm_t comm)
+{
+    return comm_release(comm, true);
+}
+
+WEFT_API weft_status_t weft_comm_rank(weft_comm_t comm, int *rank)
+{
+    wf_comm_impl_t *c;
+    WEFT_CHECK(wf_comm_get(comm, "weft_comm_rank", &c));
+    if (!rank)
+        return WEFT_ERR_INVALID_ARG;
+    *rank = c->rank;
+    return WEFT_OK;
+}
+
+WEFT_API weft_status_t weft_comm_size(weft_comm_t comm, int *size)
+{
+    wf_comm_impl_t *c;
+    WEFT_CHECK(wf_comm_get(comm, "weft_comm_size", &c));
+    if (!size)
+        return WEFT_ERR_INVALID_ARG;
+    *size = c->size;
+    return WEFT_OK;
+}
+
+WEFT_API weft_status_t weft_comm_get_error(weft_comm_t comm,
+                                           const char **message)
+{
+    wf_comm_impl_t *c;
+    WEFT_CHECK(wf_comm_get(comm, "weft_comm_get_error", &c));
+    if (!message)
+        return WEFT_ERR_INVALID_ARG;
+    return wf_engine_error(c->engine, message);
+}

@@ -1,0 +1,43 @@
+/*
+ * comm.h - the communicator object.
+ *
+ * The public handle is a small shell {magic, impl}.  Destroying a
+ * communicator frees the implementation and marks the shell dead but keeps
+ * the shell (a few bytes), so later calls with the stale handle get a clear
+ * WEFT_ERR_INVALID_USAGE instead of touching freed memory.
+ */
+#ifndef WF_COMM_H
+#define WF_COMM_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "rdv/store.h"
+#include "sched/engine.h"
+#include "weft.h"
+
+#define WF_COMM_MAGIC 0x7766636du /* "wfcm" */
+#define WF_COMM_DEAD 0x64656164u  /* "dead" */
+
+typedef struct wf_comm_impl {
+    int rank;
+    int size;
+    wf_config_t cfg;
+    uint64_t job_key;
+    uint64_t comm_key;
+    wf_store_t *store;
+    weft_server_t server; /* when this rank hosts the rendezvous */
+    wf_engine_t *engine;
+    char transport_name[16];
+} wf_comm_impl_t;
+
+struct weft_comm {
+    uint32_t magic;
+    wf_comm_impl_t *impl;
+};
+
+/* Validates a handle; logs and fails for NULL, foreign or destroyed ones. */
+weft_status_t wf_comm_get(weft_comm_t comm, const char *caller,
+                          wf_comm_impl_t **impl);
+
+#endif /* WF_COMM_H */

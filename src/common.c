@@ -1,0 +1,139 @@
+/*
+ * common.c - small helpers shared by every module (time, hashing, host
+ * name, errno text, host:port parsing, edit distance).
+ */
+#include "common.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+uint64_t wf_time_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int wf_deadline_remaining_ms(uint64_t deadline, int cap_ms)
+{
+    if (deadline == 0)
+        return cap_ms;
+    uint64_t now = wf_time_ms();
+    if (now >= deadline)
+        return 0;
+    uint64_t left = deadline - now;
+    return cap_ms >= 0 && left > (uint64_t)cap_ms ? cap_ms : (int)left;
+}
+
+uint64_t wf_hash64(const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+const char *wf_hostname(void)
+{
+    static char name[256];
+    static int done;
+    if (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
+        char tmp[256];
+        if (gethostname(tmp, sizeof(tmp)) != 0)
+            strcpy(tmp, "unknown-host");
+        tmp[sizeof(tmp) - 1] = '\0';
+        /* Racing threads write identical bytes; the flag publishes them. */
+        memcpy(name, tmp, sizeof(name));
+        __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+    }
+    return name;
+}
+
+const char *wf_errno_str(int err)
+{
+    static __thread char buf[128];
+    /* GNU strerror_r may return a static string instead of filling buf. */
+    const char *s = strerror_r(err, buf, sizeof(buf));
+    return s ? s : "unknown error";
+}
+
+bool wf_strlcpy(char *dst, const char *src, size_t size)
+{
+    if (size == 0)
+        return false;
+    size_t len = strnlen(src, size);
+    if (len == size) {
+        memcpy(dst, src, size - 1);
+        dst[size - 1] = '\0';
+        return false;
+    }
+    memcpy(dst, src, len + 1);
+    return true;
+}
+
+bool wf_parse_hostport(const char *text, char *host, size_t host_size,
+                       int *port)
+{
+    const char *colon;
+    size_t host_len;
+    if (!text || !*text)
+        return false;
+    if (text[0] == '[') { /* [v6addr]:port */
+        const char *close = strchr(text, ']');
+        if (!close || close[1] != ':')
+            return false;
+        host_len = (size_t)(close - text - 1);
+        text++;
+        colon = close + 1;
+    } else {
+        colon = strrchr(text, ':');
+        if (!colon || strchr(text, ':') != colon) /* bare v6 is ambiguous */
+            return false;
+        host_len = (size_t)(colon - text);
+    }
+    if (host_len == 0 || host_len >= host_size)
+        return false;
+    char *end;
+    errno = 0;
+    long p = strtol(colon + 1, &end, 10);
+    if (errno || end == colon + 1 || *end || p < 0 || p > 65535)
+        return false;
+    memcpy(host, text, host_len);
+    host[host_len] = '\0';
+    *port = (int)p;
+    return true;
+}
+
+int wf_edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 64 || lb > 64)
+        return INT_MAX;
+    int row[65];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int up = row[j];
+            int cost = a[i - 1] == b[j - 1] ? 0 : 1;
+            int best = diag + cost;
+            if (row[j] + 1 < best)
+                best = row[j] + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}

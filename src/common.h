@@ -1,0 +1,75 @@
+/*
+ * common.h - helpers every module may use: status propagation, time,
+ * allocation, small string utilities.  Depends only on weft.h and log.h.
+ */
+#ifndef WF_COMMON_H
+#define WF_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "log.h"
+#include "weft.h"
+
+/* Propagate a failing status to the caller (the callee already logged). */
+#define WEFT_CHECK(call)                                                       \
+    do {                                                                       \
+        weft_status_t wf_st_ = (call);                                         \
+        if (wf_st_ < 0)                                                        \
+            return wf_st_;                                                     \
+    } while (0)
+
+/* Store a failing status in `status` and jump to the cleanup label. */
+#define WEFT_CHECK_GOTO(call, status, label)                                   \
+    do {                                                                       \
+        (status) = (call);                                                     \
+        if ((status) < 0)                                                      \
+            goto label;                                                        \
+    } while (0)
+
+#define WF_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define WF_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define WF_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define WF_UNUSED __attribute__((unused))
+#define WF_LIKELY(x) __builtin_expect(!!(x), 1)
+#define WF_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* Monotonic clock in nanoseconds / milliseconds. */
+uint64_t wf_time_ns(void);
+static inline uint64_t wf_time_ms(void) { return wf_time_ns() / 1000000u; }
+
+/* Deadline helpers: a deadline is an absolute wf_time_ms() value; 0 means
+ * none. */
+static inline uint64_t wf_deadline_after(int64_t timeout_ms)
+{
+    return timeout_ms <= 0 ? 0 : wf_time_ms() + (uint64_t)timeout_ms;
+}
+static inline bool wf_deadline_passed(uint64_t deadline)
+{
+    return deadline != 0 && wf_time_ms() >= deadline;
+}
+/* Milliseconds left before `deadline`, capped at `cap_ms` (for poll). */
+int wf_deadline_remaining_ms(uint64_t deadline, int cap_ms);
+
+/* 64-bit FNV-1a hash of a string; used to turn job ids into wire keys. */
+uint64_t wf_hash64(const void *data, size_t len);
+
+/* The host name of this machine (cached, never NULL). */
+const char *wf_hostname(void);
+
+/* strerror_r into a per-thread buffer. */
+const char *wf_errno_str(int err);
+
+/* Safe string copy; always terminates; returns false on truncation. */
+bool wf_strlcpy(char *dst, const char *src, size_t size);
+
+/* Parses "HOST:PORT", "[V6ADDR]:PORT" into host and port; false when
+ * malformed. */
+bool wf_parse_hostport(const char *text, char *host, size_t host_size,
+                       int *port);
+
+/* Edit distance, used for did-you-mean suggestions. */
+int wf_edit_distance(const char *a, const char *b);
+
+#endif /* WF_COMMON_H */

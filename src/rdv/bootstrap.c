@@ -1,0 +1,104 @@
+/*
+ * bootstrap.c - the rank-record exchange (see bootstrap.h).
+ */
+#include "rdv/bootstrap.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "transport.h"
+
+#define RECORD_MAGIC 0x77667263u /* "wfrc" */
+#define RECORD_VERSION 1
+
+typedef struct {
+    uint32_t magic;
+    uint32_t version;
+    int32_t rank;
+    int32_t size;
+    int32_t pid;
+    uint32_t addr_len;
+    char host[64];
+    uint8_t addr[WF_TADDR_MAX];
+} rank_record_t;
+
+static weft_status_t check_record(const rank_record_t *rec, size_t len,
+                                  int rank, wf_store_t *store)
+{
+    if (len != sizeof(*rec) || rec->magic != RECORD_MAGIC ||
+        rec->version != RECORD_VERSION || rec->addr_len > WF_TADDR_MAX) {
+        WEFT_WARN(INIT, "rank %d's record in %s is malformed (%zu bytes); "
+                  "is another program using this job id?", rank,
+                  wf_store_describe(store), len);
+        return WEFT_ERR_MISMATCH;
+    }
+    return WEFT_OK;
+}
+
+static weft_status_t claim_rank(wf_store_t *store, const char *key,
+                                const rank_record_t *mine)
+{
+    rank_record_t other;
+    size_t len = 0;
+    bool created = false;
+    WEFT_CHECK(wf_store_set_once(store, key, mine, sizeof(*mine), &created,
+                                 &other, sizeof(other), &len));
+    if (created)
+        return WEFT_OK;
+    other.host[sizeof(other.host) - 1] = '\0';
+    WEFT_WARN(INIT, "rank %d is claimed twice in %s: by %s pid %d and by "
+              "this process (%s pid %d)", mine->rank,
+              wf_store_describe(store),
+              len == sizeof(other) ? other.host : "?",
+              len == sizeof(other) ? other.pid : -1, mine->host, mine->pid);
+    return WEFT_ERR_INVALID_USAGE;
+}
+
+weft_status_t wf_bootstrap_exchange(wf_store_t *store, int rank, int size,
+                                    const void *addr, size_t addr_len,
+                                    int64_t timeout_ms, uint8_t *peer_addrs,
+                                    size_t *peer_addr_lens)
+{
+    rank_record_t mine;
+    char key[32];
+    memset(&mine, 0, sizeof(mine));
+    mine.magic = RECORD_MAGIC;
+    mine.version = RECORD_VERSION;
+    mine.rank = rank;
+    mine.size = size;
+    mine.pid = (int32_t)getpid();
+    mine.addr_len = (uint32_t)addr_len;
+    wf_strlcpy(mine.host, wf_hostname(), sizeof(mine.host));
+    memcpy(mine.addr, addr, addr_len);
+    snprintf(key, sizeof(key), "rank/%d", rank);
+    WEFT_CHECK(claim_rank(store, key, &mine));
+
+    uint64_t deadline = wf_deadline_after(timeout_ms);
+    for (int r = 0; r < size; r++) {
+        rank_record_t rec;
+        size_t len = 0;
+        snprintf(key, sizeof(key), "rank/%d", r);
+        int64_t left = deadline ? wf_deadline_remaining_ms(deadline, -1) : 0;
+        weft_status_t st = wf_store_get(store, key, &rec, sizeof(rec), &len,
+                                        deadline ? WF_MAX(left, 1) : INT32_MAX);
+        if (st == WEFT_ERR_TIMEOUT)
+            WEFT_WARN(INIT, "rank %d did not join %s within %lld ms "
+                      "(%d ranks expected)", r, wf_store_describe(store),
+                      (long long)timeout_ms, size);
+        WEFT_CHECK(st);
+        WEFT_CHECK(check_record(&rec, len, r, store));
+        rec.host[sizeof(rec.host) - 1] = '\0';
+        if (rec.size != size) {
+            WEFT_WARN(INIT, "world size mismatch: rank %d (this process, %s) "
+                      "has world size %d but rank %d (%s pid %d) has %d", rank,
+                      mine.host, size, r, rec.host, rec.pid, rec.size);
+            return WEFT_ERR_MISMATCH;
+        }
+        memcpy(peer_addrs + (size_t)r * WF_TADDR_MAX, rec.addr, rec.addr_len);
+        peer_addr_lens[r] = rec.addr_len;
+    }
+    return WEFT_OK;
+}

@@ -1,0 +1,114 @@
+/*
+ * engine.h - the progress engine: runs plans over a transport.
+ *
+ * One engine per communicator, with one progress thread that owns the
+ * transport context: it takes submitted requests in order, starts the steps
+ * whose dependencies are done (at most max_inflight transfers per peer and
+ * direction), runs reductions as receives land, and completes requests.
+ * Callers only submit and wait, so non-blocking operations progress while
+ * the application computes.
+ *
+ * Every message carries a tag (kind, operation sequence number, step tag)
+ * and a signature (collective, dtype, op, algorithm, count, root/peer); a
+ * receive whose signature differs from the local one fails the operation
+ * with WEFT_ERR_MISMATCH naming both sides.
+ *
+ * Data-path errors (mismatch, peer failure, timeout, abort) are sticky: the
+ * first one is recorded with its message, fails every pending request and
+ * every later submission.
+ */
+#ifndef WF_ENGINE_H
+#define WF_ENGINE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "algo/algo.h"
+#include "sched/plan.h"
+#include "transport.h"
+#include "weft.h"
+
+typedef struct wf_engine wf_engine_t;
+typedef struct wf_exec wf_exec_t; /* per-request execution state */
+
+#define WF_REQ_MAGIC 0x77667271u /* "wfrq" */
+#define WF_ERRMSG_MAX 512
+
+/* The public request: shared by the caller and the engine (refcounted). */
+struct weft_request {
+    uint32_t magic;
+    int refs;                 /* atomic: caller + engine */
+    bool done;                /* under the global request lock */
+    weft_status_t status;
+    wf_engine_t *engine;      /* valid while the engine holds a reference */
+    /* What was asked, for signatures and messages. */
+    wf_coll_args_t args;
+    const wf_algo_t *algo;
+    const void *sendbuf;
+    void *recvbuf;
+    uint64_t seq;             /* operation number: collectives or p2p pair */
+    uint64_t deadline_ms;
+    wf_plan_t plan;
+    wf_exec_t *exec;
+    struct weft_request *next; /* engine queues */
+};
+
+typedef struct wf_engine_params {
+    int rank;
+    int size;
+    const wf_transport_ops_t *tops;
+    wf_tctx_t *tctx;            /* ownership passes to the engine */
+    const uint8_t *peer_addrs;  /* size * WF_TADDR_MAX bytes */
+    const size_t *peer_addr_lens;
+    int max_inflight;
+    int64_t timeout_ms;
+} wf_engine_params_t;
+
+/* Creates the engine and starts its progress thread.  On success the
+ * engine owns tctx (released by wf_engine_destroy). */
+weft_status_t wf_engine_create(const wf_engine_params_t *params,
+                               wf_engine_t **engine);
+
+/* Stops the thread and releases everything.  With `abort` the pending
+ * requests fail with WEFT_ERR_ABORTED at once; otherwise they get until
+ * their deadlines. */
+void wf_engine_destroy(wf_engine_t *engine, bool abort);
+
+/* Hands a prepared request (args, algo, buffers, plan built) to the engine:
+ * assigns its sequence number and deadline and wakes the thread.  Takes a
+ * reference.  Fails at once (request completed with the sticky error) when
+ * the engine has failed. */
+weft_status_t wf_engine_submit(wf_engine_t *engine, struct weft_request *req);
+
+/* Records a sticky error (first one wins) and fails every pending request.
+ * Thread-safe. */
+void wf_engine_fail(wf_engine_t *engine, weft_status_t status,
+                    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The sticky error and its message (NULL when none). */
+weft_status_t wf_engine_error(wf_engine_t *engine, const char **message);
+
+/* ---- requests (req.c) ---------------------------------------------------- */
+struct weft_request *wf_req_create(void);
+void wf_req_retain(struct weft_request *req);
+void wf_req_release(struct weft_request *req);
+/* Sets the final status and wakes waiters (first completion wins). */
+void wf_req_complete(struct weft_request *req, weft_status_t status);
+
+/* ---- execution of one plan (exec.c), called by the progress thread ------ */
+weft_status_t wf_exec_start(wf_engine_t *engine, struct weft_request *req);
+/* Advances the request; returns the amount of work done, and sets *finished
+ * with the final status in *status when it ended. */
+int wf_exec_advance(wf_engine_t *engine, struct weft_request *req,
+                    bool *finished, weft_status_t *status);
+void wf_exec_free(wf_engine_t *engine, struct weft_request *req);
+/* Describes what the request is waiting for, for timeout messages. */
+void wf_exec_describe_wait(wf_engine_t *engine, struct weft_request *req,
+                           char *buf, size_t len);
+
+/* Signature and tag encoding shared by exec.c and messages. */
+void wf_sig_make(const struct weft_request *req, uint64_t sig[2]);
+void wf_sig_describe(const uint64_t sig[2], char *buf, size_t len);
+
+#endif /* WF_ENGINE_H */

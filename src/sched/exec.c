@@ -1,0 +1,390 @@
+/*
+ * exec.c - executing one request's plan: dependency counting, a FIFO of
+ * ready steps, per-peer flow control, posting transfers, running local
+ * steps, checking signatures of what arrives.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "reduce/reduce.h"
+#include "sched/engine_impl.h"
+
+enum { ST_WAITING = 0, ST_READY, ST_POSTED, ST_DONE };
+
+typedef struct {
+    uint32_t step;
+    wf_treq_t *treq;
+} posted_t;
+
+struct wf_exec {
+    uint8_t *state;
+    uint32_t *pending;   /* unfinished dependencies per step */
+    uint32_t *dep_off;   /* dependents of step i: dep_list[dep_off[i]..] */
+    uint32_t *dep_list;
+    uint32_t *queue;     /* ready FIFO, ring of nsteps entries */
+    uint32_t q_head, q_len;
+    uint32_t *blocked;   /* ready transfers waiting for a flow slot */
+    uint32_t nblocked;
+    posted_t *posted;
+    uint32_t nposted, posted_cap;
+    uint32_t ndone;
+    void *scratch;
+    uint64_t sig[2];
+};
+
+static void push_ready(wf_exec_t *x, uint32_t nsteps, uint32_t i)
+{
+    x->state[i] = ST_READY;
+    x->queue[(x->q_head + x->q_len++) % nsteps] = i;
+}
+
+/* Builds the dependents lists (CSR) and seeds the ready queue. */
+static weft_status_t exec_index(wf_exec_t *x, const wf_plan_t *plan)
+{
+    uint32_t n = plan->nsteps, ndeps = 0;
+    for (uint32_t i = 0; i < n; i++)
+        for (int d = 0; d < WF_STEP_MAX_DEPS; d++)
+            if (plan->steps[i].deps[d] != WF_NO_DEP) {
+                x->dep_off[plan->steps[i].deps[d] + 1]++;
+                x->pending[i]++;
+                ndeps++;
+            }
+    for (uint32_t i = 0; i < n; i++)
+        x->dep_off[i + 1] += x->dep_off[i];
+    x->dep_list = malloc((ndeps ? ndeps : 1) * sizeof(uint32_t));
+    uint32_t *fill = calloc(n + 1, sizeof(uint32_t));
+    if (!x->dep_list || !fill) {
+        free(fill);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        for (int d = 0; d < WF_STEP_MAX_DEPS; d++) {
+            int32_t p = plan->steps[i].deps[d];
+            if (p != WF_NO_DEP)
+                x->dep_list[x->dep_off[p] + fill[p]++] = i;
+        }
+    free(fill);
+    for (uint32_t i = 0; i < n; i++)
+        if (x->pending[i] == 0)
+            push_ready(x, n, i);
+    return WEFT_OK;
+}
+
+weft_status_t wf_exec_start(wf_engine_t *e, struct weft_request *req)
+{
+    uint32_t n = req->plan.nsteps;
+    wf_exec_t *x = calloc(1, sizeof(*x));
+    if (!x)
+        goto err_nomem;
+    req->exec = x;
+    size_t slots = (size_t)n + 1;
+    x->state = calloc(slots, 1);
+    x->pending = calloc(slots, sizeof(uint32_t));
+    x->dep_off = calloc(slots + 1, sizeof(uint32_t));
+    x->queue = calloc(slots, sizeof(uint32_t));
+    x->blocked = calloc(slots, sizeof(uint32_t));
+    if (req->plan.scratch_bytes)
+        x->scratch = malloc(req->plan.scratch_bytes);
+    if (!x->state || !x->pending || !x->dep_off || !x->queue ||
+        !x->blocked || (req->plan.scratch_bytes && !x->scratch))
+        goto err_nomem;
+    wf_sig_make(req, x->sig);
+    if (exec_index(x, &req->plan) != WEFT_OK)
+        goto err_nomem;
+    (void)e;
+    return WEFT_OK;
+err_nomem:
+    WEFT_WARN(SCHED, "out of memory starting %s #%llu (%u steps, %llu "
+              "scratch bytes)", wf_coll_name(req->args.coll),
+              (unsigned long long)req->seq, n,
+              (unsigned long long)req->plan.scratch_bytes);
+    return WEFT_ERR_NO_MEMORY;
+}
+
+void wf_exec_free(wf_engine_t *e, struct weft_request *req)
+{
+    wf_exec_t *x = req->exec;
+    if (!x)
+        return;
+    /* Transfers still posted (the request failed): the transport drops
+     * them at fini; give back their flow slots now. */
+    for (uint32_t i = 0; i < x->nposted; i++) {
+        const wf_step_t *s = &req->plan.steps[x->posted[i].step];
+        int *inflight = s->kind == WF_STEP_SEND ? e->inflight_send
+                                                : e->inflight_recv;
+        inflight[s->peer]--;
+    }
+    free(x->state);
+    free(x->pending);
+    free(x->dep_off);
+    free(x->dep_list);
+    free(x->queue);
+    free(x->blocked);
+    free(x->posted);
+    free(x->scratch);
+    free(x);
+    req->exec = NULL;
+}
+
+static char *buf_at(struct weft_request *req, wf_bref_t r)
+{
+    char *base = r.buf == WF_BUF_SEND   ? (char *)req->sendbuf
+                 : r.buf == WF_BUF_RECV ? (char *)req->recvbuf
+                                        : (char *)req->exec->scratch;
+    return base + r.off;
+}
+
+static void mark_done(struct weft_request *req, uint32_t i)
+{
+    wf_exec_t *x = req->exec;
+    x->state[i] = ST_DONE;
+    x->ndone++;
+    for (uint32_t k = x->dep_off[i]; k < x->dep_off[i + 1]; k++) {
+        uint32_t j = x->dep_list[k];
+        if (--x->pending[j] == 0)
+            push_ready(x, req->plan.nsteps, j);
+    }
+}
+
+static void run_local(struct weft_request *req, const wf_step_t *s)
+{
+    const wf_plan_t *p = &req->plan;
+    switch (s->kind) {
+    case WF_STEP_REDUCE:
+        wf_reduce(buf_at(req, s->dst), buf_at(req, s->src),
+                  buf_at(req, s->src2), s->count, p->dtype, p->op);
+        break;
+    case WF_STEP_COPY:
+        memmove(buf_at(req, s->dst), buf_at(req, s->src), s->count);
+        break;
+    case WF_STEP_AVG:
+        wf_reduce_avg_finish(buf_at(req, s->dst), s->count, p->dtype,
+                             p->nranks);
+        break;
+    default:
+        break;
+    }
+}
+
+static uint64_t step_tag(const struct weft_request *req, const wf_step_t *s)
+{
+    bool p2p = req->args.coll == WF_COLL_SEND || req->args.coll == WF_COLL_RECV;
+    return wf_tag_make(p2p ? WF_TAG_KIND_P2P : WF_TAG_KIND_COLL, req->seq,
+                       s->tag);
+}
+
+/* Posts a transfer; returns 1 when posted, 0 when it must wait for a flow
+ * slot, negative on failure. */
+static int post_transfer(wf_engine_t *e, struct weft_request *req,
+                         uint32_t i)
+{
+    wf_exec_t *x = req->exec;
+    const wf_step_t *s = &req->plan.steps[i];
+    bool is_send = s->kind == WF_STEP_SEND;
+    int *inflight = is_send ? e->inflight_send : e->inflight_recv;
+    if (inflight[s->peer] >= e->max_inflight)
+        return 0;
+    if (!e->peer_connect_called[s->peer]) {
+        weft_status_t st = e->tops->connect(
+            e->tctx, s->peer, e->peer_addrs + (size_t)s->peer * WF_TADDR_MAX,
+            e->peer_addr_lens[s->peer]);
+        if (st < 0)
+            return st;
+        e->peer_connect_called[s->peer] = true;
+    }
+    if (x->nposted == x->posted_cap) {
+        uint32_t cap = x->posted_cap ? x->posted_cap * 2 : 16;
+        posted_t *np = realloc(x->posted, cap * sizeof(*np));
+        if (!np)
+            return WEFT_ERR_NO_MEMORY;
+        x->posted = np;
+        x->posted_cap = cap;
+    }
+    wf_treq_t *treq = NULL;
+    weft_status_t st =
+        is_send ? e->tops->isend(e->tctx, s->peer, step_tag(req, s), x->sig,
+                                 buf_at(req, s->src), s->count, NULL, &treq)
+                : e->tops->irecv(e->tctx, s->peer, step_tag(req, s),
+                                 buf_at(req, s->dst), s->count, NULL, &treq);
+    if (st == WEFT_ERR_AGAIN)
+        return 0;
+    if (st < 0)
+        return st;
+    inflight[s->peer]++;
+    x->state[i] = ST_POSTED;
+    x->posted[x->nposted++] = (posted_t){i, treq};
+    return 1;
+}
+
+static void fail_req(wf_engine_t *e, struct weft_request *req,
+                     weft_status_t st, const wf_step_t *s)
+{
+    wf_engine_fail(e, st, "%s #%llu: %s %s %s failed: %s",
+                   wf_coll_name(req->args.coll),
+                   (unsigned long long)req->seq,
+                   wf_step_kind_name((wf_step_kind_t)s->kind),
+                   s->kind == WF_STEP_SEND ? "to" : "from",
+                   e->tops->peer_describe(e->tctx, s->peer),
+                   weft_strerror(st));
+}
+
+/* Starts blocked transfers that now have a slot, then ready steps. */
+static int start_steps(wf_engine_t *e, struct weft_request *req,
+                       weft_status_t *status)
+{
+    wf_exec_t *x = req->exec;
+    uint32_t n = req->plan.nsteps, keep = 0;
+    int work = 0;
+    for (uint32_t k = 0; k < x->nblocked; k++) {
+        int r = post_transfer(e, req, x->blocked[k]);
+        if (r < 0)
+            return fail_req(e, req, *status = r,
+                            &req->plan.steps[x->blocked[k]]), work;
+        if (r == 0)
+            x->blocked[keep++] = x->blocked[k];
+        work += r;
+    }
+    x->nblocked = keep;
+    while (x->q_len) {
+        uint32_t i = x->queue[x->q_head];
+        x->q_head = (x->q_head + 1) % n;
+        x->q_len--;
+        const wf_step_t *s = &req->plan.steps[i];
+        if (s->kind == WF_STEP_SEND || s->kind == WF_STEP_RECV) {
+            int r = post_transfer(e, req, i);
+            if (r < 0)
+                return fail_req(e, req, *status = r, s), work;
+            if (r == 0)
+                x->blocked[x->nblocked++] = i;
+        } else {
+            run_local(req, s);
+            mark_done(req, i);
+        }
+        work++;
+    }
+    return work;
+}
+
+static weft_status_t check_arrival(wf_engine_t *e, struct weft_request *req,
+                                   const wf_step_t *s,
+                                   const wf_treq_info_t *info)
+{
+    wf_exec_t *x = req->exec;
+    if (info->sig[0] == x->sig[0] && info->sig[1] == x->sig[1] &&
+        !info->truncated && info->len == s->count)
+        return WEFT_OK;
+    char mine[160], theirs[160];
+    wf_sig_describe(x->sig, mine, sizeof(mine));
+    wf_sig_describe(info->sig, theirs, sizeof(theirs));
+    if (strcmp(mine, theirs) == 0)
+        snprintf(theirs + strlen(theirs), sizeof(theirs) - strlen(theirs),
+                 " with a %zu-byte message where %llu bytes were expected",
+                 info->len, (unsigned long long)s->count);
+    wf_engine_fail(e, WEFT_ERR_MISMATCH,
+                   "operation #%llu mismatch: rank %d called %s but %s called "
+                   "%s", (unsigned long long)req->seq, e->rank, mine,
+                   e->tops->peer_describe(e->tctx, s->peer), theirs);
+    return WEFT_ERR_MISMATCH;
+}
+
+/* Tests posted transfers; completes the steps that finished. */
+static int poll_posted(wf_engine_t *e, struct weft_request *req,
+                       weft_status_t *status)
+{
+    wf_exec_t *x = req->exec;
+    int work = 0;
+    for (uint32_t k = 0; k < x->nposted;) {
+        posted_t p = x->posted[k];
+        const wf_step_t *s = &req->plan.steps[p.step];
+        wf_treq_info_t info = {0};
+        weft_status_t st = e->tops->test(e->tctx, p.treq, &info);
+        if (st == WEFT_INPROGRESS) {
+            k++;
+            continue;
+        }
+        x->posted[k] = x->posted[--x->nposted];
+        (s->kind == WF_STEP_SEND ? e->inflight_send
+                                 : e->inflight_recv)[s->peer]--;
+        if (st < 0) {
+            fail_req(e, req, *status = st, s);
+            return work;
+        }
+        if (s->kind == WF_STEP_RECV &&
+            (*status = check_arrival(e, req, s, &info)) < 0)
+            return work;
+        mark_done(req, p.step);
+        work++;
+    }
+    return work;
+}
+
+int wf_exec_advance(wf_engine_t *e, struct weft_request *req, bool *finished,
+                    weft_status_t *status)
+{
+    weft_status_t st = WEFT_OK;
+    int work = poll_posted(e, req, &st);
+    if (st >= 0)
+        work += start_steps(e, req, &st);
+    if (st < 0) {
+        *finished = true;
+        *status = st;
+    } else if (req->exec->ndone == req->plan.nsteps) {
+        *finished = true;
+        *status = WEFT_OK;
+    }
+    return work;
+}
+
+void wf_exec_describe_wait(wf_engine_t *e, struct weft_request *req,
+                           char *buf, size_t len)
+{
+    wf_exec_t *x = req->exec;
+    for (uint32_t k = 0; x && k < x->nposted; k++) {
+        const wf_step_t *s = &req->plan.steps[x->posted[k].step];
+        if (s->kind == WF_STEP_RECV) {
+            snprintf(buf, len, "waiting to receive from %s",
+                     e->tops->peer_describe(e->tctx, s->peer));
+            return;
+        }
+    }
+    if (x && x->nposted) {
+        const wf_step_t *s = &req->plan.steps[x->posted[0].step];
+        snprintf(buf, len, "waiting to send to %s",
+                 e->tops->peer_describe(e->tctx, s->peer));
+        return;
+    }
+    snprintf(buf, len, "%u of %u steps done", x ? x->ndone : 0,
+             req->plan.nsteps);
+}
+
+/* sig[0]: collective | dtype << 8 | op << 16 | algorithm << 24;
+ * sig[1]: element count.  Send and receive share one collective code so
+ * that the two sides of a point-to-point message compare equal. */
+void wf_sig_make(const struct weft_request *req, uint64_t sig[2])
+{
+    const wf_coll_args_t *a = &req->args;
+    bool p2p = a->coll == WF_COLL_SEND || a->coll == WF_COLL_RECV;
+    uint64_t coll = p2p ? WF_COLL_SEND : a->coll;
+    uint64_t op = p2p ? 0 : (uint64_t)a->op;
+    sig[0] = coll | (uint64_t)a->dtype << 8 | op << 16 |
+             (uint64_t)req->algo->id << 24;
+    sig[1] = a->count;
+}
+
+void wf_sig_describe(const uint64_t sig[2], char *buf, size_t len)
+{
+    unsigned coll = sig[0] & 0xff, dtype = (sig[0] >> 8) & 0xff;
+    unsigned op = (sig[0] >> 16) & 0xff, algo = (sig[0] >> 24) & 0xff;
+    const char *dt = wf_dtype_valid((int)dtype)
+                         ? wf_dtype_name((weft_dtype_t)dtype) : "?";
+    if (coll == WF_COLL_SEND)
+        snprintf(buf, len, "send/recv(count %llu, %s)",
+                 (unsigned long long)sig[1], dt);
+    else
+        snprintf(buf, len, "%s(count %llu, %s, %s, algorithm %u)",
+                 wf_coll_name((wf_coll_t)coll), (unsigned long long)sig[1], dt,
+                 wf_op_valid((int)op) ? wf_op_name((weft_op_t)op) : "?", algo);
+}

@@ -1,0 +1,305 @@
+/*
+ * progress.c - the engine's lifecycle and its progress thread.
+ *
+ * The thread owns the transport context.  It sleeps in poll() on the
+ * transport's fd and a wake-up eventfd when there is nothing to do, and
+ * spins through progress/advance while work is happening.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "sched/engine_impl.h"
+
+static void wake(wf_engine_t *e)
+{
+    uint64_t one = 1;
+    ssize_t r = write(e->wake_fd, &one, sizeof(one));
+    (void)r; /* a full counter already means "wake up" */
+}
+
+void wf_engine_fail(wf_engine_t *e, weft_status_t status, const char *fmt,
+                    ...)
+{
+    char msg[WF_ERRMSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&e->lock);
+    bool first = e->error == WEFT_OK;
+    if (first) {
+        e->error = status;
+        wf_strlcpy(e->error_msg, msg, sizeof(e->error_msg));
+    }
+    pthread_mutex_unlock(&e->lock);
+    if (first && status != WEFT_ERR_ABORTED)
+        WEFT_WARN(SCHED, "%s", msg);
+    wake(e);
+}
+
+weft_status_t wf_engine_error(wf_engine_t *e, const char **message)
+{
+    pthread_mutex_lock(&e->lock);
+    weft_status_t st = e->error;
+    if (message)
+        *message = st == WEFT_OK ? NULL : e->error_msg;
+    pthread_mutex_unlock(&e->lock);
+    return st;
+}
+
+static void append(struct weft_request **head, struct weft_request **tail,
+                   struct weft_request *req)
+{
+    req->next = NULL;
+    if (*tail)
+        (*tail)->next = req;
+    else
+        *head = req;
+    *tail = req;
+}
+
+weft_status_t wf_engine_submit(wf_engine_t *e, struct weft_request *req)
+{
+    pthread_mutex_lock(&e->lock);
+    weft_status_t err = e->error;
+    if (err == WEFT_OK && e->stop)
+        err = WEFT_ERR_INVALID_USAGE;
+    if (err != WEFT_OK) {
+        pthread_mutex_unlock(&e->lock);
+        wf_req_complete(req, err);
+        return err;
+    }
+    const wf_coll_args_t *a = &req->args;
+    if (a->coll == WF_COLL_SEND)
+        req->seq = e->p2p_send_seq[a->peer]++;
+    else if (a->coll == WF_COLL_RECV)
+        req->seq = e->p2p_recv_seq[a->peer]++;
+    else
+        req->seq = e->coll_seq++;
+    req->deadline_ms = wf_deadline_after(e->timeout_ms);
+    req->engine = e;
+    wf_req_retain(req);
+    append(&e->submitted_head, &e->submitted_tail, req);
+    pthread_mutex_unlock(&e->lock);
+    wake(e);
+    return WEFT_OK;
+}
+
+/* Ends a request the thread holds: completion, state, reference. */
+static void finish(wf_engine_t *e, struct weft_request *req,
+                   weft_status_t status)
+{
+    if (status == WEFT_OK)
+        WEFT_TRACE(SCHED, "%s #%llu done", wf_coll_name(req->args.coll),
+                   (unsigned long long)req->seq);
+    wf_exec_free(e, req);
+    req->engine = NULL;
+    wf_req_complete(req, status);
+    wf_req_release(req);
+}
+
+/* Moves new submissions to the active list and starts their execution. */
+static void take_submitted(wf_engine_t *e, bool *stop)
+{
+    pthread_mutex_lock(&e->lock);
+    struct weft_request *req = e->submitted_head;
+    e->submitted_head = e->submitted_tail = NULL;
+    *stop = e->stop;
+    pthread_mutex_unlock(&e->lock);
+    while (req) {
+        struct weft_request *next = req->next;
+        weft_status_t st = wf_exec_start(e, req);
+        if (st < 0) {
+            wf_engine_fail(e, st, "%s #%llu: cannot start: %s",
+                           wf_coll_name(req->args.coll),
+                           (unsigned long long)req->seq, weft_strerror(st));
+            finish(e, req, st);
+        } else {
+            append(&e->active_head, &e->active_tail, req);
+        }
+        req = next;
+    }
+}
+
+/* Advances every active request; returns the work done. */
+static int advance_all(wf_engine_t *e, weft_status_t sticky)
+{
+    int work = 0;
+    struct weft_request *prev = NULL, *req = e->active_head;
+    while (req) {
+        struct weft_request *next = req->next;
+        bool finished = false;
+        weft_status_t st = sticky;
+        if (sticky == WEFT_OK)
+            work += wf_exec_advance(e, req, &finished, &st);
+        if (sticky != WEFT_OK || finished) {
+            if (prev)
+                prev->next = next;
+            else
+                e->active_head = next;
+            if (e->active_tail == req)
+                e->active_tail = prev;
+            finish(e, req, st);
+            work++;
+        } else {
+            prev = req;
+        }
+        req = next;
+    }
+    return work;
+}
+
+/* Fails the comm when a request passed its deadline; returns the poll
+ * timeout until the next deadline. */
+static int check_deadlines(wf_engine_t *e)
+{
+    int timeout = 100;
+    for (struct weft_request *req = e->active_head; req; req = req->next) {
+        if (wf_deadline_passed(req->deadline_ms)) {
+            char what[256];
+            wf_exec_describe_wait(e, req, what, sizeof(what));
+            wf_engine_fail(e, WEFT_ERR_TIMEOUT,
+                           "%s #%llu timed out after %lld ms on rank %d (%s)",
+                           wf_coll_name(req->args.coll),
+                           (unsigned long long)req->seq,
+                           (long long)e->timeout_ms, e->rank, what);
+            return 0;
+        }
+        timeout = wf_deadline_remaining_ms(req->deadline_ms, timeout);
+    }
+    return timeout;
+}
+
+static void sleep_until_work(wf_engine_t *e, int timeout_ms)
+{
+    struct pollfd fds[2] = {{.fd = e->wake_fd, .events = POLLIN},
+                            {.fd = e->tops->get_fd(e->tctx), .events = POLLIN}};
+    int nfds = fds[1].fd >= 0 ? 2 : 1;
+    if (nfds == 1 && timeout_ms > 1)
+        timeout_ms = 1; /* a transport without an fd must be polled */
+    if (poll(fds, (nfds_t)nfds, timeout_ms) > 0 && (fds[0].revents & POLLIN)) {
+        uint64_t v;
+        ssize_t r = read(e->wake_fd, &v, sizeof(v));
+        (void)r;
+    }
+}
+
+static void *progress_main(void *arg)
+{
+    wf_engine_t *e = arg;
+    wf_log_set_rank(e->rank);
+    for (;;) {
+        bool stop;
+        take_submitted(e, &stop);
+        weft_status_t sticky = wf_engine_error(e, NULL);
+        if (stop && (sticky != WEFT_OK || !e->active_head))
+            break;
+        int work = 0;
+        if (sticky == WEFT_OK) {
+            int n = e->tops->progress(e->tctx);
+            if (n < 0)
+                wf_engine_fail(e, n, "transport %s failed: %s", e->tops->name,
+                               weft_strerror(n));
+            work += n > 0 ? n : 0;
+        }
+        work += advance_all(e, sticky);
+        int timeout = check_deadlines(e);
+        if (!work)
+            sleep_until_work(e, timeout);
+    }
+    /* Anything left fails with the sticky error (abort, failure). */
+    weft_status_t st = wf_engine_error(e, NULL);
+    advance_all(e, st != WEFT_OK ? st : WEFT_ERR_ABORTED);
+    return NULL;
+}
+
+static void engine_free(wf_engine_t *e)
+{
+    if (e->tctx)
+        e->tops->fini(e->tctx);
+    if (e->wake_fd >= 0)
+        close(e->wake_fd);
+    pthread_mutex_destroy(&e->lock);
+    free(e->peer_addrs);
+    free(e->peer_addr_lens);
+    free(e->peer_connect_called);
+    free(e->inflight_send);
+    free(e->inflight_recv);
+    free(e->p2p_send_seq);
+    free(e->p2p_recv_seq);
+    free(e);
+}
+
+weft_status_t wf_engine_create(const wf_engine_params_t *p,
+                               wf_engine_t **engine)
+{
+    size_t n = (size_t)p->size;
+    wf_engine_t *e = calloc(1, sizeof(*e));
+    if (!e)
+        goto err_nomem;
+    e->wake_fd = -1;
+    pthread_mutex_init(&e->lock, NULL);
+    e->rank = p->rank;
+    e->size = p->size;
+    e->tops = p->tops;
+    e->max_inflight = p->max_inflight > 0 ? p->max_inflight : 1;
+    e->timeout_ms = p->timeout_ms;
+    e->peer_addrs = malloc(n * WF_TADDR_MAX);
+    e->peer_addr_lens = calloc(n, sizeof(size_t));
+    e->peer_connect_called = calloc(n, sizeof(bool));
+    e->inflight_send = calloc(n, sizeof(int));
+    e->inflight_recv = calloc(n, sizeof(int));
+    e->p2p_send_seq = calloc(n, sizeof(uint64_t));
+    e->p2p_recv_seq = calloc(n, sizeof(uint64_t));
+    if (!e->peer_addrs || !e->peer_addr_lens || !e->peer_connect_called ||
+        !e->inflight_send || !e->inflight_recv || !e->p2p_send_seq ||
+        !e->p2p_recv_seq)
+        goto err_nomem;
+    memcpy(e->peer_addrs, p->peer_addrs, n * WF_TADDR_MAX);
+    memcpy(e->peer_addr_lens, p->peer_addr_lens, n * sizeof(size_t));
+    e->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (e->wake_fd < 0) {
+        WEFT_WARN(SCHED, "eventfd failed: %s", wf_errno_str(errno));
+        engine_free(e);
+        return WEFT_ERR_SYSTEM;
+    }
+    e->tctx = p->tctx; /* owned from here on, when creation succeeds */
+    int err = pthread_create(&e->thread, NULL, progress_main, e);
+    if (err) {
+        WEFT_WARN(SCHED, "cannot start the progress thread: %s",
+                  wf_errno_str(err));
+        e->tctx = NULL;
+        engine_free(e);
+        return WEFT_ERR_SYSTEM;
+    }
+    e->thread_started = true;
+    *engine = e;
+    return WEFT_OK;
+err_nomem:
+    WEFT_WARN(SCHED, "out of memory creating the engine for %zu ranks", n);
+    if (e)
+        engine_free(e);
+    return WEFT_ERR_NO_MEMORY;
+}
+
+void wf_engine_destroy(wf_engine_t *e, bool abort)
+{
+    if (!e)
+        return;
+    if (abort)
+        wf_engine_fail(e, WEFT_ERR_ABORTED, "communicator aborted");
+    pthread_mutex_lock(&e->lock);
+    e->stop = true;
+    pthread_mutex_unlock(&e->lock);
+    wake(e);
+    if (e->thread_started)
+        pthread_join(e->thread, NULL);
+    engine_free(e);
+}

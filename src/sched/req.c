@@ -1,0 +1,106 @@
+/*
+ * req.c - requests: creation, reference counting, completion, and the
+ * public weft_test / weft_wait / weft_request_free.
+ *
+ * Completion uses one process-wide lock and condition variable rather than
+ * per-request ones: a waiter must be able to wake safely even when the
+ * communicator (and its engine) is torn down by weft_comm_abort in another
+ * thread, and a request may outlive its engine.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common.h"
+#include "sched/engine.h"
+
+static pthread_mutex_t req_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t req_cond = PTHREAD_COND_INITIALIZER;
+
+struct weft_request *wf_req_create(void)
+{
+    struct weft_request *req = calloc(1, sizeof(*req));
+    if (!req) {
+        WEFT_WARN(COLL, "out of memory for a request");
+        return NULL;
+    }
+    req->magic = WF_REQ_MAGIC;
+    req->refs = 1;
+    req->status = WEFT_INPROGRESS;
+    return req;
+}
+
+void wf_req_retain(struct weft_request *req)
+{
+    __atomic_add_fetch(&req->refs, 1, __ATOMIC_RELAXED);
+}
+
+void wf_req_release(struct weft_request *req)
+{
+    if (__atomic_sub_fetch(&req->refs, 1, __ATOMIC_ACQ_REL) != 0)
+        return;
+    wf_plan_free(&req->plan);
+    req->magic = 0;
+    free(req);
+}
+
+void wf_req_complete(struct weft_request *req, weft_status_t status)
+{
+    pthread_mutex_lock(&req_lock);
+    if (!req->done) {
+        req->status = status;
+        req->done = true;
+        pthread_cond_broadcast(&req_cond);
+    }
+    pthread_mutex_unlock(&req_lock);
+}
+
+static weft_status_t check_req(weft_request_t req)
+{
+    if (!req) {
+        WEFT_WARN(COLL, "request is NULL");
+        return WEFT_ERR_INVALID_ARG;
+    }
+    if (req->magic != WF_REQ_MAGIC) {
+        WEFT_WARN(COLL, "%p is not a live weft request (freed twice?)",
+                  (void *)req);
+        return WEFT_ERR_INVALID_USAGE;
+    }
+    return WEFT_OK;
+}
+
+WEFT_API weft_status_t weft_test(weft_request_t req)
+{
+    WEFT_CHECK(check_req(req));
+    pthread_mutex_lock(&req_lock);
+    weft_status_t st = req->done ? req->status : WEFT_INPROGRESS;
+    pthread_mutex_unlock(&req_lock);
+    return st;
+}
+
+WEFT_API weft_status_t weft_wait(weft_request_t req)
+{
+    WEFT_CHECK(check_req(req));
+    pthread_mutex_lock(&req_lock);
+    while (!req->done) {
+        /* The engine enforces deadlines; the timed wait is only a guard
+         * against a lost wake-up. */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&req_cond, &req_lock, &ts);
+    }
+    weft_status_t st = req->status;
+    pthread_mutex_unlock(&req_lock);
+    return st;
+}
+
+WEFT_API weft_status_t weft_request_free(weft_request_t req)
+{
+    if (!req)
+        return WEFT_OK;
+    WEFT_CHECK(check_req(req));
+    wf_req_release(req);
+    return WEFT_OK;
+}

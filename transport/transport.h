@@ -1,0 +1,147 @@
+/*
+ * transport.h - the contract between the engine and a transport.
+ *
+ * A transport moves tagged messages between the ranks of one communicator.
+ * It never sees communicators, plans or algorithms: only peer indices,
+ * buffers, lengths, tags and its own configuration.
+ *
+ * Lifecycle and threading
+ *  - One context per communicator, created by init() and released by fini().
+ *    All calls on one context come from one thread at a time (the
+ *    communicator's progress thread), so transports need no locks of their
+ *    own.  No call blocks: waiting is the engine's job, using get_fd().
+ *  - init() opens the listening endpoint and get_address() returns its
+ *    opaque address blob (at most WF_TADDR_MAX bytes), which the bootstrap
+ *    publishes through the rendezvous store.
+ *  - connect(peer, addr) is called on first use of a peer, by both sides.  It
+ *    starts connecting and returns WEFT_INPROGRESS, or WEFT_OK once the
+ *    connection is up; the transport breaks the tie (TCP: the lower rank
+ *    dials, the higher rank accepts).  Sends and receives may be posted right
+ *    after the first connect() call; they are queued until the connection is
+ *    up.  Every incoming connection passes a handshake that checks job key,
+ *    communicator key and ranks; a stray or mis-addressed connection is
+ *    logged and closed and the job goes on.
+ *
+ * Messages
+ *  - isend/irecv post one message.  Messages between one pair of ranks with
+ *    the same tag match in the order they were posted; different tags match
+ *    independently.  A message that arrives before its receive is posted is
+ *    kept (an "unexpected" message) until a receive with its tag is posted.
+ *  - Each message carries two signature words `sig` chosen by the sender;
+ *    the receiver gets them in wf_treq_info_t and decides what a mismatch
+ *    means (the engine uses them to detect ranks calling different
+ *    collectives).  A message longer than the posted receive completes the
+ *    receive with `truncated` set and the surplus discarded.
+ *  - Zero-length messages are valid.
+ *  - Back-pressure is WEFT_ERR_AGAIN from isend/irecv: nothing was posted,
+ *    retry after progress().
+ *
+ * Completion and errors
+ *  - test(req) returns WEFT_INPROGRESS, or the final status; after a final
+ *    status the request is released by the transport and must not be used.
+ *  - A failed peer (connection refused until the timeout, reset, closed,
+ *    garbage on the wire) fails every pending and later request with that
+ *    peer: WEFT_ERR_REMOTE when the peer went away, WEFT_ERR_TRANSPORT for
+ *    local failures.  The transport logs the cause once, naming the peer
+ *    rank, its host:port and the errno text; peer_describe() gives the same
+ *    text for the engine's messages.
+ */
+#ifndef WF_TRANSPORT_H
+#define WF_TRANSPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft.h"
+
+#define WF_TADDR_MAX 128
+
+/* Capability bits of a transport. */
+#define WF_TCAP_HOST_MEM (1u << 0)   /* can send from / receive to host memory */
+#define WF_TCAP_DEVICE_MEM (1u << 1) /* can access device memory directly */
+#define WF_TCAP_RDMA (1u << 2)       /* supports one-sided writes */
+
+/* What a transport needs to know; filled by the core from the config
+ * snapshot.  Strings are empty when unset. */
+typedef struct wf_tconfig {
+    int rank;             /* this process's index among the peers */
+    int size;             /* number of peers, including this one */
+    uint64_t job_key;     /* hash of job id and token: handshake check */
+    uint64_t comm_key;    /* identifies the communicator: handshake check */
+    char ifname[256];     /* WEFT_SOCKET_IFNAME: interface name(s) or an IP */
+    char bind_hint[64];   /* local IP that reaches the rendezvous, if known */
+    int port_min;         /* WEFT_PORT_RANGE, 0 0 for any */
+    int port_max;
+    int64_t timeout_ms;   /* connection establishment deadline */
+} wf_tconfig_t;
+
+typedef struct wf_tdev_attr {
+    char name[64];        /* e.g. interface name */
+    char address[80];     /* human-readable local address, e.g. 10.0.0.1:5000 */
+    uint32_t caps;        /* WF_TCAP_* */
+    uint64_t speed_mbps;  /* 0 when unknown */
+} wf_tdev_attr_t;
+
+/* Filled by test() when a request completes. */
+typedef struct wf_treq_info {
+    size_t len;           /* bytes sent, or bytes of the received message */
+    uint64_t sig[2];      /* receive: the sender's signature words */
+    bool truncated;       /* receive: the message was longer than the buffer */
+} wf_treq_info_t;
+
+typedef struct wf_tctx wf_tctx_t; /* a transport's per-communicator context */
+typedef struct wf_treq wf_treq_t; /* a transport's request */
+
+typedef struct wf_transport_ops {
+    size_t size; /* sizeof(wf_transport_ops_t): fields are only appended */
+    const char *name;
+    uint32_t caps;
+
+    /* Creates the context and its listening endpoint. */
+    weft_status_t (*init)(const wf_tconfig_t *cfg, wf_tctx_t **ctx);
+    /* Closes every connection and releases the context; pending requests
+     * are dropped.  Accepts NULL; never blocks for long. */
+    void (*fini)(wf_tctx_t *ctx);
+    /* Describes the local device the context uses. */
+    weft_status_t (*query)(wf_tctx_t *ctx, wf_tdev_attr_t *attr);
+    /* Copies the address blob into addr (capacity *len), sets *len. */
+    weft_status_t (*get_address)(wf_tctx_t *ctx, void *addr, size_t *len);
+    /* Non-blocking, idempotent connect to `peer`; see above. */
+    weft_status_t (*connect)(wf_tctx_t *ctx, int peer, const void *addr,
+                             size_t len);
+    /* Registers memory for zero-copy use; TCP returns a NULL handle. */
+    weft_status_t (*mem_reg)(wf_tctx_t *ctx, void *buf, size_t len,
+                             void **mh);
+    void (*mem_dereg)(wf_tctx_t *ctx, void *mh);
+    /* Posts a send / receive of one message; see above. */
+    weft_status_t (*isend)(wf_tctx_t *ctx, int peer, uint64_t tag,
+                           const uint64_t sig[2], const void *buf, size_t len,
+                           void *mh, wf_treq_t **req);
+    weft_status_t (*irecv)(wf_tctx_t *ctx, int peer, uint64_t tag, void *buf,
+                           size_t cap, void *mh, wf_treq_t **req);
+    /* Polls one request; see above. */
+    weft_status_t (*test)(wf_tctx_t *ctx, wf_treq_t *req,
+                          wf_treq_info_t *info);
+    /* Does all I/O that is possible without blocking.  Returns the number of
+     * events handled (>= 0), or a negative status when the context itself
+     * failed. */
+    int (*progress)(wf_tctx_t *ctx);
+    /* A file descriptor that becomes readable when progress() has work, or
+     * -1 when the engine has to poll. */
+    int (*get_fd)(wf_tctx_t *ctx);
+    /* "peer 3 (10.0.0.2:41234)" for messages; never NULL. */
+    const char *(*peer_describe)(wf_tctx_t *ctx, int peer);
+} wf_transport_ops_t;
+
+/* The registry: transports compiled in, in preference order. */
+const wf_transport_ops_t *wf_transport_find(const char *name);
+/* Picks the transport for WEFT_TRANSPORT ("auto" = first usable). */
+weft_status_t wf_transport_select(const char *name,
+                                  const wf_transport_ops_t **ops);
+/* Names of all compiled-in transports, comma separated. */
+const char *wf_transport_names(void);
+
+extern const wf_transport_ops_t wf_tcp_transport;
+
+#endif /* WF_TRANSPORT_H */
