@@ -1,0 +1,361 @@
+/*
+ * reduce.c - the host reduction table: one element-wise kernel per
+ * (dtype, op), generated from X-macro lists, plus WEFT_AVG's final divide.
+ *
+ * The library builds at -O2, where gcc 12 vectorizes only with the
+ * "very-cheap" cost model (no loops of unknown trip count).  These loops
+ * are the host's reduction throughput, so this file alone asks for the
+ * dynamic cost model.  The pragma comes before the includes so that the
+ * inline helpers in half.h get the same options as the loops they are
+ * inlined into.  docs/reductions.md says which kernels vectorize and how
+ * scripts/check-vectorize.sh checks it.
+ */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
+#endif
+
+#include "reduce/reduce.h"
+
+#include <strings.h>
+
+#include "reduce/half.h"
+
+/*
+ * The kernels may run with dst == a or dst == b (in-place reductions), so
+ * the pointers cannot be restrict.  Without restrict gcc would version each
+ * loop on a runtime overlap check, and exact aliasing fails that check, so
+ * the in-place case would run the scalar copy.  ivdep states what the
+ * contract guarantees: element i is read and written within iteration i
+ * only, so there is no dependence between iterations.
+ */
+#if defined(__clang__)
+#define WF_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define WF_IVDEP _Pragma("GCC ivdep")
+#else
+#define WF_IVDEP
+#endif
+
+#define WF_KERNEL(fname, T, COMBINE)                                           \
+    static void fname(void *dst_, const void *a_, const void *b_, size_t n)    \
+    {                                                                          \
+        T *dst = dst_;                                                         \
+        const T *a = a_;                                                       \
+        const T *b = b_;                                                       \
+        WF_IVDEP                                                               \
+        for (size_t i = 0; i < n; i++)                                         \
+            dst[i] = COMBINE(a[i], b[i]);                                      \
+    }
+
+#define WF_ADD(x, y) ((x) + (y))
+#define WF_MUL(x, y) ((x) * (y))
+#define WF_LESS(x, y) ((x) < (y) ? (x) : (y))
+#define WF_MORE(x, y) ((x) > (y) ? (x) : (y))
+
+/* The min/max of NaN and anything is this one quiet NaN, so the result
+ * does not depend on the argument order: recursive doubling combines
+ * (a, b) on one rank and (b, a) on its partner, and both must agree. */
+#define WF_F32_CANON_NAN 0x7fc00000u
+#define WF_F64_CANON_NAN 0x7ff8000000000000ull
+
+/*
+ * Float min/max.  Written as one nested select: x < y, y < x, equal, and
+ * unordered (a NaN) are the four outcomes.  Values that compare equal but
+ * differ in bits are -0 and +0; OR-ing the bits gives -0 (min), AND-ing
+ * gives +0 (max).  gcc 12 if-converts this shape for double too, where
+ * separate statements for the NaN test leave a branch or an unsupported
+ * mask conversion and the loop stays scalar.
+ */
+static inline float wf_min_f32(float x, float y)
+{
+    uint32_t ux = wf_f32_bits(x), uy = wf_f32_bits(y);
+    return wf_f32_from_bits(x < y    ? ux
+                            : y < x  ? uy
+                            : x == y ? (ux | uy)
+                                     : WF_F32_CANON_NAN);
+}
+
+static inline float wf_max_f32(float x, float y)
+{
+    uint32_t ux = wf_f32_bits(x), uy = wf_f32_bits(y);
+    return wf_f32_from_bits(x > y    ? ux
+                            : y > x  ? uy
+                            : x == y ? (ux & uy)
+                                     : WF_F32_CANON_NAN);
+}
+
+static inline double wf_min_f64(double x, double y)
+{
+    uint64_t ux = wf_f64_bits(x), uy = wf_f64_bits(y);
+    return wf_f64_from_bits(x < y    ? ux
+                            : y < x  ? uy
+                            : x == y ? (ux | uy)
+                                     : WF_F64_CANON_NAN);
+}
+
+static inline double wf_max_f64(double x, double y)
+{
+    uint64_t ux = wf_f64_bits(x), uy = wf_f64_bits(y);
+    return wf_f64_from_bits(x > y    ? ux
+                            : y > x  ? uy
+                            : x == y ? (ux & uy)
+                                     : WF_F64_CANON_NAN);
+}
+
+/*
+ * float16 / bfloat16 min/max pick one input unchanged, so they need no
+ * widening: flipping the magnitude bits of negative values gives a signed
+ * integer key in the same order as the floats, with -0 (key -1) below +0
+ * (key 0).  The key is one-to-one, so equal keys are equal bits.  A NaN
+ * gives the same canonical quiet NaN that widening, wf_min_f32 and
+ * narrowing would: 0x7e00 for float16, 0x7fc0 for bfloat16.  Integer
+ * compares keep the loop free of float operations gcc might branch on.
+ */
+static inline int32_t wf_h16_key(uint16_t h)
+{
+    int32_t mag = h & 0x7fff;
+    return (h & 0x8000) ? ~mag : mag;
+}
+
+static inline uint16_t wf_min_h16(uint16_t x, uint16_t y, int32_t inf,
+                                  uint16_t qnan)
+{
+    uint16_t r = wf_h16_key(x) < wf_h16_key(y) ? x : y;
+    int nan = ((x & 0x7fff) > inf) | ((y & 0x7fff) > inf);
+    return nan ? qnan : r;
+}
+
+static inline uint16_t wf_max_h16(uint16_t x, uint16_t y, int32_t inf,
+                                  uint16_t qnan)
+{
+    uint16_t r = wf_h16_key(x) > wf_h16_key(y) ? x : y;
+    int nan = ((x & 0x7fff) > inf) | ((y & 0x7fff) > inf);
+    return nan ? qnan : r;
+}
+
+/* float16 / bfloat16 sum and product: widen to float32, combine, round
+ * back once. */
+#define WF_F16_OP(OP, x, y)                                                    \
+    wf_f32_to_f16(OP(wf_f16_to_f32(x), wf_f16_to_f32(y)))
+#define WF_BF16_OP(OP, x, y)                                                   \
+    wf_f32_to_bf16(OP(wf_bf16_to_f32(x), wf_bf16_to_f32(y)))
+#define WF_F16_ADD(x, y) WF_F16_OP(WF_ADD, x, y)
+#define WF_F16_MUL(x, y) WF_F16_OP(WF_MUL, x, y)
+#define WF_F16_MIN(x, y) wf_min_h16(x, y, 0x7c00, 0x7e00)
+#define WF_F16_MAX(x, y) wf_max_h16(x, y, 0x7c00, 0x7e00)
+#define WF_BF16_ADD(x, y) WF_BF16_OP(WF_ADD, x, y)
+#define WF_BF16_MUL(x, y) WF_BF16_OP(WF_MUL, x, y)
+#define WF_BF16_MIN(x, y) wf_min_h16(x, y, 0x7f80, 0x7fc0)
+#define WF_BF16_MAX(x, y) wf_max_h16(x, y, 0x7f80, 0x7fc0)
+
+/*
+ * Integers: X(name, type, unsigned type, type avg divides in).  Sum and
+ * product run on the unsigned type, where overflow wraps by definition and
+ * the bits equal two's-complement signed wrapping.  (uint8 operands promote
+ * to int, but 255 * 255 still fits.)  min/max use the real signedness.  The
+ * average divides in a type that can hold the divisor: an int8 divided by
+ * 300 ranks is 0, not a divide by (int8_t)300.
+ */
+#define WF_INT_TYPES(X)                                                        \
+    X(int8, int8_t, uint8_t, int)                                              \
+    X(uint8, uint8_t, uint8_t, int)                                            \
+    X(int32, int32_t, uint32_t, int32_t)                                       \
+    X(uint32, uint32_t, uint32_t, uint32_t)                                    \
+    X(int64, int64_t, uint64_t, int64_t)                                       \
+    X(uint64, uint64_t, uint64_t, uint64_t)
+
+#define WF_INT_KERNELS(name, T, U, D)                                          \
+    WF_KERNEL(wf_reduce_##name##_sum, U, WF_ADD)                               \
+    WF_KERNEL(wf_reduce_##name##_prod, U, WF_MUL)                              \
+    WF_KERNEL(wf_reduce_##name##_min, T, WF_LESS)                              \
+    WF_KERNEL(wf_reduce_##name##_max, T, WF_MORE)
+WF_INT_TYPES(WF_INT_KERNELS)
+
+WF_KERNEL(wf_reduce_float16_sum, uint16_t, WF_F16_ADD)
+WF_KERNEL(wf_reduce_float16_prod, uint16_t, WF_F16_MUL)
+WF_KERNEL(wf_reduce_float16_min, uint16_t, WF_F16_MIN)
+WF_KERNEL(wf_reduce_float16_max, uint16_t, WF_F16_MAX)
+WF_KERNEL(wf_reduce_bfloat16_sum, uint16_t, WF_BF16_ADD)
+WF_KERNEL(wf_reduce_bfloat16_prod, uint16_t, WF_BF16_MUL)
+WF_KERNEL(wf_reduce_bfloat16_min, uint16_t, WF_BF16_MIN)
+WF_KERNEL(wf_reduce_bfloat16_max, uint16_t, WF_BF16_MAX)
+WF_KERNEL(wf_reduce_float32_sum, float, WF_ADD)
+WF_KERNEL(wf_reduce_float32_prod, float, WF_MUL)
+WF_KERNEL(wf_reduce_float32_min, float, wf_min_f32)
+WF_KERNEL(wf_reduce_float32_max, float, wf_max_f32)
+WF_KERNEL(wf_reduce_float64_sum, double, WF_ADD)
+WF_KERNEL(wf_reduce_float64_prod, double, WF_MUL)
+WF_KERNEL(wf_reduce_float64_min, double, wf_min_f64)
+WF_KERNEL(wf_reduce_float64_max, double, wf_max_f64)
+
+/*
+ * Every dtype: X(enum suffix, name, element size).  The order is the enum's
+ * order; designated initializers keep the tables right if it ever changes.
+ */
+#define WF_DTYPES(X)                                                           \
+    X(INT8, int8, 1)                                                           \
+    X(UINT8, uint8, 1)                                                         \
+    X(INT32, int32, 4)                                                         \
+    X(UINT32, uint32, 4)                                                       \
+    X(INT64, int64, 8)                                                         \
+    X(UINT64, uint64, 8)                                                       \
+    X(FLOAT16, float16, 2)                                                     \
+    X(BFLOAT16, bfloat16, 2)                                                   \
+    X(FLOAT32, float32, 4)                                                     \
+    X(FLOAT64, float64, 8)
+
+/* WEFT_AVG has no column: it uses the sum kernel. */
+#define WF_TABLE_ROW(E, name, size)                                            \
+    [WEFT_##E] = {                                                             \
+        [WEFT_SUM] = wf_reduce_##name##_sum,                                   \
+        [WEFT_PROD] = wf_reduce_##name##_prod,                                 \
+        [WEFT_MIN] = wf_reduce_##name##_min,                                   \
+        [WEFT_MAX] = wf_reduce_##name##_max,                                   \
+    },
+static const wf_reduce_fn wf_reduce_table[WEFT_DTYPE_COUNT][WEFT_AVG] = {
+    WF_DTYPES(WF_TABLE_ROW)};
+
+wf_reduce_fn wf_reduce_get(weft_dtype_t dtype, weft_op_t op)
+{
+    if (!wf_dtype_valid(dtype) || !wf_op_valid(op))
+        return NULL;
+    return wf_reduce_table[dtype][op == WEFT_AVG ? WEFT_SUM : op];
+}
+
+void wf_reduce(void *dst, const void *a, const void *b, size_t n,
+               weft_dtype_t dtype, weft_op_t op)
+{
+    wf_reduce_fn fn = wf_reduce_get(dtype, op);
+
+    if (fn)
+        fn(dst, a, b, n);
+}
+
+/* ---- WEFT_AVG's final divide ------------------------------------------ */
+
+#define WF_AVG_INT(name, T, U, D)                                              \
+    static void wf_avg_##name(void *buf, size_t n, int divisor)                \
+    {                                                                          \
+        T *p = buf;                                                            \
+        D d = (D)divisor;                                                      \
+        for (size_t i = 0; i < n; i++)                                         \
+            p[i] = (T)((D)p[i] / d);                                           \
+    }
+WF_INT_TYPES(WF_AVG_INT)
+
+#define WF_AVG_FLOAT(name, T, D, WIDEN, NARROW)                                \
+    static void wf_avg_##name(void *buf, size_t n, int divisor)                \
+    {                                                                          \
+        T *p = buf;                                                            \
+        D d = (D)divisor;                                                      \
+        for (size_t i = 0; i < n; i++)                                         \
+            p[i] = NARROW(WIDEN(p[i]) / d);                                    \
+    }
+#define WF_SAME(x) (x)
+WF_AVG_FLOAT(float16, uint16_t, float, wf_f16_to_f32, wf_f32_to_f16)
+WF_AVG_FLOAT(bfloat16, uint16_t, float, wf_bf16_to_f32, wf_f32_to_bf16)
+WF_AVG_FLOAT(float32, float, float, WF_SAME, WF_SAME)
+WF_AVG_FLOAT(float64, double, double, WF_SAME, WF_SAME)
+
+typedef void (*wf_avg_fn)(void *buf, size_t n, int divisor);
+
+#define WF_AVG_ROW(E, name, size) [WEFT_##E] = wf_avg_##name,
+static const wf_avg_fn wf_avg_table[WEFT_DTYPE_COUNT] = {
+    WF_DTYPES(WF_AVG_ROW)};
+
+void wf_reduce_avg_finish(void *buf, size_t n, weft_dtype_t dtype,
+                          int divisor)
+{
+    /* The divisor is a communicator size.  Dividing by 1 changes nothing,
+     * and a divisor below 1 would be a caller bug (and INT_MIN / -1 is
+     * undefined), so both leave the buffer as it is. */
+    if (divisor <= 1 || !wf_dtype_valid(dtype))
+        return;
+    wf_avg_table[dtype](buf, n, divisor);
+}
+
+/* ---- dtype and op metadata -------------------------------------------- */
+
+#define WF_SIZE_ROW(E, name, size) [WEFT_##E] = size,
+static const size_t wf_dtype_sizes[WEFT_DTYPE_COUNT] = {
+    WF_DTYPES(WF_SIZE_ROW)};
+
+#define WF_NAME_ROW(E, name, size) [WEFT_##E] = #name,
+static const char *const wf_dtype_names[WEFT_DTYPE_COUNT] = {
+    WF_DTYPES(WF_NAME_ROW)};
+
+static const char *const wf_op_names[WEFT_OP_COUNT] = {
+    [WEFT_SUM] = "sum",
+    [WEFT_PROD] = "prod",
+    [WEFT_MIN] = "min",
+    [WEFT_MAX] = "max",
+    [WEFT_AVG] = "avg",
+};
+
+/* Names nccl-tests accepts for -d, besides ours. */
+static const struct {
+    const char *alias;
+    weft_dtype_t dtype;
+} wf_dtype_aliases[] = {
+    {"char", WEFT_INT8},      {"int", WEFT_INT32},
+    {"half", WEFT_FLOAT16},   {"fp16", WEFT_FLOAT16},
+    {"bf16", WEFT_BFLOAT16},  {"float", WEFT_FLOAT32},
+    {"fp32", WEFT_FLOAT32},   {"double", WEFT_FLOAT64},
+    {"fp64", WEFT_FLOAT64},
+};
+
+bool wf_dtype_valid(int dtype)
+{
+    return dtype >= 0 && dtype < WEFT_DTYPE_COUNT;
+}
+
+bool wf_op_valid(int op) { return op >= 0 && op < WEFT_OP_COUNT; }
+
+size_t wf_dtype_size(weft_dtype_t dtype)
+{
+    return wf_dtype_valid(dtype) ? wf_dtype_sizes[dtype] : 0;
+}
+
+const char *wf_dtype_name(weft_dtype_t dtype)
+{
+    return wf_dtype_valid(dtype) ? wf_dtype_names[dtype] : "invalid";
+}
+
+const char *wf_op_name(weft_op_t op)
+{
+    return wf_op_valid(op) ? wf_op_names[op] : "invalid";
+}
+
+/* Case-insensitive: "-d Float" on a command line should just work. */
+bool wf_dtype_parse(const char *text, weft_dtype_t *dtype)
+{
+    if (!text)
+        return false;
+    for (int i = 0; i < WEFT_DTYPE_COUNT; i++) {
+        if (strcasecmp(text, wf_dtype_names[i]) == 0) {
+            *dtype = (weft_dtype_t)i;
+            return true;
+        }
+    }
+    for (size_t i = 0; i < sizeof(wf_dtype_aliases) /
+                               sizeof(wf_dtype_aliases[0]); i++) {
+        if (strcasecmp(text, wf_dtype_aliases[i].alias) == 0) {
+            *dtype = wf_dtype_aliases[i].dtype;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool wf_op_parse(const char *text, weft_op_t *op)
+{
+    if (!text)
+        return false;
+    for (int i = 0; i < WEFT_OP_COUNT; i++) {
+        if (strcasecmp(text, wf_op_names[i]) == 0) {
+            *op = (weft_op_t)i;
+            return true;
+        }
+    }
+    return false;
+}

@@ -1,0 +1,190 @@
+/*
+ * test_reduce_half.c - float16 and bfloat16 conversions (src/reduce/half.h)
+ * against the scalar references in reduce_ref.h: every 16-bit pattern both
+ * ways, and rounding from float32 on edge cases and random values.  The
+ * exhaustive tests also push every pattern through the vectorized sum
+ * kernel, which inlines the same conversions into SIMD code.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "reduce/half.h"
+#include "reduce/reduce.h"
+#include "reduce_ref.h"
+#include "test.h"
+
+/* Checks a NaN conversion: still NaN, quiet, same sign. */
+static void check_nan16(uint16_t in, uint16_t out, uint16_t quiet, bool bf)
+{
+    bool nan = bf ? bf16_is_nan(out) : f16_is_nan(out);
+    if (!nan || !(out & quiet) || (out & 0x8000) != (in & 0x8000))
+        wf_test_fail(__FILE__, __LINE__, "NaN 0x%04x came back as 0x%04x",
+                     in, out);
+}
+
+/* Every 16-bit pattern through a vectorized sum kernel, which inlines
+ * both conversions into SIMD code: x + -0 is x, NaN stays NaN. */
+static void check_kernel_roundtrip(weft_dtype_t dt)
+{
+    static uint16_t all[65536], out[65536], negzero[65536];
+    bool bf = dt == WEFT_BFLOAT16;
+
+    for (uint32_t i = 0; i < 65536; i++) {
+        all[i] = (uint16_t)i;
+        negzero[i] = 0x8000;
+    }
+    wf_reduce(out, all, negzero, 65536, dt, WEFT_SUM);
+    for (uint32_t i = 0; i < 65536; i++) {
+        if (bf ? bf16_is_nan(all[i]) : f16_is_nan(all[i]))
+            check_nan16(all[i], out[i], bf ? 0x40 : 0x200, bf);
+        else
+            ASSERT_EQ(out[i], all[i]);
+    }
+}
+
+WF_TEST(reduce_f16_exhaustive, 60)
+{
+    for (uint32_t i = 0; i < 65536; i++) {
+        uint16_t h = (uint16_t)i;
+        float f = wf_f16_to_f32(h);
+        uint16_t back = wf_f32_to_f16(f);
+        if (f16_is_nan(h)) {
+            ASSERT_TRUE(isnan(f) && (fbits(f) & 0x400000));
+            ASSERT_EQ(fbits(f) >> 31, h >> 15);
+            check_nan16(h, back, 0x200, false);
+            if (h & 0x200) /* a quiet NaN keeps its payload */
+                ASSERT_EQ(back, h);
+        } else {
+            if (fbits(f) != fbits(ref_f16_to_f32(h)))
+                wf_test_fail(__FILE__, __LINE__, "0x%04x: got %a want %a", h,
+                             (double)f, (double)ref_f16_to_f32(h));
+            ASSERT_EQ(back, h);
+        }
+    }
+    check_kernel_roundtrip(WEFT_FLOAT16);
+}
+
+WF_TEST(reduce_bf16_exhaustive, 60)
+{
+    for (uint32_t i = 0; i < 65536; i++) {
+        uint16_t h = (uint16_t)i;
+        float f = wf_bf16_to_f32(h);
+        uint16_t back = wf_f32_to_bf16(f);
+        if (bf16_is_nan(h)) {
+            ASSERT_TRUE(isnan(f) && (fbits(f) & 0x400000));
+            check_nan16(h, back, 0x40, true);
+            if (h & 0x40)
+                ASSERT_EQ(back, h);
+        } else {
+            ASSERT_EQ(fbits(f), (uint32_t)h << 16);
+            if ((h & 0x7f80) != 0x7f80)
+                ASSERT_TRUE((double)f == ref_bf16_value(h));
+            ASSERT_EQ(back, h);
+        }
+    }
+    check_kernel_roundtrip(WEFT_BFLOAT16);
+}
+
+/* Ties, overflow thresholds, subnormals of both formats, NaNs whose
+ * payload sits only in the bits narrowing drops. */
+static const uint32_t edge_bits[] = {
+    0x00000000, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000,
+    0xffc00000, 0x7f800001, 0xff800001, 0x7fbfffff, 0x7f7fffff,
+    0xff7fffff, 0x7f7f7fff, 0x7f7f8000, 0xff7f8000, 0x7f7e8000,
+    0x3f808000, 0x3f818000, 0x3f808001, 0x3f807fff, 0x00008000,
+    0x00018000, 0x00008001, 0x00000001, 0x80000001, 0x007fffff,
+    0x00800000, 0x477fe000, 0x477fefff, 0x477ff000, 0xc77ff000,
+    0x47800000, 0x38800000, 0x387fe000, 0x387ff000, 0x33800000,
+    0x33000000, 0x33000001, 0xb3000000, 0x33c00000, 0x32ffffff,
+    0x3f801000, 0x3f803000, 0x3f801001, 0x3f800fff, 0x45000800};
+
+static void check_narrow(float f)
+{
+    uint16_t h = wf_f32_to_f16(f), b = wf_f32_to_bf16(f);
+    if (isnan(f)) {
+        uint16_t hi = (uint16_t)(fbits(f) >> 16);
+        check_nan16(hi, h, 0x200, false);
+        check_nan16(hi, b, 0x40, true);
+        return;
+    }
+    if (HAVE_FLOAT16 && ref_f32_to_f16(f) != ref_h16_round(f, F16_FMT))
+        wf_test_fail(__FILE__, __LINE__, "references disagree on %a",
+                     (double)f);
+    if (h != ref_f32_to_f16(f))
+        wf_test_fail(__FILE__, __LINE__, "f16(%a 0x%08x) = 0x%04x, "
+                     "want 0x%04x",
+                     (double)f, fbits(f), h, ref_f32_to_f16(f));
+    if (b != ref_f32_to_bf16(f))
+        wf_test_fail(__FILE__, __LINE__, "bf16(%a 0x%08x) = 0x%04x, "
+                     "want 0x%04x",
+                     (double)f, fbits(f), b, ref_f32_to_bf16(f));
+}
+
+static void check_narrow_sweep(int count)
+{
+    for (size_t i = 0; i < NELEM(edge_bits); i++)
+        check_narrow(bits_f(edge_bits[i]));
+    for (int i = 0; i < count; i++) {
+        uint64_t r = rnd();
+        check_narrow(bits_f((uint32_t)r));
+        /* Within float16's range: exponents from 2^-26 to 2^16. */
+        uint32_t e = (uint32_t)(127 - 26 + (r >> 32) % 43);
+        check_narrow(bits_f((uint32_t)(r & 0x807fffffu) | e << 23));
+    }
+}
+
+WF_TEST(reduce_narrow_rounding, 120) { check_narrow_sweep(1 << 19); }
+
+/*
+ * Flush-to-zero and denormals-are-zero, which some applications turn on
+ * for speed, must not change a conversion: the float arithmetic inside
+ * them never produces a float subnormal, and the float subnormals it may
+ * read all round to a float16 zero anyway.  (bfloat16 arithmetic does
+ * flush under these modes, since bfloat16 subnormals are float32
+ * subnormals, just as float32 arithmetic does; only its conversions,
+ * pure integer code, are checked here.)
+ */
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+
+/* Volatile loads keep the compiler from computing these before the
+ * floating-point mode changes. */
+static void narrow_all(const volatile uint32_t *in, uint16_t *h, uint16_t *b,
+                       size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        h[i] = wf_f32_to_f16(bits_f(in[i]));
+        b[i] = wf_f32_to_bf16(bits_f(in[i]));
+    }
+}
+
+WF_TEST(reduce_half_ftz_daz, 60)
+{
+    enum { N = 1 << 16 };
+    static uint32_t in[N];
+    static uint16_t h0[N], b0[N], h1[N], b1[N];
+    size_t n = 0;
+
+    for (; n < NELEM(edge_bits); n++)
+        in[n] = edge_bits[n];
+    while (n + 1 < N) {
+        uint64_t r = rnd();
+        /* Half of them near float16's subnormals, 2^-30 to 2^-10. */
+        uint32_t e = (uint32_t)(127 - 30 + (r >> 32) % 21);
+        in[n++] = (uint32_t)r;
+        in[n++] = ((uint32_t)r & 0x807fffffu) | e << 23;
+    }
+    narrow_all(in, h0, b0, N);
+    unsigned csr = _mm_getcsr();
+    _mm_setcsr(csr | 0x8040); /* FTZ (bit 15), DAZ (bit 6) */
+    narrow_all(in, h1, b1, N);
+    check_kernel_roundtrip(WEFT_FLOAT16);
+    _mm_setcsr(csr);
+    for (size_t i = 0; i < N; i++) {
+        if (h0[i] != h1[i] || b0[i] != b1[i])
+            wf_test_fail(__FILE__, __LINE__, "0x%08x: 0x%04x/0x%04x under "
+                         "FTZ/DAZ, 0x%04x/0x%04x without", in[i], h1[i],
+                         b1[i], h0[i], b0[i]);
+    }
+}
+#endif
