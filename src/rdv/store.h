@@ -28,10 +28,12 @@
 
 typedef struct wf_store wf_store_t;
 
-/* Opens a store.  For tcp, connects with retries until timeout_ms and fails
+/* Opens a store.  `token` (NULL or "" for none) is the job's shared
+ * secret, presented to a rendezvous server.  For tcp, connects with retries until timeout_ms and fails
  * with WEFT_ERR_TIMEOUT naming the address when nothing answers. */
 weft_status_t wf_store_open(const char *uri, const char *job_id,
-                            int64_t timeout_ms, wf_store_t **store);
+                            const char *token, int64_t timeout_ms,
+                            wf_store_t **store);
 
 /* Sets (replaces) key = value. */
 weft_status_t wf_store_set(wf_store_t *store, const char *key,
