@@ -1,0 +1,72 @@
+/*
+ * tgroup.h - helpers shared by the transport tests (tgroup.c).
+ */
+#ifndef WF_TGROUP_H
+#define WF_TGROUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "test.h"
+#include "transport.h"
+
+#define TG_MAXR 4
+#define TG_JOB_KEY 0x6a6f626b6579ull
+#define TG_COMM_KEY 0x636f6d6d6b6579ull
+#define TG_WAIT_MS 30000
+
+typedef struct {
+    const wf_transport_ops_t *ops;
+    int n;
+    wf_tctx_t *ctx[TG_MAXR];
+    uint8_t addr[TG_MAXR][WF_TADDR_MAX];
+    size_t alen[TG_MAXR];
+} tg_group_t;
+
+uint64_t tg_now_ms(void);
+
+/* A weft logger that echoes lines to stderr and keeps them for
+ * assertions; tg_open installs it. */
+void tg_log_capture(void *ctx, weft_log_level_t level, const char *subsys,
+                    const char *line);
+const char *tg_log_text(void);
+void tg_log_clear(void);
+
+/* A config for `rank` of `size` with the test keys. */
+void tg_make_cfg(wf_tconfig_t *cfg, int rank, int size, const char *ifname,
+                 int64_t timeout_ms);
+/* Creates context `r` from `cfg` and fetches its address. */
+void tg_open_one(tg_group_t *g, int r, const wf_tconfig_t *cfg);
+/* Creates `n` contexts on `ifname` with a connection timeout. */
+void tg_open_ex(tg_group_t *g, const wf_transport_ops_t *ops, int n,
+                const char *ifname, int64_t timeout_ms);
+/* tg_open_ex on "lo" with a 10 s timeout. */
+void tg_open(tg_group_t *g, const wf_transport_ops_t *ops, int n);
+void tg_fini(tg_group_t *g, int r);
+void tg_close(tg_group_t *g);
+
+/* One progress() call on every live context. */
+void tg_progress(tg_group_t *g);
+/* Drives every context for `ms` milliseconds. */
+void tg_spin(tg_group_t *g, int ms);
+/* Context a connects to b (OK or INPROGRESS expected); _pair: both ways. */
+void tg_connect(tg_group_t *g, int a, int b);
+void tg_connect_pair(tg_group_t *g, int a, int b);
+/* Waits for a request of context r; returns its final status.  Fails the
+ * test after TG_WAIT_MS. */
+weft_status_t tg_wait(tg_group_t *g, int r, wf_treq_t *req,
+                      wf_treq_info_t *info);
+
+/* A byte pattern that depends on position and seed. */
+void tg_fill(uint8_t *buf, size_t len, unsigned seed);
+bool tg_check(const uint8_t *buf, size_t len, unsigned seed);
+/* Sends `len` bytes from `from` to `to` and checks what arrives. */
+void tg_xfer(tg_group_t *g, int from, int to, uint64_t tag, size_t len);
+
+/* Runs fn for every compiled-in transport. */
+void tg_each_transport(void (*fn)(const wf_transport_ops_t *ops));
+
+bool tg_fd_readable(int fd, int ms);
+
+#endif /* WF_TGROUP_H */

@@ -1,0 +1,92 @@
+/*
+ * registry.c - the compiled-in transports: lookup by name and the choice
+ * behind WEFT_TRANSPORT.
+ *
+ * The list is explicit (transport_list.h) rather than built by constructors,
+ * so the set of transports is visible in one place and static linking can
+ * never drop one silently.
+ */
+#include <stdbool.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common.h"
+#include "transport.h"
+#include "transport_list.h"
+
+typedef struct wf_transport_entry {
+    const wf_transport_ops_t *ops;
+    bool (*probe)(void); /* NULL: always usable */
+} wf_transport_entry_t;
+
+#define WF_TRANSPORT_ENTRY_(name, ops, probe) {&(ops), (probe)},
+static const wf_transport_entry_t wf_transports[] = {
+    WF_TRANSPORT_LIST(WF_TRANSPORT_ENTRY_)};
+#undef WF_TRANSPORT_ENTRY_
+
+/* "tcp,ib,...": built by the preprocessor, skipping the leading comma. */
+#define WF_TRANSPORT_NAME_(name, ops, probe) "," #name
+static const char wf_transport_name_list[] =
+    WF_TRANSPORT_LIST(WF_TRANSPORT_NAME_);
+#undef WF_TRANSPORT_NAME_
+
+const char *wf_transport_names(void)
+{
+    return wf_transport_name_list + 1;
+}
+
+static const wf_transport_entry_t *entry_find(const char *name)
+{
+    for (size_t i = 0; i < WF_ARRAY_LEN(wf_transports); i++) {
+        if (strcasecmp(wf_transports[i].ops->name, name) == 0)
+            return &wf_transports[i];
+    }
+    return NULL;
+}
+
+static bool entry_usable(const wf_transport_entry_t *e)
+{
+    return !e->probe || e->probe();
+}
+
+const wf_transport_ops_t *wf_transport_find(const char *name)
+{
+    const wf_transport_entry_t *e = name ? entry_find(name) : NULL;
+
+    return e ? e->ops : NULL;
+}
+
+weft_status_t wf_transport_select(const char *name,
+                                  const wf_transport_ops_t **ops)
+{
+    const wf_transport_entry_t *e;
+
+    if (!ops)
+        return WEFT_ERR_INVALID_ARG;
+    if (!name || !name[0] || strcasecmp(name, "auto") == 0) {
+        for (size_t i = 0; i < WF_ARRAY_LEN(wf_transports); i++) {
+            if (entry_usable(&wf_transports[i])) {
+                *ops = wf_transports[i].ops;
+                return WEFT_OK;
+            }
+        }
+        WEFT_WARN(NET, "no usable transport on this host (compiled in: %s)",
+                  wf_transport_names());
+        return WEFT_ERR_UNSUPPORTED;
+    }
+    e = entry_find(name);
+    if (!e) {
+        WEFT_WARN(NET, "unknown transport '%s' (available: %s, auto)", name,
+                  wf_transport_names());
+        return WEFT_ERR_INVALID_ARG;
+    }
+    if (!entry_usable(e)) {
+        WEFT_WARN(NET,
+                  "transport '%s' is compiled in but cannot run on "
+                  "this host",
+                  e->ops->name);
+        return WEFT_ERR_UNSUPPORTED;
+    }
+    *ops = e->ops;
+    return WEFT_OK;
+}

@@ -1,0 +1,287 @@
+/*
+ * tcp.h - private structures of the TCP transport.
+ *
+ * The transport is split by lifecycle phase:
+ *   tcp_init.c  context create/fini, interface and address choice, listen
+ *               socket, address blob, query
+ *   tcp_conn.c  dialing with retries, accepting, the handshake, timers,
+ *               peer failure
+ *   tcp_xfer.c  isend/irecv/test, framing, tag matching, unexpected
+ *               messages
+ *   tcp_poll.c  the epoll loop (progress, get_fd) and the ops table
+ *
+ * Every fd of a context is registered in one epoll set.  epoll_event.data.ptr
+ * points at a wf_tcp_ev_t embedded as the first member of the owning object,
+ * whose `kind` says what the fd is.
+ *
+ * Wire formats are little-endian byte arrays encoded field by field, so the
+ * layout does not depend on struct padding or host byte order.
+ */
+#ifndef WF_TCP_H
+#define WF_TCP_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "common.h"
+#include "transport.h"
+
+/* ---- wire formats ------------------------------------------------------ */
+
+#define WF_TCP_VERSION 1u
+#define WF_TCP_HELLO_MAGIC 0x314f4c4c45485457ull /* "WTHELLO1" */
+#define WF_TCP_REPLY_MAGIC 0x31594c5045525457ull /* "WTREPLY1" */
+#define WF_TCP_FRAME_MAGIC 0x314d415246545700ull /* "\0WTFRAM1" */
+
+/* hello: magic u64, version u32, flags u32, job_key u64, comm_key u64,
+ *        src_rank u32, dst_rank u32 */
+#define WF_TCP_HELLO_LEN 40
+/* reply: magic u64, version u32, verdict u32 (WF_TCP_ACCEPT or a reason) */
+#define WF_TCP_REPLY_LEN 16
+/* frame header: magic u64, tag u64, sig[0] u64, sig[1] u64, len u64 */
+#define WF_TCP_HDR_LEN 40
+
+/* Handshake verdicts; the reasons travel in the reply so the dialer can say
+ * why it was turned away. */
+typedef enum {
+    WF_TCP_ACCEPT = 0,
+    WF_TCP_REJ_VERSION = 1,
+    WF_TCP_REJ_JOB_KEY = 2,
+    WF_TCP_REJ_COMM_KEY = 3,
+    WF_TCP_REJ_DST_RANK = 4,
+    WF_TCP_REJ_SRC_RANK = 5,
+    WF_TCP_REJ_DUPLICATE = 6,
+    WF_TCP_REJ_COUNT
+} wf_tcp_verdict_t;
+
+/* Address blob: version u8, family u8 (4 or 6), port u16 (big endian),
+ * 16 bytes of IP (IPv4 in the first 4). */
+#define WF_TCP_ADDR_LEN 20
+
+/* An incomplete hello is dropped after this long. */
+#define WF_TCP_HELLO_TIMEOUT_MS 3000
+/* Back-off between dial attempts, doubling from MIN to MAX. */
+#define WF_TCP_RETRY_MIN_MS 10
+#define WF_TCP_RETRY_MAX_MS 500
+/* How long accepting pauses when the process is out of fds. */
+#define WF_TCP_ACCEPT_PAUSE_MS 200
+
+static inline void wf_tcp_put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline void wf_tcp_put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint32_t wf_tcp_get32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static inline uint64_t wf_tcp_get64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* ---- objects ----------------------------------------------------------- */
+
+typedef enum {
+    WF_TCP_EV_LISTEN,
+    WF_TCP_EV_TIMER,
+    WF_TCP_EV_PEER,
+    WF_TCP_EV_PENDING
+} wf_tcp_ev_kind_t;
+
+typedef struct wf_tcp_ev {
+    wf_tcp_ev_kind_t kind;
+} wf_tcp_ev_t;
+
+typedef enum { WF_TCP_REQ_SEND, WF_TCP_REQ_RECV } wf_tcp_req_kind_t;
+
+struct wf_treq {
+    struct wf_treq *next;                /* send queue / posted list */
+    struct wf_treq *all_prev, *all_next; /* every live request of the ctx */
+    wf_tcp_req_kind_t kind;
+    int peer;
+    uint64_t tag;
+    char *buf;
+    size_t len;  /* send: message length; recv: buffer capacity */
+    size_t done; /* send: bytes of header+payload written */
+    uint8_t hdr[WF_TCP_HDR_LEN]; /* send: the encoded frame header */
+    weft_status_t status;        /* WEFT_INPROGRESS until complete */
+    wf_treq_info_t info;
+};
+
+/* A message that arrived before its receive was posted. */
+typedef struct wf_tcp_umsg {
+    struct wf_tcp_umsg *next;
+    uint64_t tag;
+    uint64_t sig[2];
+    size_t len;
+    bool complete;          /* all payload bytes are in `data` */
+    struct wf_treq *waiter; /* a receive matched it before it completed */
+    char data[];
+} wf_tcp_umsg_t;
+
+/* Receive state of one connection: a header, then the payload into a user
+ * buffer (`req`) or an unexpected buffer (`umsg`), then surplus bytes of a
+ * truncated message are discarded. */
+typedef struct wf_tcp_rx {
+    uint8_t hdr[WF_TCP_HDR_LEN];
+    size_t hdr_got;
+    bool in_payload;
+    uint64_t tag, sig[2];
+    size_t len; /* message length */
+    char *dst;
+    size_t dst_len; /* bytes that go to dst: min(len, capacity) */
+    size_t got;     /* payload bytes consumed so far (dst + discard) */
+    struct wf_treq *req;
+    wf_tcp_umsg_t *umsg;
+} wf_tcp_rx_t;
+
+typedef enum {
+    WF_TCP_IDLE,        /* nothing happened yet */
+    WF_TCP_WAIT_ACCEPT, /* higher rank: waits for the peer to dial */
+    WF_TCP_RETRY,       /* dialer: waits for the next attempt */
+    WF_TCP_DIALING,     /* dialer: non-blocking connect in flight */
+    WF_TCP_HELLO,       /* dialer: hello sent, waiting for the reply */
+    WF_TCP_UP,
+    WF_TCP_FAILED
+} wf_tcp_state_t;
+
+typedef struct wf_tcp_peer {
+    wf_tcp_ev_t ev; /* first member: epoll data points here */
+    int rank;
+    int fd;
+    wf_tcp_state_t state;
+    bool connect_called;
+    bool have_addr;
+    bool want_out;                /* EPOLLOUT is registered */
+    struct sockaddr_storage addr; /* the peer's listening address */
+    socklen_t addr_len;
+    char desc[128];    /* "peer 3 (127.0.0.1:40211)" */
+    uint64_t deadline; /* establishment deadline (0 = none) */
+    uint64_t retry_at; /* next dial attempt, state RETRY */
+    int retry_ms;
+    int last_errno;
+    uint8_t reply[WF_TCP_REPLY_LEN];
+    size_t reply_got;
+    weft_status_t fail_status;
+    bool fail_unreported; /* failed quietly; warn on the next post */
+    char fail_msg[160];
+    struct wf_treq *sendq, *sendq_tail;
+    struct wf_treq *posted, *posted_tail;
+    wf_tcp_umsg_t *unexp, *unexp_tail;
+    wf_tcp_rx_t rx;
+} wf_tcp_peer_t;
+
+/* An accepted connection whose hello has not been checked yet. */
+typedef struct wf_tcp_pending {
+    wf_tcp_ev_t ev;
+    struct wf_tcp_pending *next;
+    int fd;
+    char remote[80]; /* "host:port" of the remote end */
+    uint8_t hello[WF_TCP_HELLO_LEN];
+    size_t got;
+    uint64_t deadline;
+} wf_tcp_pending_t;
+
+struct wf_tctx {
+    wf_tconfig_t cfg;
+    int epfd;
+    wf_tcp_ev_t listen_ev;
+    int listen_fd;
+    wf_tcp_ev_t timer_ev;
+    int timer_fd;
+    uint64_t timer_due;     /* earliest timed event, 0 = none */
+    uint64_t timer_armed;   /* what timer_fd is armed for, 0 = disarmed */
+    bool timer_fired;       /* timer_fd expired in this progress() batch */
+    uint64_t listen_resume; /* accept paused (out of fds) until then */
+    bool listen_warned;
+    struct sockaddr_storage local; /* the listening address */
+    socklen_t local_len;
+    char ifname[64];
+    char local_str[80]; /* "127.0.0.1:40211" */
+    uint8_t blob[WF_TCP_ADDR_LEN];
+    wf_tcp_peer_t *peers; /* cfg.size entries */
+    wf_tcp_pending_t *pending;
+    struct wf_treq *all; /* every live request, for fini */
+    char *scratch;       /* sink for discarded bytes */
+    size_t scratch_len;
+};
+
+/* ---- tcp_init.c -------------------------------------------------------- */
+
+weft_status_t wf_tcp_init(const wf_tconfig_t *cfg, wf_tctx_t **ctx);
+void wf_tcp_fini(wf_tctx_t *ctx);
+weft_status_t wf_tcp_query(wf_tctx_t *ctx, wf_tdev_attr_t *attr);
+weft_status_t wf_tcp_get_address(wf_tctx_t *ctx, void *addr, size_t *len);
+/* Formats an address as "1.2.3.4:5" or "[::1]:5". */
+void wf_tcp_format_addr(const struct sockaddr *sa, char *out, size_t size);
+/* Decodes an address blob; false when malformed. */
+bool wf_tcp_blob_decode(const void *blob, size_t len,
+                        struct sockaddr_storage *ss, socklen_t *ss_len);
+
+/* ---- tcp_conn.c -------------------------------------------------------- */
+
+weft_status_t wf_tcp_connect(wf_tctx_t *ctx, int peer, const void *addr,
+                             size_t len);
+void wf_tcp_accept_event(wf_tctx_t *ctx);
+void wf_tcp_pending_event(wf_tctx_t *ctx, wf_tcp_pending_t *pc);
+void wf_tcp_pending_close(wf_tctx_t *ctx, wf_tcp_pending_t *pc);
+/* Handles an event on a peer that is still being established. */
+void wf_tcp_dial_event(wf_tctx_t *ctx, wf_tcp_peer_t *p, uint32_t events);
+/* Runs due retries and deadlines, re-arms the timer fd. */
+void wf_tcp_timers(wf_tctx_t *ctx);
+/* Notes that something is due at `when` (absolute wf_time_ms). */
+void wf_tcp_timer_schedule(wf_tctx_t *ctx, uint64_t when);
+/* Fails a peer: logs once, closes its socket, fails its requests.  With
+ * p->fail_unreported set beforehand the message is kept for the next post
+ * instead of being logged now. */
+void wf_tcp_peer_fail(wf_tctx_t *ctx, wf_tcp_peer_t *p, weft_status_t st,
+                      const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Sets the peer's epoll interest: EPOLLIN plus EPOLLOUT when `out`. */
+void wf_tcp_peer_watch(wf_tctx_t *ctx, wf_tcp_peer_t *p, bool out);
+/* Encodes a hello; shared with the conformance tests. */
+void wf_tcp_hello_encode(uint8_t out[WF_TCP_HELLO_LEN], uint64_t job_key,
+                         uint64_t comm_key, int src_rank, int dst_rank);
+
+/* ---- tcp_xfer.c -------------------------------------------------------- */
+
+weft_status_t wf_tcp_isend(wf_tctx_t *ctx, int peer, uint64_t tag,
+                           const uint64_t sig[2], const void *buf, size_t len,
+                           void *mh, wf_treq_t **req);
+weft_status_t wf_tcp_irecv(wf_tctx_t *ctx, int peer, uint64_t tag, void *buf,
+                           size_t cap, void *mh, wf_treq_t **req);
+weft_status_t wf_tcp_test(wf_tctx_t *ctx, wf_treq_t *req, wf_treq_info_t *info);
+/* Writes queued sends until the socket would block. */
+void wf_tcp_flush(wf_tctx_t *ctx, wf_tcp_peer_t *p);
+/* Reads and dispatches incoming frames until the socket would block. */
+void wf_tcp_read(wf_tctx_t *ctx, wf_tcp_peer_t *p);
+/* Fails the peer's pending requests and drops partial messages; complete
+ * unexpected messages stay deliverable. */
+void wf_tcp_xfer_fail(wf_tctx_t *ctx, wf_tcp_peer_t *p);
+/* Frees every request and unexpected message of the context. */
+void wf_tcp_xfer_free_all(wf_tctx_t *ctx);
+
+/* ---- tcp_poll.c -------------------------------------------------------- */
+
+int wf_tcp_progress(wf_tctx_t *ctx);
+int wf_tcp_get_fd(wf_tctx_t *ctx);
+
+#endif /* WF_TCP_H */

@@ -1,0 +1,477 @@
+/*
+ * tcp_init.c - TCP context creation and release: which local address to
+ * use, the listening socket, the address blob and query().
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "tcp.h"
+
+#define WF_TCP_SCRATCH_LEN (64 * 1024)
+
+void wf_tcp_format_addr(const struct sockaddr *sa, char *out, size_t size)
+{
+    char ip[INET6_ADDRSTRLEN] = "?";
+
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+        snprintf(out, size, "%s:%u", ip, ntohs(in->sin_port));
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+        snprintf(out, size, "[%s]:%u", ip, ntohs(in6->sin6_port));
+    } else {
+        snprintf(out, size, "(family %d)", sa->sa_family);
+    }
+}
+
+/* Parses a literal IPv4/IPv6 address (port 0). */
+static bool parse_ip(const char *text, struct sockaddr_storage *ss,
+                     socklen_t *len)
+{
+    struct sockaddr_in *in = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+
+    memset(ss, 0, sizeof(*ss));
+    if (inet_pton(AF_INET, text, &in->sin_addr) == 1) {
+        in->sin_family = AF_INET;
+        *len = sizeof(*in);
+        return true;
+    }
+    if (inet_pton(AF_INET6, text, &in6->sin6_addr) == 1) {
+        in6->sin6_family = AF_INET6;
+        *len = sizeof(*in6);
+        return true;
+    }
+    return false;
+}
+
+/* Link-local IPv6 addresses need a scope id that means nothing on the
+ * remote host, so they are never published. */
+static bool usable_addr(const struct sockaddr *sa)
+{
+    if (!sa)
+        return false;
+    if (sa->sa_family == AF_INET)
+        return true;
+    if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        return !IN6_IS_ADDR_LINKLOCAL(&in6->sin6_addr);
+    }
+    return false;
+}
+
+static void take_addr(const struct ifaddrs *ifa, struct sockaddr_storage *ss,
+                      socklen_t *len, char *ifname, size_t ifname_size)
+{
+    size_t n = ifa->ifa_addr->sa_family == AF_INET
+                   ? sizeof(struct sockaddr_in)
+                   : sizeof(struct sockaddr_in6);
+    memset(ss, 0, sizeof(*ss));
+    memcpy(ss, ifa->ifa_addr, n);
+    *len = (socklen_t)n;
+    wf_strlcpy(ifname, ifa->ifa_name, ifname_size);
+}
+
+/* Finds an address of interface `name` (IPv4 preferred), or with name NULL
+ * the first up, non-loopback interface. */
+static bool find_if_addr(const struct ifaddrs *list, const char *name,
+                         struct sockaddr_storage *ss, socklen_t *len,
+                         char *ifname, size_t ifname_size)
+{
+    const struct ifaddrs *v6 = NULL;
+
+    for (const struct ifaddrs *ifa = list; ifa; ifa = ifa->ifa_next) {
+        if (!usable_addr(ifa->ifa_addr))
+            continue;
+        if (name && strcmp(ifa->ifa_name, name) != 0)
+            continue;
+        if (!name &&
+            (!(ifa->ifa_flags & IFF_UP) || (ifa->ifa_flags & IFF_LOOPBACK)))
+            continue;
+        if (ifa->ifa_addr->sa_family == AF_INET) {
+            take_addr(ifa, ss, len, ifname, ifname_size);
+            return true;
+        }
+        if (!v6)
+            v6 = ifa;
+    }
+    if (!v6)
+        return false;
+    take_addr(v6, ss, len, ifname, ifname_size);
+    return true;
+}
+
+/* The interface that owns `ss`, for query(); empty when none does. */
+static void name_of_addr(const struct ifaddrs *list,
+                         const struct sockaddr_storage *ss, char *ifname,
+                         size_t size)
+{
+    for (const struct ifaddrs *ifa = list; ifa; ifa = ifa->ifa_next) {
+        const struct sockaddr *sa = ifa->ifa_addr;
+        if (!sa || sa->sa_family != ss->ss_family)
+            continue;
+        bool same =
+            sa->sa_family == AF_INET
+                ? !memcmp(&((const struct sockaddr_in *)sa)->sin_addr,
+                          &((const struct sockaddr_in *)ss)->sin_addr, 4)
+                : !memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr,
+                          &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+        if (same) {
+            wf_strlcpy(ifname, ifa->ifa_name, size);
+            return;
+        }
+    }
+}
+
+/* WEFT_SOCKET_IFNAME: a comma list of interface names or literal IPs; the
+ * first one that yields an address wins. */
+static bool addr_from_ifname(const struct ifaddrs *list, const char *spec,
+                             struct sockaddr_storage *ss, socklen_t *len,
+                             char *ifname, size_t ifname_size)
+{
+    char buf[sizeof(((wf_tconfig_t *)0)->ifname)];
+    char *save = NULL;
+
+    wf_strlcpy(buf, spec, sizeof(buf));
+    for (char *tok = strtok_r(buf, ", ", &save); tok;
+         tok = strtok_r(NULL, ", ", &save)) {
+        if (parse_ip(tok, ss, len)) {
+            name_of_addr(list, ss, ifname, ifname_size);
+            return true;
+        }
+        if (find_if_addr(list, tok, ss, len, ifname, ifname_size))
+            return true;
+    }
+    return false;
+}
+
+/* Chooses the local address: ifname, then bind_hint, then the first up
+ * non-loopback interface, then loopback. */
+static weft_status_t choose_addr(wf_tctx_t *ctx)
+{
+    const wf_tconfig_t *cfg = &ctx->cfg;
+    struct ifaddrs *list = NULL;
+    weft_status_t st = WEFT_OK;
+
+    if (getifaddrs(&list) != 0) {
+        WEFT_WARN(NET, "tcp: getifaddrs failed: %s", wf_errno_str(errno));
+        return WEFT_ERR_SYSTEM;
+    }
+    if (cfg->ifname[0]) {
+        if (!addr_from_ifname(list, cfg->ifname, &ctx->local, &ctx->local_len,
+                              ctx->ifname, sizeof(ctx->ifname))) {
+            WEFT_WARN(NET,
+                      "tcp: WEFT_SOCKET_IFNAME=%s: no interface or address "
+                      "in the list has a usable address",
+                      cfg->ifname);
+            st = WEFT_ERR_INVALID_ARG;
+        }
+        goto out;
+    }
+    if (cfg->bind_hint[0]) {
+        if (parse_ip(cfg->bind_hint, &ctx->local, &ctx->local_len)) {
+            name_of_addr(list, &ctx->local, ctx->ifname, sizeof(ctx->ifname));
+            goto out;
+        }
+        WEFT_WARN(NET, "tcp: ignoring bind hint '%s': not an IP address",
+                  cfg->bind_hint);
+    }
+    if (find_if_addr(list, NULL, &ctx->local, &ctx->local_len, ctx->ifname,
+                     sizeof(ctx->ifname)))
+        goto out;
+    parse_ip("127.0.0.1", &ctx->local, &ctx->local_len);
+    name_of_addr(list, &ctx->local, ctx->ifname, sizeof(ctx->ifname));
+out:
+    freeifaddrs(list);
+    return st;
+}
+
+static void set_port(struct sockaddr_storage *ss, int port)
+{
+    if (ss->ss_family == AF_INET)
+        ((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+    else
+        ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+}
+
+/* Binds the listening socket to the first free port of the configured
+ * range, or to an ephemeral port. */
+static weft_status_t bind_port(wf_tctx_t *ctx, int fd)
+{
+    int lo = ctx->cfg.port_min, hi = ctx->cfg.port_max;
+    char where[80];
+    int err = 0;
+
+    for (int port = lo; port <= hi; port++) {
+        set_port(&ctx->local, port);
+        if (bind(fd, (struct sockaddr *)&ctx->local, ctx->local_len) == 0)
+            return WEFT_OK;
+        err = errno;
+        if (err != EADDRINUSE && err != EACCES)
+            break;
+    }
+    set_port(&ctx->local, 0);
+    wf_tcp_format_addr((struct sockaddr *)&ctx->local, where, sizeof(where));
+    if (lo == hi)
+        WEFT_WARN(NET, "tcp: cannot bind %s: %s", where, wf_errno_str(err));
+    else
+        WEFT_WARN(NET, "tcp: cannot bind %s with a port in %d-%d: %s", where,
+                  lo, hi, wf_errno_str(err));
+    return WEFT_ERR_SYSTEM;
+}
+
+static weft_status_t open_listen(wf_tctx_t *ctx)
+{
+    int one = 1;
+    int backlog = WF_MAX(128, ctx->cfg.size);
+    weft_status_t st;
+    int fd = socket(ctx->local.ss_family,
+                    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+    if (fd < 0) {
+        WEFT_WARN(NET, "tcp: socket failed: %s", wf_errno_str(errno));
+        return WEFT_ERR_SYSTEM;
+    }
+    /* Lets a restarted job reuse a port still in TIME_WAIT. */
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    WEFT_CHECK_GOTO(bind_port(ctx, fd), st, err_close);
+    if (listen(fd, backlog) != 0 ||
+        getsockname(fd, (struct sockaddr *)&ctx->local, &ctx->local_len)) {
+        WEFT_WARN(NET, "tcp: listen failed: %s", wf_errno_str(errno));
+        st = WEFT_ERR_SYSTEM;
+        goto err_close;
+    }
+    ctx->listen_fd = fd;
+    wf_tcp_format_addr((struct sockaddr *)&ctx->local, ctx->local_str,
+                       sizeof(ctx->local_str));
+    return WEFT_OK;
+err_close:
+    close(fd);
+    return st;
+}
+
+static void blob_encode(wf_tctx_t *ctx)
+{
+    uint8_t *b = ctx->blob;
+    uint16_t port;
+
+    memset(b, 0, WF_TCP_ADDR_LEN);
+    b[0] = (uint8_t)WF_TCP_VERSION;
+    if (ctx->local.ss_family == AF_INET) {
+        struct sockaddr_in *in = (struct sockaddr_in *)&ctx->local;
+        b[1] = 4;
+        port = in->sin_port;
+        memcpy(b + 4, &in->sin_addr, 4);
+    } else {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ctx->local;
+        b[1] = 6;
+        port = in6->sin6_port;
+        memcpy(b + 4, &in6->sin6_addr, 16);
+    }
+    memcpy(b + 2, &port, 2); /* already network order */
+}
+
+bool wf_tcp_blob_decode(const void *blob, size_t len,
+                        struct sockaddr_storage *ss, socklen_t *ss_len)
+{
+    const uint8_t *b = blob;
+    uint16_t port;
+
+    if (!blob || len != WF_TCP_ADDR_LEN || b[0] != WF_TCP_VERSION)
+        return false;
+    memcpy(&port, b + 2, 2);
+    memset(ss, 0, sizeof(*ss));
+    if (b[1] == 4) {
+        struct sockaddr_in *in = (struct sockaddr_in *)ss;
+        in->sin_family = AF_INET;
+        in->sin_port = port;
+        memcpy(&in->sin_addr, b + 4, 4);
+        *ss_len = sizeof(*in);
+    } else if (b[1] == 6) {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = port;
+        memcpy(&in6->sin6_addr, b + 4, 16);
+        *ss_len = sizeof(*in6);
+    } else {
+        return false;
+    }
+    return port != 0;
+}
+
+static weft_status_t check_config(const wf_tconfig_t *cfg)
+{
+    if (cfg->size < 1 || cfg->rank < 0 || cfg->rank >= cfg->size) {
+        WEFT_WARN(NET, "tcp: invalid rank %d for size %d", cfg->rank,
+                  cfg->size);
+        return WEFT_ERR_INVALID_ARG;
+    }
+    /* 0-0 means any port; otherwise a real range (port 0 inside a range
+     * would silently mean "any"). */
+    if (!(cfg->port_min == 0 && cfg->port_max == 0) &&
+        (cfg->port_min < 1 || cfg->port_max < cfg->port_min ||
+         cfg->port_max > 65535)) {
+        WEFT_WARN(NET, "tcp: invalid port range %d-%d", cfg->port_min,
+                  cfg->port_max);
+        return WEFT_ERR_INVALID_ARG;
+    }
+    return WEFT_OK;
+}
+
+static weft_status_t epoll_add(wf_tctx_t *ctx, int fd, wf_tcp_ev_t *ev)
+{
+    struct epoll_event e = {.events = EPOLLIN, .data.ptr = ev};
+
+    if (epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, fd, &e) != 0) {
+        WEFT_WARN(NET, "tcp: epoll_ctl failed: %s", wf_errno_str(errno));
+        return WEFT_ERR_SYSTEM;
+    }
+    return WEFT_OK;
+}
+
+/* Creates the fds and the peer table of a zeroed context. */
+static weft_status_t open_context(wf_tctx_t *ctx)
+{
+    ctx->epfd = epoll_create1(EPOLL_CLOEXEC);
+    ctx->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (ctx->epfd < 0 || ctx->timer_fd < 0) {
+        WEFT_WARN(NET, "tcp: cannot create epoll/timer fd: %s",
+                  wf_errno_str(errno));
+        return WEFT_ERR_SYSTEM;
+    }
+    ctx->peers = calloc((size_t)ctx->cfg.size, sizeof(*ctx->peers));
+    ctx->scratch_len = WF_TCP_SCRATCH_LEN;
+    ctx->scratch = malloc(ctx->scratch_len);
+    if (!ctx->peers || !ctx->scratch) {
+        WEFT_WARN(NET, "tcp: out of memory for %d peers", ctx->cfg.size);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    for (int i = 0; i < ctx->cfg.size; i++) {
+        wf_tcp_peer_t *p = &ctx->peers[i];
+        p->ev.kind = WF_TCP_EV_PEER;
+        p->rank = i;
+        p->fd = -1;
+        snprintf(p->desc, sizeof(p->desc), "peer %d", i);
+    }
+    WEFT_CHECK(choose_addr(ctx));
+    WEFT_CHECK(open_listen(ctx));
+    blob_encode(ctx);
+    ctx->listen_ev.kind = WF_TCP_EV_LISTEN;
+    ctx->timer_ev.kind = WF_TCP_EV_TIMER;
+    WEFT_CHECK(epoll_add(ctx, ctx->listen_fd, &ctx->listen_ev));
+    WEFT_CHECK(epoll_add(ctx, ctx->timer_fd, &ctx->timer_ev));
+    return WEFT_OK;
+}
+
+weft_status_t wf_tcp_init(const wf_tconfig_t *cfg, wf_tctx_t **out)
+{
+    weft_status_t st;
+    wf_tctx_t *ctx;
+
+    if (!cfg || !out)
+        return WEFT_ERR_INVALID_ARG;
+    WEFT_CHECK(check_config(cfg));
+    ctx = calloc(1, sizeof(*ctx));
+    if (!ctx) {
+        WEFT_WARN(NET, "tcp: out of memory for a context");
+        return WEFT_ERR_NO_MEMORY;
+    }
+    ctx->cfg = *cfg;
+    ctx->cfg.ifname[sizeof(ctx->cfg.ifname) - 1] = '\0';
+    ctx->cfg.bind_hint[sizeof(ctx->cfg.bind_hint) - 1] = '\0';
+    ctx->epfd = ctx->timer_fd = ctx->listen_fd = -1;
+    WEFT_CHECK_GOTO(open_context(ctx), st, err_fini);
+    WEFT_DEBUG(NET, "tcp: rank %d listening on %s (%s)", cfg->rank,
+               ctx->local_str, ctx->ifname[0] ? ctx->ifname : "?");
+    *out = ctx;
+    return WEFT_OK;
+err_fini:
+    wf_tcp_fini(ctx);
+    return st;
+}
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+void wf_tcp_fini(wf_tctx_t *ctx)
+{
+    if (!ctx)
+        return;
+    while (ctx->pending)
+        wf_tcp_pending_close(ctx, ctx->pending);
+    for (int i = 0; ctx->peers && i < ctx->cfg.size; i++) {
+        wf_tcp_peer_t *p = &ctx->peers[i];
+        /* The FIN tells the peer we left on purpose; close() never waits
+         * because no linger is set. */
+        if (p->fd >= 0 && p->state == WF_TCP_UP)
+            shutdown(p->fd, SHUT_WR);
+        close_fd(&p->fd);
+    }
+    wf_tcp_xfer_free_all(ctx);
+    close_fd(&ctx->listen_fd);
+    close_fd(&ctx->timer_fd);
+    close_fd(&ctx->epfd);
+    free(ctx->peers);
+    free(ctx->scratch);
+    free(ctx);
+}
+
+static uint64_t link_speed(const char *ifname)
+{
+    char path[128];
+    long long mbps = 0;
+    FILE *f;
+
+    if (!ifname[0] || strchr(ifname, '/'))
+        return 0;
+    snprintf(path, sizeof(path), "/sys/class/net/%s/speed", ifname);
+    f = fopen(path, "r");
+    if (!f)
+        return 0;
+    if (fscanf(f, "%lld", &mbps) != 1 || mbps < 0)
+        mbps = 0;
+    fclose(f);
+    return (uint64_t)mbps;
+}
+
+weft_status_t wf_tcp_query(wf_tctx_t *ctx, wf_tdev_attr_t *attr)
+{
+    if (!ctx || !attr)
+        return WEFT_ERR_INVALID_ARG;
+    memset(attr, 0, sizeof(*attr));
+    wf_strlcpy(attr->name, ctx->ifname[0] ? ctx->ifname : "tcp",
+               sizeof(attr->name));
+    wf_strlcpy(attr->address, ctx->local_str, sizeof(attr->address));
+    attr->caps = WF_TCAP_HOST_MEM;
+    attr->speed_mbps = link_speed(ctx->ifname);
+    return WEFT_OK;
+}
+
+weft_status_t wf_tcp_get_address(wf_tctx_t *ctx, void *addr, size_t *len)
+{
+    if (!ctx || !addr || !len)
+        return WEFT_ERR_INVALID_ARG;
+    if (*len < WF_TCP_ADDR_LEN) {
+        WEFT_WARN(NET, "tcp: address buffer of %zu bytes, need %d", *len,
+                  WF_TCP_ADDR_LEN);
+        return WEFT_ERR_INVALID_ARG;
+    }
+    memcpy(addr, ctx->blob, WF_TCP_ADDR_LEN);
+    *len = WF_TCP_ADDR_LEN;
+    return WEFT_OK;
+}

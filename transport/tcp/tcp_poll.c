@@ -1,0 +1,135 @@
+/*
+ * tcp_poll.c - the epoll loop (progress, get_fd) and the TCP ops table.
+ *
+ * The epoll set is level-triggered: a handler that stops early (read budget,
+ * a full socket buffer) is simply called again by the next progress().
+ * EPOLLOUT is registered only while a connection has queued output or a
+ * connect is in flight, so the epoll fd the engine polls is readable only
+ * when there is work.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "tcp.h"
+
+#define WF_TCP_EVENTS 64
+
+static void peer_event(wf_tctx_t *ctx, wf_tcp_peer_t *p, uint32_t events)
+{
+    if (p->fd < 0)
+        return; /* closed by an earlier event of this batch */
+    if (p->state == WF_TCP_DIALING || p->state == WF_TCP_HELLO) {
+        wf_tcp_dial_event(ctx, p, events);
+        return;
+    }
+    if (p->state != WF_TCP_UP)
+        return;
+    if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+        wf_tcp_read(ctx, p);
+    if (p->state == WF_TCP_UP && (events & EPOLLOUT))
+        wf_tcp_flush(ctx, p);
+}
+
+static void dispatch(wf_tctx_t *ctx, const struct epoll_event *e)
+{
+    wf_tcp_ev_t *ev = e->data.ptr;
+    uint64_t expirations;
+
+    switch (ev->kind) {
+    case WF_TCP_EV_LISTEN:
+        wf_tcp_accept_event(ctx);
+        break;
+    case WF_TCP_EV_TIMER:
+        /* Drain it; progress() runs the timers after this batch. */
+        if (read(ctx->timer_fd, &expirations, sizeof(expirations)) < 0)
+            expirations = 0;
+        ctx->timer_armed = 0;
+        ctx->timer_fired = true;
+        break;
+    case WF_TCP_EV_PENDING:
+        wf_tcp_pending_event(ctx, (wf_tcp_pending_t *)ev);
+        break;
+    case WF_TCP_EV_PEER:
+        peer_event(ctx, (wf_tcp_peer_t *)ev, e->events);
+        break;
+    }
+}
+
+int wf_tcp_progress(wf_tctx_t *ctx)
+{
+    struct epoll_event evs[WF_TCP_EVENTS];
+    int n;
+
+    if (!ctx)
+        return WEFT_ERR_INVALID_ARG;
+    n = epoll_wait(ctx->epfd, evs, WF_TCP_EVENTS, 0);
+    if (n < 0) {
+        if (errno != EINTR) {
+            WEFT_WARN(NET, "tcp: epoll_wait failed: %s", wf_errno_str(errno));
+            return WEFT_ERR_SYSTEM;
+        }
+        n = 0;
+    }
+    for (int i = 0; i < n; i++)
+        dispatch(ctx, &evs[i]);
+    /* Checked on every call, not only on timer events, so an engine that
+     * polls without get_fd() still sees retries and deadlines. */
+    if (ctx->timer_fired ||
+        (ctx->timer_due && wf_time_ms() >= ctx->timer_due)) {
+        ctx->timer_fired = false;
+        wf_tcp_timers(ctx);
+        n++;
+    }
+    return n;
+}
+
+int wf_tcp_get_fd(wf_tctx_t *ctx)
+{
+    return ctx ? ctx->epfd : -1;
+}
+
+static weft_status_t tcp_mem_reg(wf_tctx_t *ctx, void *buf, size_t len,
+                                 void **mh)
+{
+    (void)ctx;
+    (void)buf;
+    (void)len;
+    if (!mh)
+        return WEFT_ERR_INVALID_ARG;
+    *mh = NULL; /* plain sockets need no registration */
+    return WEFT_OK;
+}
+
+static void tcp_mem_dereg(wf_tctx_t *ctx, void *mh)
+{
+    (void)ctx;
+    (void)mh;
+}
+
+static const char *tcp_peer_describe(wf_tctx_t *ctx, int peer)
+{
+    if (!ctx || peer < 0 || peer >= ctx->cfg.size)
+        return "peer ? (invalid)";
+    return ctx->peers[peer].desc;
+}
+
+const wf_transport_ops_t wf_tcp_transport = {
+    .size = sizeof(wf_transport_ops_t),
+    .name = "tcp",
+    .caps = WF_TCAP_HOST_MEM,
+    .init = wf_tcp_init,
+    .fini = wf_tcp_fini,
+    .query = wf_tcp_query,
+    .get_address = wf_tcp_get_address,
+    .connect = wf_tcp_connect,
+    .mem_reg = tcp_mem_reg,
+    .mem_dereg = tcp_mem_dereg,
+    .isend = wf_tcp_isend,
+    .irecv = wf_tcp_irecv,
+    .test = wf_tcp_test,
+    .progress = wf_tcp_progress,
+    .get_fd = wf_tcp_get_fd,
+    .peer_describe = tcp_peer_describe,
+};
