@@ -144,7 +144,7 @@ static weft_status_t connect_job(wf_comm_impl_t *c)
     weft_status_t st = WEFT_ERR_NO_MEMORY;
     if (!peer_addrs || !peer_lens)
         goto out;
-    WEFT_CHECK_GOTO(wf_store_open(c->cfg.rendezvous, c->cfg.job_id,
+    WEFT_CHECK_GOTO(wf_store_open(c->cfg.rendezvous, c->cfg.job_id, c->cfg.token,
                                   c->cfg.timeout_ms, &c->store), st, out);
     WEFT_CHECK_GOTO(open_transport(c, &ops, &tctx), st, out);
     WEFT_CHECK_GOTO(ops->get_address(tctx, addr, &addr_len), st, out);

@@ -288,3 +288,13 @@ WEFT_API weft_status_t weft_config_dump(FILE *out)
     wf_config_print(out, &cfg);
     return WEFT_OK;
 }
+
+/* For weft-info --env-markdown; deliberately not declared in weft.h. */
+WEFT_API weft_status_t weft_config_dump_markdown(FILE *out);
+WEFT_API weft_status_t weft_config_dump_markdown(FILE *out)
+{
+    if (!out)
+        return WEFT_ERR_INVALID_ARG;
+    wf_config_print_markdown(out);
+    return WEFT_OK;
+}

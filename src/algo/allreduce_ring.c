@@ -14,7 +14,8 @@
  * Dependencies per chunk express both data flow and buffer reuse:
  *  - a reduce-scatter send of step s waits for the reduce of step s-1;
  *  - received chunks land in one of two scratch slots (step parity), so a
- *    receive of step s waits for the reduce of step s-2 on that slot;
+ *    receive waits for the last reduce that read its slot (step s-2, or
+ *    earlier when a segment in between was empty);
  *  - an allgather receive overwrites a segment that a reduce-scatter send
  *    read, so it waits for that send.
  * Messages to one neighbour are numbered in order; both sides enumerate
@@ -50,19 +51,24 @@ static uint64_t chunk_len(const ring_t *g, size_t len, size_t c)
 static int mod(int x, int n) { return ((x % n) + n) % n; }
 
 /* Reduce-scatter; fills `owned[c]` (the step that finalises each chunk of
- * the owned segment) and `rs_send[s * max_chunks + c]`. */
+ * the owned segment) and `rs_send[s * max_chunks + c]`.
+ * prev_red[c]: the reduce of chunk c in the previous step (what its send in
+ * this step waits for); slot_user[p][c]: the last reduce that read chunk c
+ * of scratch slot p.  The slot's last user is tracked separately because
+ * steps whose segment is empty (count < size) leave a slot untouched. */
 static void reduce_scatter(ring_t *g, int32_t *owned, int32_t *rs_send)
 {
     const wf_coll_args_t *a = g->a;
     size_t es = a->elem_size, mc = g->max_chunks;
     uint64_t slot_bytes = mc * g->chunk_elems * es;
-    int32_t *red = malloc(3 * mc * sizeof(*red)); /* rolling s%3 */
-    if (!red) {
+    int32_t *prev_red = malloc(3 * mc * sizeof(*prev_red));
+    if (!prev_red) {
         g->plan->failed = true;
         return;
     }
+    int32_t *slot_user = prev_red + mc;
     for (size_t i = 0; i < 3 * mc; i++)
-        red[i] = WF_NO_DEP;
+        prev_red[i] = WF_NO_DEP;
     for (int s = 0; s < a->size - 1; s++) {
         size_t start, len;
         int seg = mod(a->rank - s, a->size);
@@ -70,32 +76,33 @@ static void reduce_scatter(ring_t *g, int32_t *owned, int32_t *rs_send)
         for (size_t c = 0; c < n; c++) {
             uint64_t off = (start + c * g->chunk_elems) * es;
             wf_bref_t src = wf_bref(s == 0 ? WF_BUF_SEND : WF_BUF_RECV, off);
-            int32_t dep = s == 0 ? WF_NO_DEP : red[((s - 1) % 3) * mc + c];
             rs_send[(size_t)s * mc + c] =
                 wf_plan_send(g->plan, g->right, g->send_tag++, src,
-                             chunk_len(g, len, c) * es, dep, WF_NO_DEP,
+                             chunk_len(g, len, c) * es,
+                             s == 0 ? WF_NO_DEP : prev_red[c], WF_NO_DEP,
                              WF_NO_DEP);
         }
         seg = mod(a->rank - s - 1, a->size);
         n = seg_chunks(g, seg, &start, &len);
+        int32_t *users = slot_user + (size_t)(s % 2) * mc;
         for (size_t c = 0; c < n; c++) {
             uint64_t off = (start + c * g->chunk_elems) * es;
             uint64_t elems = chunk_len(g, len, c);
             wf_bref_t slot = wf_bref(WF_BUF_SCRATCH, (uint64_t)(s % 2) *
                                      slot_bytes + c * g->chunk_elems * es);
-            int32_t reuse = s >= 2 ? red[((s - 2) % 3) * mc + c] : WF_NO_DEP;
             int32_t rv = wf_plan_recv(g->plan, g->left, g->recv_tag++, slot,
-                                      elems * es, reuse, WF_NO_DEP, WF_NO_DEP);
-            red[(s % 3) * mc + c] = wf_plan_reduce(
+                                      elems * es, users[c], WF_NO_DEP,
+                                      WF_NO_DEP);
+            prev_red[c] = users[c] = wf_plan_reduce(
                 g->plan, wf_bref(WF_BUF_RECV, off), wf_bref(WF_BUF_SEND, off),
                 slot, elems, rv, WF_NO_DEP, WF_NO_DEP);
-            owned[c] = red[(s % 3) * mc + c];
+            owned[c] = prev_red[c];
             if (a->op == WEFT_AVG && s == a->size - 2)
                 owned[c] = wf_plan_avg(g->plan, wf_bref(WF_BUF_RECV, off),
                                        elems, owned[c], WF_NO_DEP, WF_NO_DEP);
         }
     }
-    free(red);
+    free(prev_red);
     g->plan->scratch_bytes = 2 * slot_bytes;
 }
 

@@ -185,7 +185,11 @@ static int post_transfer(wf_engine_t *e, struct weft_request *req,
     const wf_step_t *s = &req->plan.steps[i];
     bool is_send = s->kind == WF_STEP_SEND;
     int *inflight = is_send ? e->inflight_send : e->inflight_recv;
-    if (inflight[s->peer] >= e->max_inflight)
+    /* Only sends are throttled.  A posted receive only lends a buffer, and
+     * limiting receives can deadlock: receives of a later phase that become
+     * ready early would hold every slot while the earlier phase's receives,
+     * which they depend on through the peers, wait for one. */
+    if (is_send && inflight[s->peer] >= e->max_inflight)
         return 0;
     if (!e->peer_connect_called[s->peer]) {
         weft_status_t st = e->tops->connect(

@@ -12,6 +12,9 @@
 #ifndef WF_TEST_H
 #define WF_TEST_H
 
+#define WF_TEST_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

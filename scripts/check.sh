@@ -1,0 +1,37 @@
+#!/bin/sh
+# Static checks run by `make check`:
+#  - libweft.so exports only weft_* symbols (the export map works);
+#  - getenv appears only in the config module and launch_env.c;
+#  - docs/env.md matches params.def;
+#  - the host reduction loops vectorize.
+set -eu
+build=${1:-build}
+fail=0
+
+bad=$(nm -D --defined-only "$build/lib/libweft.so" | awk '$2 ~ /[TDBRW]/ {print $3}' | grep -v '^weft_' || true)
+if [ -n "$bad" ]; then
+    echo "check: libweft.so exports non-weft symbols:"; echo "$bad"; fail=1
+else
+    echo "check: exports ok ($(nm -D --defined-only "$build/lib/libweft.so" | grep -c ' T weft_') weft_* functions)"
+fi
+
+ge=$(grep -rln --include='*.c' -E '\bgetenv[[:space:]]*\(' src transport cuda | grep -v -E 'src/config\.c|src/rdv/launch_env\.c|src/tools/' || true)
+if [ -n "$ge" ]; then
+    echo "check: getenv outside src/config.c: $ge"; fail=1
+else
+    echo "check: getenv only in config.c"
+fi
+
+tmp=$(mktemp)
+"$build/bin/weft-info" --env-markdown > "$tmp"
+if ! cmp -s "$tmp" docs/env.md; then
+    echo "check: docs/env.md is stale; run 'make docs'"; diff -u docs/env.md "$tmp" | head -20 || true; fail=1
+else
+    echo "check: docs/env.md up to date"
+fi
+rm -f "$tmp"
+
+if [ -x scripts/check-vectorize.sh ]; then
+    scripts/check-vectorize.sh || fail=1
+fi
+exit $fail

@@ -1,0 +1,29 @@
+#!/bin/sh
+# Installs the Debian packages weft needs to build and test, when they are
+# missing: with apt-get when running as root, otherwise it prints the
+# command.  Idempotent and fast when everything is present.
+set -eu
+
+# build-essential: gcc, make; iproute2: network namespaces for multi-host
+# tests; procps: pkill/ps used by tests.
+PACKAGES="build-essential pkg-config iproute2 procps"
+
+missing=""
+for p in $PACKAGES; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+        missing="$missing $p"
+    fi
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing:$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q >/dev/null
+    # shellcheck disable=SC2086
+    apt-get install -y -q --no-install-recommends $missing >/dev/null
+else
+    echo "missing packages:$missing"
+    echo "install them with: sudo apt-get install -y$missing"
+    exit 1
+fi

@@ -1,0 +1,193 @@
+/*
+ * coll_util.c - see coll_util.h.
+ */
+#include "coll_util.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+
+size_t cu_dtype_size(weft_dtype_t d)
+{
+    static const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
+    return sizes[d];
+}
+
+double cu_pattern(int rank, size_t i, weft_op_t op, weft_dtype_t d)
+{
+    bool is_unsigned = d == WEFT_UINT8 || d == WEFT_UINT32 || d == WEFT_UINT64;
+    switch (op) {
+    case WEFT_PROD: return ((i * 3 + (size_t)rank) % 7 == 0) ? 2 : (i % 5 == 1 ? -1 : 1);
+    case WEFT_MIN:
+    case WEFT_MAX:
+        return (double)(((size_t)rank * 7 + i * 3) % 11) - (is_unsigned ? 0 : 5);
+    case WEFT_AVG: return (double)((i % 4) * 2 + (size_t)rank % 2);
+    default: return (double)((i + (size_t)rank * 5) % 9) - (is_unsigned ? 0 : 3);
+    }
+}
+
+void cu_put(void *buf, weft_dtype_t d, size_t i, double v)
+{
+    float f = (float)v;
+    _Float16 h = (_Float16)v;
+    uint32_t bits;
+    switch (d) {
+    case WEFT_INT8: ((int8_t *)buf)[i] = (int8_t)(int64_t)v; break;
+    case WEFT_UINT8: ((uint8_t *)buf)[i] = (uint8_t)(int64_t)v; break;
+    case WEFT_INT32: ((int32_t *)buf)[i] = (int32_t)(int64_t)v; break;
+    case WEFT_UINT32: ((uint32_t *)buf)[i] = (uint32_t)(int64_t)v; break;
+    case WEFT_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
+    case WEFT_UINT64: ((uint64_t *)buf)[i] = (uint64_t)(int64_t)v; break;
+    case WEFT_FLOAT16: memcpy((uint16_t *)buf + i, &h, 2); break;
+    case WEFT_BFLOAT16:
+        /* Round to nearest even, independently of the library. */
+        memcpy(&bits, &f, 4);
+        bits += 0x7fff + ((bits >> 16) & 1);
+        ((uint16_t *)buf)[i] = (uint16_t)(bits >> 16);
+        break;
+    case WEFT_FLOAT32: ((float *)buf)[i] = f; break;
+    default: ((double *)buf)[i] = v; break;
+    }
+}
+
+double cu_get(const void *buf, weft_dtype_t d, size_t i)
+{
+    uint32_t bits;
+    float f;
+    _Float16 h;
+    switch (d) {
+    case WEFT_INT8: return ((const int8_t *)buf)[i];
+    case WEFT_UINT8: return ((const uint8_t *)buf)[i];
+    case WEFT_INT32: return ((const int32_t *)buf)[i];
+    case WEFT_UINT32: return ((const uint32_t *)buf)[i];
+    case WEFT_INT64: return (double)((const int64_t *)buf)[i];
+    case WEFT_UINT64: return (double)((const uint64_t *)buf)[i];
+    case WEFT_FLOAT16: memcpy(&h, (const uint16_t *)buf + i, 2); return h;
+    case WEFT_BFLOAT16:
+        bits = (uint32_t)((const uint16_t *)buf)[i] << 16;
+        memcpy(&f, &bits, 4);
+        return f;
+    case WEFT_FLOAT32: return ((const float *)buf)[i];
+    default: return ((const double *)buf)[i];
+    }
+}
+
+void cu_fill(void *buf, size_t count, int rank, weft_op_t op, weft_dtype_t d)
+{
+    for (size_t i = 0; i < count; i++)
+        cu_put(buf, d, i, cu_pattern(rank, i, op, d));
+}
+
+static bool is_int(weft_dtype_t d)
+{
+    return d != WEFT_FLOAT16 && d != WEFT_BFLOAT16 && d != WEFT_FLOAT32 &&
+           d != WEFT_FLOAT64;
+}
+
+/* The expected element: exact integer arithmetic, then the library's final
+ * avg division (C division for integers, float/double/half rounding). */
+static double expected(size_t i, int size, weft_op_t op, weft_dtype_t d)
+{
+    int64_t acc = (int64_t)cu_pattern(0, i, op, d);
+    for (int r = 1; r < size; r++) {
+        int64_t v = (int64_t)cu_pattern(r, i, op, d);
+        acc = op == WEFT_PROD  ? acc * v
+              : op == WEFT_MIN ? (v < acc ? v : acc)
+              : op == WEFT_MAX ? (v > acc ? v : acc)
+                               : acc + v;
+    }
+    char tmp[8];
+    cu_put(tmp, d, 0, (double)acc); /* wraps integers like the library */
+    double wrapped = cu_get(tmp, d, 0);
+    if (op != WEFT_AVG)
+        return wrapped;
+    if (is_int(d)) {
+        /* The sum wraps in the type first, then divides. */
+        if (d == WEFT_UINT8 || d == WEFT_UINT32 || d == WEFT_UINT64)
+            return (double)((uint64_t)wrapped / (uint64_t)size);
+        return (double)((int64_t)wrapped / size);
+    }
+    if (d == WEFT_FLOAT64)
+        return wrapped / size;
+    cu_put(tmp, d, 0, (double)((float)wrapped / (float)size));
+    return cu_get(tmp, d, 0);
+}
+
+size_t cu_check_allreduce(const void *recv, size_t count, int size,
+                          weft_op_t op, weft_dtype_t d, const char *what)
+{
+    size_t wrong = 0;
+    for (size_t i = 0; i < count; i++) {
+        double want = expected(i, size, op, d), got = cu_get(recv, d, i);
+        if (got != want && !(isnan(got) && isnan(want))) {
+            if (wrong < 3)
+                fprintf(stderr, "%s: element %zu is %g, expected %g\n", what,
+                        i, got, want);
+            wrong++;
+        }
+    }
+    return wrong;
+}
+
+static void one_case(weft_comm_t comm, int rank, int size, size_t count,
+                     weft_dtype_t d, weft_op_t op, bool in_place, char *send,
+                     char *recv)
+{
+    char what[160];
+    size_t bytes = count * cu_dtype_size(d);
+    snprintf(what, sizeof(what), "rank %d/%d count %zu dtype %d op %d %s",
+             rank, size, count, (int)d, (int)op,
+             in_place ? "in-place" : "out-of-place");
+    cu_fill(send, count, rank, op, d);
+    if (!in_place)
+        memset(recv, 0x5a, bytes);
+    weft_status_t st = weft_allreduce(send, in_place ? send : recv, count, d,
+                                      op, comm);
+    if (st != WEFT_OK) {
+        const char *msg = NULL;
+        weft_comm_get_error(comm, &msg);
+        wf_test_fail(__FILE__, __LINE__, "%s: %s (%s)", what,
+                     weft_strerror(st), msg ? msg : "");
+    }
+    size_t wrong = cu_check_allreduce(in_place ? send : recv, count, size, op,
+                                      d, what);
+    if (wrong)
+        wf_test_fail(__FILE__, __LINE__, "%s: %zu wrong elements", what,
+                     wrong);
+}
+
+void cu_allreduce_matrix(weft_comm_t comm, int rank, int size,
+                         size_t chunk_bytes, int big)
+{
+    size_t big_count = big ? (3u << 20) / 2 + 7 : 0; /* odd, ~6 MB f32 */
+    size_t max_count = WF_TEST_MAX(big_count, 4 * chunk_bytes + 64);
+    char *send = aligned_alloc(64, max_count * 8);
+    char *recv = aligned_alloc(64, max_count * 8);
+    ASSERT_TRUE(send && recv);
+    for (int d = 0; d < WEFT_DTYPE_COUNT; d++) {
+        size_t ce = chunk_bytes / cu_dtype_size((weft_dtype_t)d);
+        size_t counts[] = {0, 1, (size_t)size - 1, 1000, ce - 1, ce + 1,
+                           ce * (size_t)size + 1};
+        for (int op = 0; op < WEFT_OP_COUNT; op++)
+            for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++)
+                for (int ip = 0; ip < 2; ip++)
+                    one_case(comm, rank, size, counts[k], (weft_dtype_t)d,
+                             (weft_op_t)op, ip, send, recv);
+    }
+    if (big) { /* the multi-MB count for a few representative combinations */
+        one_case(comm, rank, size, big_count, WEFT_FLOAT32, WEFT_SUM, false,
+                 send, recv);
+        one_case(comm, rank, size, big_count, WEFT_BFLOAT16, WEFT_AVG, true,
+                 send, recv);
+        one_case(comm, rank, size, big_count, WEFT_INT64, WEFT_MAX, false,
+                 send, recv);
+        one_case(comm, rank, size, big_count, WEFT_UINT8, WEFT_PROD, true,
+                 send, recv);
+    }
+    free(send);
+    free(recv);
+}

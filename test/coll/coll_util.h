@@ -1,0 +1,32 @@
+/*
+ * coll_util.h - data patterns and independent expected values for
+ * collective tests.  Inputs are small integers so results are exact in
+ * every dtype (float16/bfloat16 included) regardless of reduction order;
+ * the expected value is computed in int64/double and wrapped to the type.
+ */
+#ifndef WF_COLL_UTIL_H
+#define WF_COLL_UTIL_H
+
+#include <stddef.h>
+
+#include "weft.h"
+
+size_t cu_dtype_size(weft_dtype_t d);
+/* The input of `rank` at element i. */
+double cu_pattern(int rank, size_t i, weft_op_t op, weft_dtype_t d);
+void cu_put(void *buf, weft_dtype_t d, size_t i, double v);
+double cu_get(const void *buf, weft_dtype_t d, size_t i);
+/* Fills buf with rank's pattern. */
+void cu_fill(void *buf, size_t count, int rank, weft_op_t op, weft_dtype_t d);
+/* Number of elements of recv that differ from the allreduce of all ranks'
+ * patterns; prints the first few differences. */
+size_t cu_check_allreduce(const void *recv, size_t count, int size,
+                          weft_op_t op, weft_dtype_t d, const char *what);
+
+/* Runs the allreduce matrix (counts x dtypes x ops x in/out-of-place) on
+ * comm; `big` adds the multi-MB odd count for a subset of combinations.
+ * chunk_bytes is the communicator's WEFT_CHUNK_SIZE (for chunk+-1 counts). */
+void cu_allreduce_matrix(weft_comm_t comm, int rank, int size,
+                         size_t chunk_bytes, int big);
+
+#endif /* WF_COLL_UTIL_H */

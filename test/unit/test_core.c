@@ -1,0 +1,179 @@
+/*
+ * test_core.c - status strings, configuration parsing and precedence,
+ * launcher environment detection, logging filters.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+#include "rdv/launch_env.h"
+#include "test.h"
+
+WF_TEST(status_names_and_strings, 10)
+{
+    ASSERT_EQ(WEFT_OK, 0);
+    ASSERT_EQ(WEFT_INPROGRESS, 1);
+    ASSERT_TRUE(strcmp(weft_status_name(WEFT_ERR_TIMEOUT), "ERR_TIMEOUT") == 0);
+    ASSERT_TRUE(strcmp(weft_strerror(WEFT_OK), "success") == 0);
+    ASSERT_TRUE(strcmp(weft_strerror((weft_status_t)-999), "unknown status") == 0);
+    ASSERT_TRUE(strcmp(weft_status_name((weft_status_t)42), "UNKNOWN") == 0);
+    /* Every listed status has a distinct non-empty name and text. */
+    const int codes[] = {
+#define CODE_(n, v, t) v,
+        WEFT_STATUS_LIST(CODE_)
+#undef CODE_
+    };
+    for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+        ASSERT_TRUE(*weft_strerror((weft_status_t)codes[i]));
+        for (size_t j = 0; j < i; j++)
+            ASSERT_TRUE(strcmp(weft_status_name((weft_status_t)codes[i]),
+                               weft_status_name((weft_status_t)codes[j])));
+    }
+    ASSERT_EQ(weft_get_version(), WEFT_VERSION_CODE);
+}
+
+WF_TEST(config_parsers, 10)
+{
+    uint64_t sz;
+    int64_t ms;
+    bool b;
+    ASSERT_TRUE(wf_parse_size("64k", &sz) && sz == 65536);
+    ASSERT_TRUE(wf_parse_size("2M", &sz) && sz == 2u << 20);
+    ASSERT_TRUE(wf_parse_size("1g", &sz) && sz == 1u << 30);
+    ASSERT_TRUE(wf_parse_size("100", &sz) && sz == 100);
+    ASSERT_TRUE(!wf_parse_size("-1", &sz));
+    ASSERT_TRUE(!wf_parse_size("12q", &sz));
+    ASSERT_TRUE(!wf_parse_size("", &sz));
+    ASSERT_TRUE(!wf_parse_size("99999999999999999999g", &sz));
+    ASSERT_TRUE(wf_parse_duration_ms("5s", &ms) && ms == 5000);
+    ASSERT_TRUE(wf_parse_duration_ms("250ms", &ms) && ms == 250);
+    ASSERT_TRUE(wf_parse_duration_ms("300", &ms) && ms == 300);
+    ASSERT_TRUE(wf_parse_duration_ms("2m", &ms) && ms == 120000);
+    ASSERT_TRUE(!wf_parse_duration_ms("soon", &ms));
+    ASSERT_TRUE(wf_parse_bool("yes", &b) && b);
+    ASSERT_TRUE(wf_parse_bool("0", &b) && !b);
+    ASSERT_TRUE(!wf_parse_bool("maybe", &b));
+}
+
+WF_TEST(config_precedence, 10)
+{
+    wf_config_t cfg;
+    setenv("WEFT_CHUNK_SIZE", "1m", 1);
+    setenv("WEFT_TIMEOUT", "7s", 1);
+    ASSERT_OK(wf_config_load(&cfg, "WEFT_CHUNK_SIZE=8k"));
+    ASSERT_EQ(cfg.chunk_size, 8192);                /* override beats env */
+    ASSERT_EQ(cfg.source[WF_PARAM_ID_chunk_size], WF_SOURCE_OVERRIDE);
+    ASSERT_EQ(cfg.timeout_ms, 7000);                /* env beats default */
+    ASSERT_EQ(cfg.source[WF_PARAM_ID_timeout_ms], WF_SOURCE_ENV);
+    ASSERT_EQ(cfg.max_inflight, 8);                 /* default */
+    ASSERT_EQ(cfg.source[WF_PARAM_ID_max_inflight], WF_SOURCE_DEFAULT);
+    ASSERT_OK(wf_config_set(&cfg, "WEFT_TIMEOUT", "1s", WF_SOURCE_API));
+    ASSERT_EQ(cfg.timeout_ms, 1000);
+}
+
+WF_TEST(config_rejects_bad_values, 10)
+{
+    wf_config_t cfg;
+    setenv("WEFT_CHUNK_SIZE", "lots", 1);
+    ASSERT_STATUS(wf_config_load(&cfg, NULL), WEFT_ERR_INVALID_ARG);
+    unsetenv("WEFT_CHUNK_SIZE");
+    ASSERT_STATUS(wf_config_load(&cfg, "WEFT_NOPE=1"), WEFT_ERR_INVALID_ARG);
+    ASSERT_STATUS(wf_config_load(&cfg, "WEFT_TIMEOUT"), WEFT_ERR_INVALID_ARG);
+    ASSERT_OK(wf_config_load(&cfg, ""));
+}
+
+static char captured[8192];
+static void capture(void *ctx, weft_log_level_t level, const char *subsys,
+                    const char *line)
+{
+    (void)ctx;
+    (void)level;
+    (void)subsys;
+    strncat(captured, line, sizeof(captured) - strlen(captured) - 2);
+    strcat(captured, "\n");
+}
+
+WF_TEST(config_unknown_env_suggests, 10)
+{
+    setenv("WEFT_CHUNK_SIZ", "4k", 1);
+    ASSERT_OK(weft_set_logger(capture, NULL));
+    wf_config_t cfg;
+    ASSERT_OK(wf_config_load(&cfg, NULL));
+    ASSERT_STR_CONTAINS(captured, "unknown environment variable WEFT_CHUNK_SIZ");
+    ASSERT_STR_CONTAINS(captured, "did you mean WEFT_CHUNK_SIZE?");
+}
+
+WF_TEST(config_dump_lists_every_knob, 10)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ASSERT_OK(weft_config_dump(f));
+    fclose(f);
+    const char *names[] = {"WEFT_RANK", "WEFT_WORLD_SIZE", "WEFT_RENDEZVOUS",
+                           "WEFT_JOB_ID", "WEFT_TIMEOUT", "WEFT_SOCKET_IFNAME",
+                           "WEFT_PORT_RANGE", "WEFT_CHUNK_SIZE", "WEFT_LOG",
+                           "WEFT_LOG_SUBSYS", "WEFT_LOG_FILE", "WEFT_ALGO",
+                           "WEFT_TRANSPORT", "WEFT_TOKEN"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        ASSERT_STR_CONTAINS(buf, names[i]);
+    ASSERT_STR_CONTAINS(buf, "(default)");
+    free(buf);
+}
+
+WF_TEST(log_filters_and_prefix, 10)
+{
+    ASSERT_OK(weft_set_logger(capture, NULL));
+    wf_log_reconfigure("info", "coll");
+    wf_log_set_rank(3);
+    WEFT_INFO(COLL, "visible %d", 42);
+    WEFT_INFO(NET, "hidden by subsystem");
+    WEFT_DEBUG(COLL, "hidden by level");
+    ASSERT_STR_CONTAINS(captured, "[3] weft info coll: visible 42");
+    ASSERT_TRUE(strstr(captured, "hidden") == NULL);
+    /* host:pid:tid prefix */
+    char prefix[300];
+    snprintf(prefix, sizeof(prefix), ":%d:", (int)getpid());
+    ASSERT_STR_CONTAINS(captured, prefix);
+    ASSERT_EQ(wf_log_level_parse("trace"), WEFT_LOG_TRACE);
+    ASSERT_EQ(wf_log_level_parse("loud"), -1);
+}
+
+WF_TEST(launch_env_torchrun_slurm_ompi_pmi, 10)
+{
+    wf_launch_env_t env;
+    const char *all[] = {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                         "SLURM_PROCID", "SLURM_NTASKS", "SLURM_JOB_ID",
+                         "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                         "PMI_RANK", "PMI_SIZE", "LOCAL_RANK"};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        unsetenv(all[i]);
+    ASSERT_TRUE(!wf_launch_env_detect(&env));
+    setenv("PMI_RANK", "2", 1);
+    setenv("PMI_SIZE", "4", 1);
+    ASSERT_TRUE(wf_launch_env_detect(&env));
+    ASSERT_TRUE(strcmp(env.source, "pmi") == 0 && env.rank == 2 && env.size == 4);
+    setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+    setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
+    ASSERT_TRUE(wf_launch_env_detect(&env));
+    ASSERT_TRUE(strcmp(env.source, "openmpi") == 0 && env.rank == 1);
+    setenv("SLURM_PROCID", "5", 1);
+    setenv("SLURM_NTASKS", "8", 1);
+    setenv("SLURM_JOB_ID", "77", 1);
+    ASSERT_TRUE(wf_launch_env_detect(&env));
+    ASSERT_TRUE(strcmp(env.source, "slurm") == 0 && env.rank == 5 &&
+                env.size == 8);
+    ASSERT_TRUE(strcmp(env.job_id, "slurm-77.0") == 0);
+    setenv("RANK", "0", 1);
+    setenv("WORLD_SIZE", "2", 1);
+    setenv("LOCAL_RANK", "0", 1);
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    setenv("MASTER_PORT", "29500", 1);
+    ASSERT_TRUE(wf_launch_env_detect(&env));
+    ASSERT_TRUE(strcmp(env.source, "torchrun") == 0 && env.size == 2);
+    ASSERT_TRUE(strcmp(env.rendezvous, "127.0.0.1:29501") == 0);
+    ASSERT_TRUE(env.rank0_serves);
+}
