@@ -141,6 +141,14 @@ WEFT_API weft_status_t weft_set_logger(weft_log_fn fn, void *ctx);
  * description to `out`.  Thread-safe. */
 WEFT_API weft_status_t weft_config_dump(FILE *out);
 
+/* Writes the knob table as a markdown document (how docs/env.md is made).
+ * Thread-safe. */
+WEFT_API weft_status_t weft_config_dump_markdown(FILE *out);
+
+/* A static one-line description of what this library was built with, e.g.
+ * "transports: tcp; cuda: no".  Thread-safe. */
+WEFT_API const char *weft_build_info(void);
+
 /* ------------------------------------------------------------------------ */
 /* Communicators                                                            */
 /* ------------------------------------------------------------------------ */

@@ -289,8 +289,6 @@ WEFT_API weft_status_t weft_config_dump(FILE *out)
     return WEFT_OK;
 }
 
-/* For weft-info --env-markdown; deliberately not declared in weft.h. */
-WEFT_API weft_status_t weft_config_dump_markdown(FILE *out);
 WEFT_API weft_status_t weft_config_dump_markdown(FILE *out)
 {
     if (!out)

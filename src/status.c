@@ -1,6 +1,6 @@
 /*
  * status.c - names and descriptions of weft_status_t, from the one list in
- * weft.h, plus the version query.
+ * weft.h.
  */
 #include "weft.h"
 
@@ -28,4 +28,3 @@ WEFT_API const char *weft_status_name(weft_status_t status)
     return "UNKNOWN";
 }
 
-WEFT_API int weft_get_version(void) { return WEFT_VERSION_CODE; }

@@ -15,6 +15,12 @@
 
 #include "weft.h"
 
+/* Set by SIGINT/SIGTERM/SIGHUP: the ranks run in their own process groups,
+ * so the launcher forwards the request to stop. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig) { stop_signal = sig; }
+
 typedef struct {
     pid_t pid;
     int out_fd;      /* read end of the rank's stdout+stderr, or -1 */
@@ -27,6 +33,8 @@ static void child_exec(char *const argv[], int rank, const spawn_opts_t *o,
                        const char *rdv, const char *job, int out_fd)
 {
     char buf[32];
+    /* Own process group: stopping a rank also stops what it started. */
+    setpgid(0, 0);
     snprintf(buf, sizeof(buf), "%d", rank);
     setenv("WEFT_RANK", buf, 1);
     snprintf(buf, sizeof(buf), "%d", o->nranks);
@@ -120,34 +128,48 @@ static int reap(rank_proc_t *procs, int n, int *first_fail, int *fail_rank)
 static void terminate_all(rank_proc_t *procs, int n, int sig)
 {
     for (int r = 0; r < n; r++)
-        if (!procs[r].exited)
-            kill(procs[r].pid, sig);
+        kill(-procs[r].pid, sig); /* the rank's whole process group */
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Waits for the ranks, relaying their output.  The first failure (or a
+ * stop signal) sends SIGTERM to every rank's process group, SIGKILL 3 s
+ * later; output still open 1 s after the last rank exited (a leftover
+ * background process holding the pipe) is abandoned. */
 static int supervise(rank_proc_t *procs, const spawn_opts_t *o)
 {
     int first_fail = 0, fail_rank = -1, n = o->nranks;
-    struct timespec killed_at = {0, 0};
+    double killed_at = 0, all_exited_at = 0;
     for (;;) {
         pump_output(procs, n, 20);
         int running = reap(procs, n, &first_fail, &fail_rank);
         bool output_open = false;
         for (int r = 0; r < n; r++)
             output_open |= procs[r].out_fd >= 0;
-        if (!running && !output_open)
+        if (!running && all_exited_at == 0)
+            all_exited_at = now_s();
+        if (!running && (!output_open || now_s() - all_exited_at > 1))
             break;
-        if (first_fail && running && killed_at.tv_sec == 0) {
-            fprintf(stderr, "%s: rank %d exited with code %d; stopping the "
-                    "other ranks\n", o->tool, fail_rank, first_fail);
+        if ((first_fail || stop_signal) && killed_at == 0) {
+            if (first_fail)
+                fprintf(stderr, "%s: rank %d exited with code %d; stopping "
+                        "the other ranks\n", o->tool, fail_rank, first_fail);
             terminate_all(procs, n, SIGTERM);
-            clock_gettime(CLOCK_MONOTONIC, &killed_at);
-        } else if (killed_at.tv_sec && running) {
-            struct timespec now;
-            clock_gettime(CLOCK_MONOTONIC, &now);
-            if (now.tv_sec - killed_at.tv_sec >= 3)
-                terminate_all(procs, n, SIGKILL);
+            killed_at = now_s();
+        } else if (killed_at > 0 && now_s() - killed_at >= 3) {
+            terminate_all(procs, n, SIGKILL);
+            killed_at = now_s() + 1e9; /* once */
         }
     }
+    terminate_all(procs, n, SIGKILL); /* leftovers of finished ranks */
+    if (!first_fail && stop_signal)
+        first_fail = 128 + stop_signal;
     return first_fail;
 }
 
@@ -182,6 +204,8 @@ int spawn_ranks(char *const argv[], const spawn_opts_t *o)
                 close(fds[0]);
             child_exec(argv, r, o, weft_server_address(server), job, fds[1]);
         }
+        if (procs[r].pid > 0)
+            setpgid(procs[r].pid, procs[r].pid); /* no race with the child */
         if (fds[1] >= 0)
             close(fds[1]);
         if (procs[r].pid < 0) {
@@ -191,6 +215,10 @@ int spawn_ranks(char *const argv[], const spawn_opts_t *o)
             return 1;
         }
     }
+    struct sigaction sa = {.sa_handler = on_stop_signal};
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     int code = supervise(procs, o);
     weft_server_stop(server);
     return code;

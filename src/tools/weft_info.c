@@ -9,9 +9,6 @@
 
 #include "weft.h"
 
-/* Not in weft.h: a documentation helper exported for this tool only. */
-WEFT_API weft_status_t weft_config_dump_markdown(FILE *out);
-
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "--config") == 0)
@@ -24,8 +21,7 @@ int main(int argc, char **argv)
     }
     int v = weft_get_version();
     printf("weft %d.%d.%d\n", v / 10000, v / 100 % 100, v % 100);
-    printf("transports: tcp\n");
-    printf("cuda: not built\n");
+    printf("%s\n", weft_build_info());
     printf("run `weft-info --config` for every setting\n");
     return 0;
 }

@@ -255,6 +255,9 @@ void wf_tcp_timer_schedule(wf_tctx_t *ctx, uint64_t when);
 void wf_tcp_peer_fail(wf_tctx_t *ctx, wf_tcp_peer_t *p, weft_status_t st,
                       const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The status of a post to a failed peer; warns now if the failure was
+ * kept quiet (see wf_tcp_peer_fail). */
+weft_status_t wf_tcp_peer_failed(wf_tcp_peer_t *p);
 /* Sets the peer's epoll interest: EPOLLIN plus EPOLLOUT when `out`. */
 void wf_tcp_peer_watch(wf_tctx_t *ctx, wf_tcp_peer_t *p, bool out);
 /* Encodes a hello; shared with the conformance tests. */

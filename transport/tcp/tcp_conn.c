@@ -100,6 +100,15 @@ void wf_tcp_peer_fail(wf_tctx_t *ctx, wf_tcp_peer_t *p, weft_status_t st,
     wf_tcp_xfer_fail(ctx, p);
 }
 
+weft_status_t wf_tcp_peer_failed(wf_tcp_peer_t *p)
+{
+    if (p->fail_unreported) {
+        WEFT_WARN(NET, "tcp: %s: %s", p->desc, p->fail_msg);
+        p->fail_unreported = false;
+    }
+    return p->fail_status;
+}
+
 /* ---- timers ------------------------------------------------------------ */
 
 static void timer_arm(wf_tctx_t *ctx)
@@ -374,7 +383,7 @@ weft_status_t wf_tcp_connect(wf_tctx_t *ctx, int peer, const void *addr,
         }
     }
     if (p->state == WF_TCP_FAILED)
-        return p->fail_status;
+        return wf_tcp_peer_failed(p);
     return p->state == WF_TCP_UP ? WEFT_OK : WEFT_INPROGRESS;
 }
 
@@ -538,8 +547,9 @@ void wf_tcp_pending_event(wf_tctx_t *ctx, wf_tcp_pending_t *pc)
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return;
     if (n <= 0) {
-        WEFT_WARN(NET, "tcp: connection from %s %s before its handshake",
-                  pc->remote, n == 0 ? "closed" : wf_errno_str(errno));
+        WEFT_WARN(NET, "tcp: connection from %s lost before its handshake: %s",
+                  pc->remote,
+                  n == 0 ? "closed by the remote end" : wf_errno_str(errno));
         wf_tcp_pending_close(ctx, pc);
         return;
     }

@@ -127,17 +127,6 @@ static void unlink_unexp(wf_tcp_peer_t *p, wf_tcp_umsg_t *m,
     m->next = NULL;
 }
 
-/* A post to a failed peer: the failure is reported now if it happened
- * while nothing was pending. */
-static weft_status_t peer_failed(wf_tcp_peer_t *p)
-{
-    if (p->fail_unreported) {
-        WEFT_WARN(NET, "tcp: %s: %s", p->desc, p->fail_msg);
-        p->fail_unreported = false;
-    }
-    return p->fail_status;
-}
-
 /* Peer checks shared by isend and irecv. */
 static weft_status_t peer_get(wf_tctx_t *ctx, int peer, wf_tcp_peer_t **out)
 {
@@ -169,7 +158,7 @@ weft_status_t wf_tcp_isend(wf_tctx_t *ctx, int peer, uint64_t tag,
         return WEFT_ERR_INVALID_ARG;
     WEFT_CHECK(peer_get(ctx, peer, &p));
     if (p->state == WF_TCP_FAILED)
-        return peer_failed(p);
+        return wf_tcp_peer_failed(p);
     r = req_new(ctx, WF_TCP_REQ_SEND, peer, tag, buf, len);
     if (!r)
         return WEFT_ERR_NO_MEMORY;
@@ -205,7 +194,7 @@ weft_status_t wf_tcp_irecv(wf_tctx_t *ctx, int peer, uint64_t tag, void *buf,
     m = find_unexp(p, tag, &prev);
     /* Messages that arrived before the peer failed are still delivered. */
     if (!m && p->state == WF_TCP_FAILED)
-        return peer_failed(p);
+        return wf_tcp_peer_failed(p);
     r = req_new(ctx, WF_TCP_REQ_RECV, peer, tag, buf, cap);
     if (!r)
         return WEFT_ERR_NO_MEMORY;
