@@ -151,6 +151,9 @@ static weft_status_t connect_job(wf_comm_impl_t *c)
     WEFT_CHECK_GOTO(wf_bootstrap_exchange(c->store, c->rank, c->size, addr,
                                           addr_len, c->cfg.timeout_ms,
                                           peer_addrs, peer_lens), st, out);
+    WEFT_CHECK_GOTO(wf_bootstrap_ready(c->store, c->rank, c->size,
+                                       c->server != NULL, c->cfg.timeout_ms),
+                    st, out);
     wf_engine_params_t ep = {
         .rank = c->rank, .size = c->size, .tops = ops, .tctx = tctx,
         .peer_addrs = peer_addrs, .peer_addr_lens = peer_lens,

@@ -158,14 +158,21 @@ weft_status_t wf_config_set(wf_config_t *cfg, const char *name,
         return WEFT_ERR_INVALID_ARG;
     }
     cfg->source[p - params] = (uint8_t)source;
-    if (source != WF_SOURCE_DEFAULT)
+    /* Environment values are reported once per process (env_report). */
+    if (source == WF_SOURCE_OVERRIDE || source == WF_SOURCE_API)
         WEFT_INFO(ENV, "%s set by %s to %s", name, source_names[source], value);
     return WEFT_OK;
 }
 
-/* Unknown WEFT_* variables are typos more often than not: say so once. */
-static void warn_unknown_env(void)
+/* Once per process: the knobs the environment sets, and unknown WEFT_*
+ * variables, which are typos more often than not. */
+static void env_report(void)
 {
+    for (int i = 0; i < WF_PARAM_COUNT; i++) {
+        const char *v = wf_env_get(params[i].env);
+        if (v)
+            WEFT_INFO(ENV, "%s set by env to %s", params[i].env, v);
+    }
     for (char **e = environ; e && *e; e++) {
         if (strncmp(*e, "WEFT_", 5) != 0)
             continue;
@@ -220,7 +227,7 @@ weft_status_t wf_config_load(wf_config_t *cfg, const char *overrides)
         if (v)
             WEFT_CHECK(wf_config_set(cfg, params[i].env, v, WF_SOURCE_ENV));
     }
-    pthread_once(&warn_once, warn_unknown_env);
+    pthread_once(&warn_once, env_report);
     if (overrides && *overrides)
         WEFT_CHECK(apply_overrides(cfg, overrides));
     return WEFT_OK;

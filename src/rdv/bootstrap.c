@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -101,4 +102,30 @@ weft_status_t wf_bootstrap_exchange(wf_store_t *store, int rank, int size,
         peer_addr_lens[r] = rec.addr_len;
     }
     return WEFT_OK;
+}
+
+weft_status_t wf_bootstrap_ready(wf_store_t *store, int rank, int size,
+                                 bool wait_all, int64_t timeout_ms)
+{
+    char key[32];
+    snprintf(key, sizeof(key), "ready/%d", rank);
+    WEFT_CHECK(wf_store_set(store, key, "1", 1));
+    if (!wait_all)
+        return WEFT_OK;
+    char (*names)[32] = calloc((size_t)size, sizeof(*names));
+    const char **keys = calloc((size_t)size, sizeof(*keys));
+    weft_status_t st = WEFT_ERR_NO_MEMORY;
+    if (names && keys) {
+        for (int r = 0; r < size; r++) {
+            snprintf(names[r], sizeof(names[r]), "ready/%d", r);
+            keys[r] = names[r];
+        }
+        st = wf_store_wait(store, keys, (size_t)size,
+                           timeout_ms > 0 ? timeout_ms : INT32_MAX);
+    } else {
+        WEFT_WARN(INIT, "out of memory waiting for %d ranks", size);
+    }
+    free(names);
+    free(keys);
+    return st;
 }
