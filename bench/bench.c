@@ -222,7 +222,8 @@ static int run_bench(const bench_ctx_t *c, const bench_coll_t *coll)
         if (c->rank != 0)
             continue;
         printf("%12zu  %12zu  %8s  %6s  %6d  %7.2f  %6.2f  %6.2f  %6ld", bytes,
-               count, bench_dtype_name(c->o->dtype), bench_op_name(c->o->op),
+               count, bench_dtype_name(c->o->dtype),
+               coll->reduces ? bench_op_name(c->o->op) : "none",
                -1, t_out, alg_out, alg_out * f, w_out);
         if (coll->has_in_place)
             printf("  %7.2f  %6.2f  %6.2f  %6ld\n", t_in, alg_in, alg_in * f,

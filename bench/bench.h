@@ -38,6 +38,7 @@ typedef struct {
     double (*bus_factor)(int n);
     int min_ranks;
     bool has_in_place;
+    bool reduces; /* prints the op in the redop column, else "none" */
     /* Fills buffers for a check; returns the status of one operation. */
     weft_status_t (*run)(const bench_ctx_t *c, void *send, void *recv,
                          size_t count);

@@ -224,9 +224,10 @@ static double one(int n)
 }
 
 static const bench_coll_t colls[] = {
-    {"allreduce", allreduce_factor, 1, true, allreduce_run, allreduce_fill,
-     allreduce_check},
-    {"sendrecv", one, 2, false, sendrecv_run, sendrecv_fill, sendrecv_check},
+    {"allreduce", allreduce_factor, 1, true, true, allreduce_run,
+     allreduce_fill, allreduce_check},
+    {"sendrecv", one, 2, false, false, sendrecv_run, sendrecv_fill,
+     sendrecv_check},
 };
 
 const bench_coll_t *bench_coll_find(const char *name)

@@ -5,6 +5,7 @@
  */
 #include "comm.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,6 +221,7 @@ WEFT_API weft_status_t weft_comm_create(const weft_comm_params_t *params,
               c->transport_name);
     shell->magic = WF_COMM_MAGIC;
     shell->impl = c;
+    shell->next_dead = NULL;
     *comm = shell;
     return WEFT_OK;
 err:
@@ -256,6 +258,11 @@ weft_status_t wf_comm_get(weft_comm_t comm, const char *caller,
     return WEFT_OK;
 }
 
+/* Destroyed shells stay allocated (see comm.h) and listed, so they are
+ * reachable rather than leaked. */
+static pthread_mutex_t dead_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct weft_comm *dead_shells;
+
 static weft_status_t comm_release(weft_comm_t comm, bool abort)
 {
     wf_comm_impl_t *c;
@@ -263,8 +270,12 @@ static weft_status_t comm_release(weft_comm_t comm, bool abort)
         return WEFT_OK;
     WEFT_CHECK(wf_comm_get(comm, abort ? "weft_comm_abort"
                                        : "weft_comm_destroy", &c));
+    pthread_mutex_lock(&dead_lock);
     comm->magic = WF_COMM_DEAD;
     comm->impl = NULL;
+    comm->next_dead = dead_shells;
+    dead_shells = comm;
+    pthread_mutex_unlock(&dead_lock);
     impl_free(c, abort);
     return WEFT_OK;
 }

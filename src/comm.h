@@ -34,6 +34,7 @@ typedef struct wf_comm_impl {
 struct weft_comm {
     uint32_t magic;
     wf_comm_impl_t *impl;
+    struct weft_comm *next_dead; /* the list of destroyed shells */
 };
 
 /* Validates a handle; logs and fails for NULL, foreign or destroyed ones. */

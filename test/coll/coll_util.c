@@ -165,8 +165,9 @@ void cu_allreduce_matrix(weft_comm_t comm, int rank, int size,
 {
     size_t big_count = big ? (3u << 20) / 2 + 7 : 0; /* odd, ~6 MB f32 */
     size_t max_count = WF_TEST_MAX(big_count, 4 * chunk_bytes + 64);
-    char *send = aligned_alloc(64, max_count * 8);
-    char *recv = aligned_alloc(64, max_count * 8);
+    size_t bytes = (max_count * 8 + 63) / 64 * 64; /* a multiple of 64 */
+    char *send = aligned_alloc(64, bytes);
+    char *recv = aligned_alloc(64, bytes);
     ASSERT_TRUE(send && recv);
     for (int d = 0; d < WEFT_DTYPE_COUNT; d++) {
         size_t ce = chunk_bytes / cu_dtype_size((weft_dtype_t)d);
