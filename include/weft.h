@@ -218,6 +218,19 @@ WEFT_API weft_status_t weft_comm_destroy(weft_comm_t comm);
  * accepted. */
 WEFT_API weft_status_t weft_comm_abort(weft_comm_t comm);
 
+/* Color that excludes a rank from every communicator weft_comm_split
+ * creates. */
+#define WEFT_UNDEFINED (-1)
+
+/* Splits `comm` into disjoint communicators, one per distinct `color`
+ * (>= 0): ranks with the same color form a new communicator, ranked by
+ * `key` and then by their rank in `comm`.  A rank passing WEFT_UNDEFINED
+ * takes part in the call and gets NULL in *newcomm.  The new communicator
+ * has its own connections and its own namespace on the rendezvous, and
+ * inherits comm's settings.  Blocking and collective over `comm`. */
+WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key,
+                                       weft_comm_t *newcomm);
+
 /* This process's rank / the number of ranks.  Thread-safe, non-blocking. */
 WEFT_API weft_status_t weft_comm_rank(weft_comm_t comm, int *rank);
 WEFT_API weft_status_t weft_comm_size(weft_comm_t comm, int *size);
@@ -239,6 +252,62 @@ WEFT_API weft_status_t weft_allreduce(const void *sendbuf, void *recvbuf,
                                       size_t count, weft_dtype_t dtype,
                                       weft_op_t op, weft_comm_t comm);
 
+/* Copies `count` elements from `sendbuf` on rank `root` to `recvbuf` on
+ * every rank (sendbuf is read on the root only and may be NULL elsewhere;
+ * sendbuf == recvbuf is in place).  Blocking and collective. */
+WEFT_API weft_status_t weft_broadcast(const void *sendbuf, void *recvbuf,
+                                      size_t count, weft_dtype_t dtype,
+                                      int root, weft_comm_t comm);
+
+/* Reduces `count` elements of every rank's `sendbuf` with `op` into
+ * `recvbuf` on rank `root` (recvbuf is written on the root only and may be
+ * NULL elsewhere).  Blocking and collective. */
+WEFT_API weft_status_t weft_reduce(const void *sendbuf, void *recvbuf,
+                                   size_t count, weft_dtype_t dtype,
+                                   weft_op_t op, int root, weft_comm_t comm);
+
+/* Gathers `sendcount` elements from every rank into `recvbuf` on every
+ * rank, rank r's block at offset r * sendcount.  In place when sendbuf ==
+ * recvbuf + rank * sendcount elements.  Blocking and collective. */
+WEFT_API weft_status_t weft_allgather(const void *sendbuf, void *recvbuf,
+                                      size_t sendcount, weft_dtype_t dtype,
+                                      weft_comm_t comm);
+
+/* Reduces size * recvcount elements of every rank's `sendbuf` with `op`;
+ * rank r receives block r (recvcount elements) in `recvbuf`.  In place when
+ * recvbuf == sendbuf + rank * recvcount elements.  Blocking, collective. */
+WEFT_API weft_status_t weft_reduce_scatter(const void *sendbuf, void *recvbuf,
+                                           size_t recvcount,
+                                           weft_dtype_t dtype, weft_op_t op,
+                                           weft_comm_t comm);
+
+/* Every rank sends block p (`count` elements at offset p * count of
+ * sendbuf) to rank p, which stores it at offset r * count of its recvbuf,
+ * r being the sender.  sendbuf == recvbuf is in place.  Blocking and
+ * collective. */
+WEFT_API weft_status_t weft_alltoall(const void *sendbuf, void *recvbuf,
+                                     size_t count, weft_dtype_t dtype,
+                                     weft_comm_t comm);
+
+/* Returns once every rank has entered the barrier.  Collective. */
+WEFT_API weft_status_t weft_barrier(weft_comm_t comm);
+
+/* Gathers `sendcount` elements from every rank into `recvbuf` on `root`
+ * (rank r's block at offset r * sendcount; recvbuf may be NULL elsewhere).
+ * In place on the root when sendbuf == recvbuf + root * sendcount.
+ * Blocking and collective. */
+WEFT_API weft_status_t weft_gather(const void *sendbuf, void *recvbuf,
+                                   size_t sendcount, weft_dtype_t dtype,
+                                   int root, weft_comm_t comm);
+
+/* Sends block r (`recvcount` elements at offset r * recvcount of sendbuf on
+ * `root`) to rank r's recvbuf (sendbuf may be NULL elsewhere).  In place on
+ * the root when recvbuf == sendbuf + root * recvcount.  Blocking and
+ * collective. */
+WEFT_API weft_status_t weft_scatter(const void *sendbuf, void *recvbuf,
+                                    size_t recvcount, weft_dtype_t dtype,
+                                    int root, weft_comm_t comm);
+
 /* Sends `count` elements of `buf` to rank `peer`.  Messages between one pair
  * of ranks are matched in the order they were posted.  Blocks until the send
  * buffer may be reused (not necessarily until the peer received it). */
@@ -259,6 +328,34 @@ WEFT_API weft_status_t weft_iallreduce(const void *sendbuf, void *recvbuf,
                                        size_t count, weft_dtype_t dtype,
                                        weft_op_t op, weft_comm_t comm,
                                        weft_request_t *req);
+WEFT_API weft_status_t weft_ibroadcast(const void *sendbuf, void *recvbuf,
+                                       size_t count, weft_dtype_t dtype,
+                                       int root, weft_comm_t comm,
+                                       weft_request_t *req);
+WEFT_API weft_status_t weft_ireduce(const void *sendbuf, void *recvbuf,
+                                    size_t count, weft_dtype_t dtype,
+                                    weft_op_t op, int root, weft_comm_t comm,
+                                    weft_request_t *req);
+WEFT_API weft_status_t weft_iallgather(const void *sendbuf, void *recvbuf,
+                                       size_t sendcount, weft_dtype_t dtype,
+                                       weft_comm_t comm, weft_request_t *req);
+WEFT_API weft_status_t weft_ireduce_scatter(const void *sendbuf,
+                                            void *recvbuf, size_t recvcount,
+                                            weft_dtype_t dtype, weft_op_t op,
+                                            weft_comm_t comm,
+                                            weft_request_t *req);
+WEFT_API weft_status_t weft_ialltoall(const void *sendbuf, void *recvbuf,
+                                      size_t count, weft_dtype_t dtype,
+                                      weft_comm_t comm, weft_request_t *req);
+WEFT_API weft_status_t weft_ibarrier(weft_comm_t comm, weft_request_t *req);
+WEFT_API weft_status_t weft_igather(const void *sendbuf, void *recvbuf,
+                                    size_t sendcount, weft_dtype_t dtype,
+                                    int root, weft_comm_t comm,
+                                    weft_request_t *req);
+WEFT_API weft_status_t weft_iscatter(const void *sendbuf, void *recvbuf,
+                                     size_t recvcount, weft_dtype_t dtype,
+                                     int root, weft_comm_t comm,
+                                     weft_request_t *req);
 WEFT_API weft_status_t weft_isend(const void *buf, size_t count,
                                   weft_dtype_t dtype, int peer,
                                   weft_comm_t comm, weft_request_t *req);

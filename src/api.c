@@ -1,7 +1,9 @@
 /*
  * api.c - the public collective and point-to-point entry points: argument
  * checks (each failure logged once with its cause), algorithm choice, plan
- * building and hand-off to the engine.
+ * building and hand-off to the engine.  Every entry point describes its
+ * call in a call_t and goes through start(); the blocking ones wait on the
+ * non-blocking twin.
  */
 #include <stdint.h>
 #include <string.h>
@@ -13,86 +15,126 @@
 
 typedef struct {
     const char *fn;
+    wf_coll_t coll;
     const void *sendbuf;
     void *recvbuf;
-    wf_coll_args_t args;
+    size_t count;
+    int dtype;
+    int op;
+    int root; /* -1 when not rooted */
+    int peer; /* -1 when not point-to-point */
 } call_t;
 
-static weft_status_t check_dtype_op(const char *fn, int dtype, int op,
-                                    bool need_op)
+static bool is_rooted(wf_coll_t coll)
 {
-    if (!wf_dtype_valid(dtype)) {
-        WEFT_WARN(COLL, "%s: unknown dtype %d", fn, dtype);
+    return coll == WF_COLL_BROADCAST || coll == WF_COLL_REDUCE ||
+           coll == WF_COLL_GATHER || coll == WF_COLL_SCATTER;
+}
+
+static bool is_blocked(wf_coll_t coll) /* buffers of size * count */
+{
+    return coll == WF_COLL_ALLGATHER || coll == WF_COLL_REDUCE_SCATTER ||
+           coll == WF_COLL_ALLTOALL || coll == WF_COLL_GATHER ||
+           coll == WF_COLL_SCATTER;
+}
+
+static weft_status_t check_kinds(const call_t *k, const wf_comm_impl_t *c)
+{
+    if (!wf_dtype_valid(k->dtype)) {
+        WEFT_WARN(COLL, "%s: unknown dtype %d", k->fn, k->dtype);
         return WEFT_ERR_INVALID_ARG;
     }
-    if (need_op && !wf_op_valid(op)) {
-        WEFT_WARN(COLL, "%s: unknown reduction op %d", fn, op);
+    if (wf_coll_reduces(k->coll) && !wf_op_valid(k->op)) {
+        WEFT_WARN(COLL, "%s: unknown reduction op %d", k->fn, k->op);
+        return WEFT_ERR_INVALID_ARG;
+    }
+    if (is_rooted(k->coll) && (k->root < 0 || k->root >= c->size)) {
+        WEFT_WARN(COLL, "%s: root %d is outside [0, %d)", k->fn, k->root,
+                  c->size);
+        return WEFT_ERR_INVALID_ARG;
+    }
+    if (k->peer != -1 || k->coll == WF_COLL_SEND || k->coll == WF_COLL_RECV) {
+        if (k->peer < 0 || k->peer >= c->size) {
+            WEFT_WARN(COLL, "%s: peer %d is outside [0, %d)", k->fn, k->peer,
+                      c->size);
+            return WEFT_ERR_INVALID_ARG;
+        }
+        if (k->peer == c->rank) {
+            WEFT_WARN(COLL, "%s: rank %d cannot send to or receive from "
+                      "itself", k->fn, k->peer);
+            return WEFT_ERR_UNSUPPORTED;
+        }
+    }
+    size_t es = wf_dtype_size((weft_dtype_t)k->dtype);
+    size_t blocks = is_blocked(k->coll) ? (size_t)c->size : 1;
+    if (k->count > SIZE_MAX / es / blocks) {
+        WEFT_WARN(COLL, "%s: count %zu of %s%s overflows the address space",
+                  k->fn, k->count, wf_dtype_name((weft_dtype_t)k->dtype),
+                  blocks > 1 ? " per rank" : "");
         return WEFT_ERR_INVALID_ARG;
     }
     return WEFT_OK;
 }
 
-/* NULL only with count 0; natural alignment of the element type. */
-static weft_status_t check_buffer(const char *fn, const char *what,
-                                  const void *buf, size_t count,
-                                  weft_dtype_t dtype)
+/* NULL only when the rank does not use the buffer; natural alignment. */
+static weft_status_t check_buffer(const call_t *k, const char *what,
+                                  const void *buf, uint64_t bytes)
 {
-    size_t es = wf_dtype_size(dtype);
-    if (count > SIZE_MAX / es) {
-        WEFT_WARN(COLL, "%s: count %zu of %s overflows the address space",
-                  fn, count, wf_dtype_name(dtype));
+    size_t es = wf_dtype_size((weft_dtype_t)k->dtype);
+    if (!buf && bytes) {
+        WEFT_WARN(COLL, "%s: %s is NULL with count %zu", k->fn, what,
+                  k->count);
         return WEFT_ERR_INVALID_ARG;
     }
-    if (!buf && count) {
-        WEFT_WARN(COLL, "%s: %s is NULL with count %zu", fn, what, count);
-        return WEFT_ERR_INVALID_ARG;
-    }
-    if ((uintptr_t)buf % es) {
-        WEFT_WARN(COLL, "%s: %s %p is not aligned to %zu bytes (%s)", fn,
-                  what, buf, es, wf_dtype_name(dtype));
+    if (bytes && (uintptr_t)buf % es) {
+        WEFT_WARN(COLL, "%s: %s %p is not aligned to %zu bytes (%s)", k->fn,
+                  what, buf, es, wf_dtype_name((weft_dtype_t)k->dtype));
         return WEFT_ERR_INVALID_ARG;
     }
     return WEFT_OK;
 }
 
-static weft_status_t check_peer(const char *fn, const wf_comm_impl_t *c,
-                                int peer)
+/* In place as weft.h defines it for this collective. */
+static bool in_place(const call_t *k, const wf_coll_args_t *a)
 {
-    if (peer < 0 || peer >= c->size) {
-        WEFT_WARN(COLL, "%s: peer %d is outside [0, %d)", fn, peer, c->size);
-        return WEFT_ERR_INVALID_ARG;
+    const char *s = k->sendbuf, *r = k->recvbuf;
+    uint64_t own = (uint64_t)a->rank * a->count * a->elem_size;
+    uint64_t at_root = (uint64_t)a->root * a->count * a->elem_size;
+    switch (k->coll) {
+    case WF_COLL_ALLGATHER: return r && s == r + own;
+    case WF_COLL_REDUCE_SCATTER: return s && r == s + own;
+    case WF_COLL_GATHER: return a->rank == a->root && r && s == r + at_root;
+    case WF_COLL_SCATTER: return a->rank == a->root && s && r == s + at_root;
+    default: return s && s == r;
     }
-    if (peer == c->rank) {
-        WEFT_WARN(COLL, "%s: rank %d cannot send to or receive from itself",
-                  fn, peer);
-        return WEFT_ERR_UNSUPPORTED;
-    }
-    return WEFT_OK;
+}
+
+static weft_status_t check_overlap(const call_t *k, uint64_t sb, uint64_t rb,
+                                   bool inplace)
+{
+    uintptr_t x = (uintptr_t)k->sendbuf, y = (uintptr_t)k->recvbuf;
+    if (inplace || !sb || !rb || x + sb <= y || y + rb <= x)
+        return WEFT_OK;
+    WEFT_WARN(COLL, "%s: sendbuf and recvbuf overlap other than in the "
+              "in-place layout", k->fn);
+    return WEFT_ERR_INVALID_ARG;
 }
 
 /* Builds the plan and submits it; *out gets the request on success. */
-static weft_status_t launch(wf_comm_impl_t *c, call_t *call,
-                            weft_request_t *out)
+static weft_status_t launch(wf_comm_impl_t *c, const call_t *k,
+                            const wf_coll_args_t *a, weft_request_t *out)
 {
     weft_status_t st;
-    wf_coll_args_t *a = &call->args;
-    a->rank = c->rank;
-    a->size = c->size;
-    a->elem_size = wf_dtype_size(a->dtype);
-    a->chunk_bytes = (size_t)c->cfg.chunk_size;
-    a->in_place = call->sendbuf == call->recvbuf;
     struct weft_request *req = wf_req_create();
     if (!req)
         return WEFT_ERR_NO_MEMORY;
     req->args = *a;
-    req->sendbuf = call->sendbuf;
-    req->recvbuf = call->recvbuf;
+    req->sendbuf = k->sendbuf;
+    req->recvbuf = k->recvbuf;
     wf_plan_init(&req->plan, a->dtype, a->op, a->elem_size, a->size);
     WEFT_CHECK_GOTO(wf_algo_select(a, c->cfg.algo, &req->algo), st, err);
     WEFT_CHECK_GOTO(req->algo->build(a, &req->plan), st, err);
-    st = wf_engine_submit(c->engine, req);
-    if (st < 0)
-        goto err;
+    WEFT_CHECK_GOTO(wf_engine_submit(c->engine, req), st, err);
     *out = req;
     return WEFT_OK;
 err:
@@ -100,8 +142,33 @@ err:
     return st;
 }
 
-/* Runs a non-blocking call to completion. */
-static weft_status_t wait_and_free(weft_status_t st, weft_request_t req)
+static weft_status_t start(weft_comm_t comm, const call_t *k,
+                           weft_request_t *req)
+{
+    wf_comm_impl_t *c;
+    uint64_t sb, rb;
+    WEFT_CHECK(wf_comm_get(comm, k->fn, &c));
+    if (!req) {
+        WEFT_WARN(COLL, "%s: req is NULL", k->fn);
+        return WEFT_ERR_INVALID_ARG;
+    }
+    WEFT_CHECK(check_kinds(k, c));
+    wf_coll_args_t a = {
+        .coll = k->coll, .count = k->count, .dtype = (weft_dtype_t)k->dtype,
+        .op = wf_coll_reduces(k->coll) ? (weft_op_t)k->op : WEFT_SUM,
+        .elem_size = wf_dtype_size((weft_dtype_t)k->dtype), .peer = k->peer,
+        .root = k->root, .rank = c->rank, .size = c->size,
+        .chunk_bytes = (size_t)c->cfg.chunk_size};
+    wf_coll_buffer_bytes(&a, &sb, &rb);
+    WEFT_CHECK(check_buffer(k, "sendbuf", k->sendbuf, sb));
+    WEFT_CHECK(check_buffer(k, "recvbuf", k->recvbuf, rb));
+    a.in_place = in_place(k, &a);
+    WEFT_CHECK(check_overlap(k, sb, rb, a.in_place));
+    return launch(c, k, &a, req);
+}
+
+/* Completes a started request (blocking forms). */
+static weft_status_t wait_free(weft_status_t st, weft_request_t req)
 {
     if (st < 0)
         return st;
@@ -110,99 +177,195 @@ static weft_status_t wait_and_free(weft_status_t st, weft_request_t req)
     return st;
 }
 
-static weft_status_t buffers_overlap(const char *fn, const void *a,
-                                     const void *b, size_t bytes)
+static weft_status_t run(weft_comm_t comm, const call_t *k)
 {
-    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
-    if (x != y && bytes && x < y + bytes && y < x + bytes) {
-        WEFT_WARN(COLL, "%s: sendbuf and recvbuf overlap without being equal",
-                  fn);
-        return WEFT_ERR_INVALID_ARG;
-    }
-    return WEFT_OK;
+    weft_request_t req = NULL;
+    weft_status_t st = start(comm, k, &req); /* before req is read */
+    return wait_free(st, req);
 }
+
+#define CALL(name, coll_, sb_, rb_, count_, dtype_, op_, root_, peer_)         \
+    (call_t)                                                                   \
+    {                                                                          \
+        .fn = name, .coll = coll_, .sendbuf = sb_, .recvbuf = rb_,             \
+        .count = count_, .dtype = (int)(dtype_), .op = (int)(op_),             \
+        .root = root_, .peer = peer_                                           \
+    }
 
 WEFT_API weft_status_t weft_iallreduce(const void *sendbuf, void *recvbuf,
                                        size_t count, weft_dtype_t dtype,
                                        weft_op_t op, weft_comm_t comm,
                                        weft_request_t *req)
 {
-    static const char fn[] = "weft_iallreduce";
-    wf_comm_impl_t *c;
-    WEFT_CHECK(wf_comm_get(comm, fn, &c));
-    if (!req) {
-        WEFT_WARN(COLL, "%s: req is NULL", fn);
-        return WEFT_ERR_INVALID_ARG;
-    }
-    WEFT_CHECK(check_dtype_op(fn, dtype, op, true));
-    WEFT_CHECK(check_buffer(fn, "sendbuf", sendbuf, count, dtype));
-    WEFT_CHECK(check_buffer(fn, "recvbuf", recvbuf, count, dtype));
-    WEFT_CHECK(buffers_overlap(fn, sendbuf, recvbuf,
-                               count * wf_dtype_size(dtype)));
-    call_t call = {.fn = fn, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                   .args = {.coll = WF_COLL_ALLREDUCE, .count = count,
-                            .dtype = dtype, .op = op, .peer = -1}};
-    return launch(c, &call, req);
+    call_t k = CALL("weft_iallreduce", WF_COLL_ALLREDUCE, sendbuf, recvbuf,
+                    count, dtype, op, -1, -1);
+    return start(comm, &k, req);
 }
 
 WEFT_API weft_status_t weft_allreduce(const void *sendbuf, void *recvbuf,
                                       size_t count, weft_dtype_t dtype,
                                       weft_op_t op, weft_comm_t comm)
 {
-    weft_request_t req = NULL;
-    weft_status_t st =
-        weft_iallreduce(sendbuf, recvbuf, count, dtype, op, comm, &req);
-    return wait_and_free(st, req);
-}
-
-static weft_status_t p2p(const char *fn, wf_coll_t coll, void *buf,
-                         size_t count, weft_dtype_t dtype, int peer,
-                         weft_comm_t comm, weft_request_t *req)
-{
-    wf_comm_impl_t *c;
-    WEFT_CHECK(wf_comm_get(comm, fn, &c));
-    if (!req) {
-        WEFT_WARN(P2P, "%s: req is NULL", fn);
-        return WEFT_ERR_INVALID_ARG;
-    }
-    WEFT_CHECK(check_dtype_op(fn, dtype, 0, false));
-    WEFT_CHECK(check_buffer(fn, "buf", buf, count, dtype));
-    WEFT_CHECK(check_peer(fn, c, peer));
-    call_t call = {.fn = fn, .sendbuf = buf, .recvbuf = buf,
-                   .args = {.coll = coll, .count = count, .dtype = dtype,
-                            .op = WEFT_SUM, .peer = peer}};
-    return launch(c, &call, req);
+    call_t k = CALL("weft_allreduce", WF_COLL_ALLREDUCE, sendbuf, recvbuf,
+                    count, dtype, op, -1, -1);
+    return run(comm, &k);
 }
 
 WEFT_API weft_status_t weft_isend(const void *buf, size_t count,
                                   weft_dtype_t dtype, int peer,
                                   weft_comm_t comm, weft_request_t *req)
 {
-    return p2p("weft_isend", WF_COLL_SEND, (void *)buf, count, dtype, peer,
-               comm, req);
+    call_t k = CALL("weft_isend", WF_COLL_SEND, buf, NULL, count, dtype, 0,
+                    -1, peer);
+    return start(comm, &k, req);
 }
 
 WEFT_API weft_status_t weft_irecv(void *buf, size_t count, weft_dtype_t dtype,
                                   int peer, weft_comm_t comm,
                                   weft_request_t *req)
 {
-    return p2p("weft_irecv", WF_COLL_RECV, buf, count, dtype, peer, comm,
-               req);
+    call_t k = CALL("weft_irecv", WF_COLL_RECV, NULL, buf, count, dtype, 0,
+                    -1, peer);
+    return start(comm, &k, req);
 }
 
 WEFT_API weft_status_t weft_send(const void *buf, size_t count,
                                  weft_dtype_t dtype, int peer,
                                  weft_comm_t comm)
 {
-    weft_request_t req = NULL;
-    weft_status_t st = weft_isend(buf, count, dtype, peer, comm, &req);
-    return wait_and_free(st, req);
+    call_t k = CALL("weft_send", WF_COLL_SEND, buf, NULL, count, dtype, 0, -1,
+                    peer);
+    return run(comm, &k);
 }
 
 WEFT_API weft_status_t weft_recv(void *buf, size_t count, weft_dtype_t dtype,
                                  int peer, weft_comm_t comm)
 {
-    weft_request_t req = NULL;
-    weft_status_t st = weft_irecv(buf, count, dtype, peer, comm, &req);
-    return wait_and_free(st, req);
+    call_t k = CALL("weft_recv", WF_COLL_RECV, NULL, buf, count, dtype, 0, -1,
+                    peer);
+    return run(comm, &k);
+}
+
+/* The other collectives: each a blocking call and its non-blocking twin. */
+#define COLL_PAIR(name, coll_, params, sb_, rb_, count_, dtype_, op_, root_)   \
+    WEFT_API weft_status_t weft_i##name params                                 \
+    {                                                                          \
+        call_t k = CALL("weft_i" #name, coll_, sb_, rb_, count_, dtype_, op_,  \
+                        root_, -1);                                            \
+        return start(comm, &k, req);                                           \
+    }
+
+COLL_PAIR(broadcast, WF_COLL_BROADCAST,
+          (const void *sendbuf, void *recvbuf, size_t count,
+           weft_dtype_t dtype, int root, weft_comm_t comm,
+           weft_request_t *req),
+          sendbuf, recvbuf, count, dtype, 0, root)
+COLL_PAIR(reduce, WF_COLL_REDUCE,
+          (const void *sendbuf, void *recvbuf, size_t count,
+           weft_dtype_t dtype, weft_op_t op, int root, weft_comm_t comm,
+           weft_request_t *req),
+          sendbuf, recvbuf, count, dtype, op, root)
+COLL_PAIR(allgather, WF_COLL_ALLGATHER,
+          (const void *sendbuf, void *recvbuf, size_t sendcount,
+           weft_dtype_t dtype, weft_comm_t comm, weft_request_t *req),
+          sendbuf, recvbuf, sendcount, dtype, 0, -1)
+COLL_PAIR(reduce_scatter, WF_COLL_REDUCE_SCATTER,
+          (const void *sendbuf, void *recvbuf, size_t recvcount,
+           weft_dtype_t dtype, weft_op_t op, weft_comm_t comm,
+           weft_request_t *req),
+          sendbuf, recvbuf, recvcount, dtype, op, -1)
+COLL_PAIR(alltoall, WF_COLL_ALLTOALL,
+          (const void *sendbuf, void *recvbuf, size_t count,
+           weft_dtype_t dtype, weft_comm_t comm, weft_request_t *req),
+          sendbuf, recvbuf, count, dtype, 0, -1)
+COLL_PAIR(barrier, WF_COLL_BARRIER, (weft_comm_t comm, weft_request_t *req),
+          NULL, NULL, 0, WEFT_UINT8, 0, -1)
+COLL_PAIR(gather, WF_COLL_GATHER,
+          (const void *sendbuf, void *recvbuf, size_t sendcount,
+           weft_dtype_t dtype, int root, weft_comm_t comm,
+           weft_request_t *req),
+          sendbuf, recvbuf, sendcount, dtype, 0, root)
+COLL_PAIR(scatter, WF_COLL_SCATTER,
+          (const void *sendbuf, void *recvbuf, size_t recvcount,
+           weft_dtype_t dtype, int root, weft_comm_t comm,
+           weft_request_t *req),
+          sendbuf, recvbuf, recvcount, dtype, 0, root)
+
+/* Blocking forms: the twin, then wait. */
+
+WEFT_API weft_status_t weft_broadcast(const void *sendbuf, void *recvbuf,
+                                      size_t count, weft_dtype_t dtype,
+                                      int root, weft_comm_t comm)
+{
+    weft_request_t r = NULL;
+    weft_status_t st = weft_ibroadcast(sendbuf, recvbuf, count, dtype, root,
+                                     comm, &r);
+    return wait_free(st, r);
+}
+
+WEFT_API weft_status_t weft_reduce(const void *sendbuf, void *recvbuf,
+                                   size_t count, weft_dtype_t dtype,
+                                   weft_op_t op, int root, weft_comm_t comm)
+{
+    weft_request_t r = NULL;
+    weft_status_t st = weft_ireduce(sendbuf, recvbuf, count, dtype, op, root,
+                                  comm, &r);
+    return wait_free(st, r);
+}
+
+WEFT_API weft_status_t weft_allgather(const void *sendbuf, void *recvbuf,
+                                      size_t sendcount, weft_dtype_t dtype,
+                                      weft_comm_t comm)
+{
+    weft_request_t r = NULL;
+    weft_status_t st = weft_iallgather(sendbuf, recvbuf, sendcount, dtype, comm,
+                                     &r);
+    return wait_free(st, r);
+}
+
+WEFT_API weft_status_t weft_reduce_scatter(const void *sendbuf, void *recvbuf,
+                                           size_t recvcount,
+                                           weft_dtype_t dtype, weft_op_t op,
+                                           weft_comm_t comm)
+{
+    weft_request_t r = NULL;
+    weft_status_t st = weft_ireduce_scatter(sendbuf, recvbuf, recvcount, dtype,
+                                          op, comm, &r);
+    return wait_free(st, r);
+}
+
+WEFT_API weft_status_t weft_alltoall(const void *sendbuf, void *recvbuf,
+                                     size_t count, weft_dtype_t dtype,
+                                     weft_comm_t comm)
+{
+    weft_request_t r = NULL;
+    weft_status_t st = weft_ialltoall(sendbuf, recvbuf, count, dtype, comm, &r);
+    return wait_free(st, r);
+}
+
+WEFT_API weft_status_t weft_barrier(weft_comm_t comm)
+{
+    weft_request_t r = NULL;
+    weft_status_t st = weft_ibarrier(comm, &r);
+    return wait_free(st, r);
+}
+
+WEFT_API weft_status_t weft_gather(const void *sendbuf, void *recvbuf,
+                                   size_t sendcount, weft_dtype_t dtype,
+                                   int root, weft_comm_t comm)
+{
+    weft_request_t r = NULL;
+    weft_status_t st = weft_igather(sendbuf, recvbuf, sendcount, dtype, root,
+                                  comm, &r);
+    return wait_free(st, r);
+}
+
+WEFT_API weft_status_t weft_scatter(const void *sendbuf, void *recvbuf,
+                                    size_t recvcount, weft_dtype_t dtype,
+                                    int root, weft_comm_t comm)
+{
+    weft_request_t r = NULL;
+    weft_status_t st = weft_iscatter(sendbuf, recvbuf, recvcount, dtype, root,
+                                   comm, &r);
+    return wait_free(st, r);
 }

@@ -133,8 +133,7 @@ static weft_status_t open_transport(wf_comm_impl_t *c,
     return WEFT_OK;
 }
 
-/* Store, transport, rank exchange, engine. */
-static weft_status_t connect_job(wf_comm_impl_t *c)
+weft_status_t wf_comm_connect(wf_comm_impl_t *c)
 {
     const wf_transport_ops_t *ops;
     wf_tctx_t *tctx = NULL;
@@ -145,8 +144,6 @@ static weft_status_t connect_job(wf_comm_impl_t *c)
     weft_status_t st = WEFT_ERR_NO_MEMORY;
     if (!peer_addrs || !peer_lens)
         goto out;
-    WEFT_CHECK_GOTO(wf_store_open(c->cfg.rendezvous, c->cfg.job_id, c->cfg.token,
-                                  c->cfg.timeout_ms, &c->store), st, out);
     WEFT_CHECK_GOTO(open_transport(c, &ops, &tctx), st, out);
     WEFT_CHECK_GOTO(ops->get_address(tctx, addr, &addr_len), st, out);
     WEFT_CHECK_GOTO(wf_bootstrap_exchange(c->store, c->rank, c->size, addr,
@@ -171,7 +168,7 @@ out:
     return st;
 }
 
-static void impl_free(wf_comm_impl_t *c, bool abort)
+void wf_comm_impl_free(wf_comm_impl_t *c, bool abort)
 {
     wf_engine_destroy(c->engine, abort);
     wf_store_close(c->store);
@@ -215,19 +212,27 @@ WEFT_API weft_status_t weft_comm_create(const weft_comm_params_t *params,
     if (serve)
         WEFT_CHECK_GOTO(weft_server_start(c->cfg.rendezvous, &c->server), st,
                         err);
-    WEFT_CHECK_GOTO(connect_job(c), st, err);
+    WEFT_CHECK_GOTO(wf_store_open(c->cfg.rendezvous, c->cfg.job_id,
+                                  c->cfg.token, c->cfg.timeout_ms, &c->store),
+                    st, err);
+    WEFT_CHECK_GOTO(wf_comm_connect(c), st, err);
     WEFT_INFO(INIT, "rank %d of %d joined job %s via %s, transport %s",
               c->rank, c->size, c->cfg.job_id, c->cfg.rendezvous,
               c->transport_name);
-    shell->magic = WF_COMM_MAGIC;
-    shell->impl = c;
-    shell->next_dead = NULL;
-    *comm = shell;
+    *comm = wf_comm_wrap(shell, c);
     return WEFT_OK;
 err:
-    impl_free(c, true);
+    wf_comm_impl_free(c, true);
     free(shell);
     return st;
+}
+
+weft_comm_t wf_comm_wrap(struct weft_comm *shell, wf_comm_impl_t *impl)
+{
+    shell->magic = WF_COMM_MAGIC;
+    shell->impl = impl;
+    shell->next_dead = NULL;
+    return shell;
 }
 
 WEFT_API weft_status_t weft_comm_init(weft_comm_t *comm)
@@ -276,7 +281,7 @@ static weft_status_t comm_release(weft_comm_t comm, bool abort)
     comm->next_dead = dead_shells;
     dead_shells = comm;
     pthread_mutex_unlock(&dead_lock);
-    impl_free(c, abort);
+    wf_comm_impl_free(c, abort);
     return WEFT_OK;
 }
 

@@ -29,6 +29,7 @@ typedef struct wf_comm_impl {
     weft_server_t server; /* when this rank hosts the rendezvous */
     wf_engine_t *engine;
     char transport_name[16];
+    uint64_t split_seq; /* weft_comm_split calls so far */
 } wf_comm_impl_t;
 
 struct weft_comm {
@@ -36,6 +37,16 @@ struct weft_comm {
     wf_comm_impl_t *impl;
     struct weft_comm *next_dead; /* the list of destroyed shells */
 };
+
+/* Opens the transport, exchanges rank records through c->store, starts
+ * the engine.  c->rank, size, cfg, job_key, comm_key and store are set. */
+weft_status_t wf_comm_connect(wf_comm_impl_t *c);
+
+/* Releases an implementation (engine, store handle, hosted server). */
+void wf_comm_impl_free(wf_comm_impl_t *c, bool abort);
+
+/* Makes `shell` the live handle of `impl`. */
+weft_comm_t wf_comm_wrap(struct weft_comm *shell, wf_comm_impl_t *impl);
 
 /* Validates a handle; logs and fails for NULL, foreign or destroyed ones. */
 weft_status_t wf_comm_get(weft_comm_t comm, const char *caller,

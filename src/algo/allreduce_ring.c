@@ -24,6 +24,7 @@
 #include <stdlib.h>
 
 #include "algo/algo.h"
+#include "algo/cost.h"
 #include "common.h"
 
 typedef struct {
@@ -193,12 +194,14 @@ static bool ring_supports(const wf_coll_args_t *a)
     return a->coll == WF_COLL_ALLREDUCE;
 }
 
-/* alpha-beta: 2(n-1) latency terms and 2(n-1)/n of the bytes per rank. */
+/* 2(n-1) rounds; each rank sends 2(n-1)/n of the bytes and reduces
+ * (n-1)/n of them. */
 static double ring_cost(const wf_coll_args_t *a)
 {
-    const double alpha_us = 20.0, us_per_byte = 1e-3;
     double n = a->size, bytes = (double)a->count * (double)a->elem_size;
-    return 2 * (n - 1) * alpha_us + 2 * (n - 1) / n * bytes * us_per_byte;
+    if (a->size == 1)
+        return wf_cost(0, 0, 0);
+    return wf_cost(2 * (n - 1), 2 * (n - 1) / n * bytes, (n - 1) / n * bytes);
 }
 
 const wf_algo_t wf_algo_allreduce_ring = {

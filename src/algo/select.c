@@ -13,14 +13,53 @@ static const wf_algo_t *const registry[] = {
 #undef WF_ALGO_DECLARE
 };
 
+static const char *const coll_names[WF_COLL_MAX] = {
+    [WF_COLL_ALLREDUCE] = "allreduce",
+    [WF_COLL_SEND] = "send",
+    [WF_COLL_RECV] = "recv",
+    [WF_COLL_BROADCAST] = "broadcast",
+    [WF_COLL_REDUCE] = "reduce",
+    [WF_COLL_ALLGATHER] = "allgather",
+    [WF_COLL_REDUCE_SCATTER] = "reducescatter",
+    [WF_COLL_ALLTOALL] = "alltoall",
+    [WF_COLL_BARRIER] = "barrier",
+    [WF_COLL_GATHER] = "gather",
+    [WF_COLL_SCATTER] = "scatter",
+};
+
 const char *wf_coll_name(wf_coll_t coll)
 {
-    switch (coll) {
-    case WF_COLL_ALLREDUCE: return "allreduce";
-    case WF_COLL_SEND: return "send";
-    case WF_COLL_RECV: return "recv";
-    default: return "?";
+    return coll > 0 && coll < WF_COLL_MAX ? coll_names[coll] : "?";
+}
+
+bool wf_coll_reduces(wf_coll_t coll)
+{
+    return coll == WF_COLL_ALLREDUCE || coll == WF_COLL_REDUCE ||
+           coll == WF_COLL_REDUCE_SCATTER;
+}
+
+void wf_coll_buffer_bytes(const wf_coll_args_t *a, uint64_t *send_bytes,
+                          uint64_t *recv_bytes)
+{
+    uint64_t one = (uint64_t)a->count * a->elem_size;
+    uint64_t all = one * (uint64_t)a->size;
+    bool root = a->rank == a->root;
+    uint64_t s = one, r = one;
+    switch (a->coll) {
+    case WF_COLL_SEND: r = 0; break;
+    case WF_COLL_RECV: s = 0; break;
+    case WF_COLL_BROADCAST: s = root ? one : 0; break;
+    case WF_COLL_REDUCE: r = root ? one : 0; break;
+    case WF_COLL_ALLGATHER: r = all; break;
+    case WF_COLL_REDUCE_SCATTER: s = all; break;
+    case WF_COLL_ALLTOALL: s = r = all; break;
+    case WF_COLL_BARRIER: s = r = 0; break;
+    case WF_COLL_GATHER: r = root ? all : 0; break;
+    case WF_COLL_SCATTER: s = root ? all : 0; break;
+    default: break;
     }
+    *send_bytes = s;
+    *recv_bytes = r;
 }
 
 void wf_algo_segment(size_t count, int parts, int i, size_t *start,
@@ -32,10 +71,21 @@ void wf_algo_segment(size_t count, int parts, int i, size_t *start,
     *len = base + (ui < extra ? 1 : 0);
 }
 
-/* The override for this collective in `spec`, copied into name; false when
- * the spec does not mention it (or says auto). */
+/* Whether `coll` (or any collective, for WF_COLL_MAX) has `name`. */
+static bool exists(wf_coll_t coll, const char *name)
+{
+    for (size_t i = 0; i < WF_ARRAY_LEN(registry); i++)
+        if ((coll == WF_COLL_MAX || registry[i]->coll == coll) &&
+            strcmp(registry[i]->name, name) == 0)
+            return true;
+    return false;
+}
+
+/* The override for this collective in `spec`, copied into name.  *explicit
+ * tells whether it was named for this collective ("coll:name") rather than
+ * globally.  False when nothing applies (or it says auto). */
 static bool override_for(const char *spec, wf_coll_t coll, char *name,
-                         size_t len)
+                         size_t len, bool *explicit_)
 {
     char buf[256];
     bool found = false;
@@ -50,30 +100,53 @@ static bool override_for(const char *spec, wf_coll_t coll, char *name,
             if (strcmp(tok, wf_coll_name(coll)) != 0)
                 continue;
             tok = colon + 1;
+        } else if (strcmp(tok, "auto") != 0 && !exists(coll, tok)) {
+            if (!exists(WF_COLL_MAX, tok))
+                WEFT_WARN_ONCE(COLL, "WEFT_ALGO names %s, which no "
+                               "collective has; using the cost model", tok);
+            continue; /* a global name this collective does not have */
         }
         wf_strlcpy(name, tok, len); /* a later entry wins */
+        *explicit_ = colon != NULL;
         found = true;
     }
     return found && strcmp(name, "auto") != 0;
+}
+
+/* Logs the choice at info level the first time per collective, size class
+ * (power of two of the bytes) and algorithm. */
+static void log_choice(const wf_coll_args_t *args, const wf_algo_t *algo,
+                       double cost, bool forced)
+{
+    static uint8_t logged[WF_COLL_MAX][65];
+    uint64_t bytes = (uint64_t)args->count * args->elem_size;
+    int bucket = bytes ? 64 - __builtin_clzll(bytes) : 0;
+    uint8_t id = (uint8_t)(algo->id + 1);
+    if (__atomic_exchange_n(&logged[args->coll][bucket], id,
+                            __ATOMIC_RELAXED) == id)
+        return;
+    WEFT_INFO(COLL, "%s of %llu bytes on %d ranks: algorithm %s (%s, "
+              "estimate %.1f us)", wf_coll_name(args->coll),
+              (unsigned long long)bytes, args->size, algo->name,
+              forced ? "WEFT_ALGO" : "cost model", cost);
 }
 
 weft_status_t wf_algo_select(const wf_coll_args_t *args, const char *spec,
                              const wf_algo_t **algo)
 {
     char want[64];
+    bool explicit_ = false;
     const wf_algo_t *best = NULL;
     double best_cost = 0;
-    bool forced = args->coll == WF_COLL_ALLREDUCE &&
-                  override_for(spec, args->coll, want, sizeof(want));
+    bool forced = override_for(spec, args->coll, want, sizeof(want),
+                               &explicit_);
     for (size_t i = 0; i < WF_ARRAY_LEN(registry); i++) {
         const wf_algo_t *a = registry[i];
-        if (a->coll != args->coll)
-            continue;
-        if (forced && strcmp(a->name, want) != 0)
+        if (a->coll != args->coll || (forced && strcmp(a->name, want) != 0))
             continue;
         if (!a->supports(args)) {
-            if (forced) {
-                WEFT_WARN(COLL, "algorithm %s does not support this %s "
+            if (forced && explicit_) {
+                WEFT_WARN(COLL, "algorithm %s is unsupported for this %s "
                           "(count %zu, %d ranks)", want,
                           wf_coll_name(args->coll), args->count, args->size);
                 return WEFT_ERR_UNSUPPORTED;
@@ -84,13 +157,33 @@ weft_status_t wf_algo_select(const wf_coll_args_t *args, const char *spec,
         if (!best || c < best_cost)
             best = a, best_cost = c;
     }
+    if (!best && forced && !explicit_) /* global name not applicable here */
+        return wf_algo_select(args, "auto", algo);
     if (!best) {
-        WEFT_WARN(COLL, "%s: no algorithm %s%s", wf_coll_name(args->coll),
-                  forced ? "named " : "applies", forced ? want : "");
+        WEFT_WARN(COLL, "%s: algorithm %s is unsupported (available: %s)",
+                  wf_coll_name(args->coll), forced ? want : "(any)",
+                  wf_algo_names(args->coll));
         return WEFT_ERR_UNSUPPORTED;
     }
-    WEFT_DEBUG(COLL, "%s count %zu: algorithm %s (estimate %.1f us)",
-               wf_coll_name(args->coll), args->count, best->name, best_cost);
+    log_choice(args, best, best_cost, forced);
     *algo = best;
     return WEFT_OK;
+}
+
+const char *wf_algo_names(wf_coll_t coll)
+{
+    static __thread char buf[256];
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < WF_ARRAY_LEN(registry) && o < sizeof(buf); i++)
+        if (registry[i]->coll == coll)
+            o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%s",
+                                  o ? " " : "", registry[i]->name);
+    return buf;
+}
+
+const wf_algo_t *const *wf_algo_registry(size_t *count)
+{
+    *count = WF_ARRAY_LEN(registry);
+    return registry;
 }

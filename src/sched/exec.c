@@ -364,17 +364,19 @@ void wf_exec_describe_wait(wf_engine_t *e, struct weft_request *req,
              req->plan.nsteps);
 }
 
-/* sig[0]: collective | dtype << 8 | op << 16 | algorithm << 24;
- * sig[1]: element count.  Send and receive share one collective code so
- * that the two sides of a point-to-point message compare equal. */
+/* sig[0]: collective | dtype << 8 | op << 16 | algorithm << 24 |
+ * root << 32; sig[1]: element count.  Send and receive share one
+ * collective code so that the two sides of a point-to-point message compare
+ * equal; op and root are zero where they do not apply. */
 void wf_sig_make(const struct weft_request *req, uint64_t sig[2])
 {
     const wf_coll_args_t *a = &req->args;
     bool p2p = a->coll == WF_COLL_SEND || a->coll == WF_COLL_RECV;
     uint64_t coll = p2p ? WF_COLL_SEND : a->coll;
-    uint64_t op = p2p ? 0 : (uint64_t)a->op;
+    uint64_t op = wf_coll_reduces(a->coll) ? (uint64_t)a->op : 0;
+    uint64_t root = a->root >= 0 && !p2p ? (uint64_t)(uint32_t)a->root : 0;
     sig[0] = coll | (uint64_t)a->dtype << 8 | op << 16 |
-             (uint64_t)req->algo->id << 24;
+             (uint64_t)req->algo->id << 24 | root << 32;
     sig[1] = a->count;
 }
 
@@ -382,13 +384,22 @@ void wf_sig_describe(const uint64_t sig[2], char *buf, size_t len)
 {
     unsigned coll = sig[0] & 0xff, dtype = (sig[0] >> 8) & 0xff;
     unsigned op = (sig[0] >> 16) & 0xff, algo = (sig[0] >> 24) & 0xff;
+    unsigned root = (unsigned)(sig[0] >> 32);
     const char *dt = wf_dtype_valid((int)dtype)
                          ? wf_dtype_name((weft_dtype_t)dtype) : "?";
+    char extra[64] = "";
+    if (wf_coll_reduces((wf_coll_t)coll))
+        snprintf(extra, sizeof(extra), ", %s",
+                 wf_op_valid((int)op) ? wf_op_name((weft_op_t)op) : "?");
+    if (coll == WF_COLL_BROADCAST || coll == WF_COLL_REDUCE ||
+        coll == WF_COLL_GATHER || coll == WF_COLL_SCATTER)
+        snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
+                 ", root %u", root);
     if (coll == WF_COLL_SEND)
         snprintf(buf, len, "send/recv(count %llu, %s)",
                  (unsigned long long)sig[1], dt);
     else
-        snprintf(buf, len, "%s(count %llu, %s, %s, algorithm %u)",
+        snprintf(buf, len, "%s(count %llu, %s%s, algorithm %u)",
                  wf_coll_name((wf_coll_t)coll), (unsigned long long)sig[1], dt,
-                 wf_op_valid((int)op) ? wf_op_name((weft_op_t)op) : "?", algo);
+                 extra, algo);
 }

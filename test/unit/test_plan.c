@@ -251,5 +251,13 @@ WF_TEST(algo_select_override, 10)
     ASSERT_TRUE(strcmp(algo->name, "ring") == 0);
     ASSERT_OK(wf_algo_select(&a, "allreduce:ring", &algo));
     ASSERT_OK(wf_algo_select(&a, "broadcast:tree,allreduce:ring", &algo));
-    ASSERT_STATUS(wf_algo_select(&a, "nosuch", &algo), WEFT_ERR_UNSUPPORTED);
+    /* Named for the collective: refused.  Global: the cost model decides
+     * (with a warning when no collective has that name). */
+    ASSERT_STATUS(wf_algo_select(&a, "allreduce:nosuch", &algo),
+                  WEFT_ERR_UNSUPPORTED);
+    ASSERT_OK(wf_algo_select(&a, "nosuch", &algo));
+    ASSERT_TRUE(strcmp(algo->name, "ring") == 0);
+    a.coll = WF_COLL_BROADCAST;
+    ASSERT_STATUS(wf_algo_select(&a, "broadcast:nosuch", &algo),
+                  WEFT_ERR_UNSUPPORTED);
 }

@@ -90,7 +90,7 @@ static bool is_int(weft_dtype_t d)
 
 /* The expected element: exact integer arithmetic, then the library's final
  * avg division (C division for integers, float/double/half rounding). */
-static double expected(size_t i, int size, weft_op_t op, weft_dtype_t d)
+double cu_expected_reduce(size_t i, int size, weft_op_t op, weft_dtype_t d)
 {
     int64_t acc = (int64_t)cu_pattern(0, i, op, d);
     for (int r = 1; r < size; r++) {
@@ -122,7 +122,7 @@ size_t cu_check_allreduce(const void *recv, size_t count, int size,
 {
     size_t wrong = 0;
     for (size_t i = 0; i < count; i++) {
-        double want = expected(i, size, op, d), got = cu_get(recv, d, i);
+        double want = cu_expected_reduce(i, size, op, d), got = cu_get(recv, d, i);
         if (got != want && !(isnan(got) && isnan(want))) {
             if (wrong < 3)
                 fprintf(stderr, "%s: element %zu is %g, expected %g\n", what,

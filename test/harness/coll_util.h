@@ -18,6 +18,10 @@ void cu_put(void *buf, weft_dtype_t d, size_t i, double v);
 double cu_get(const void *buf, weft_dtype_t d, size_t i);
 /* Fills buf with rank's pattern. */
 void cu_fill(void *buf, size_t count, int rank, weft_op_t op, weft_dtype_t d);
+/* The allreduce of all ranks' patterns at element i, as the library
+ * computes it (integer wrap, the avg division rounded like the library). */
+double cu_expected_reduce(size_t i, int size, weft_op_t op, weft_dtype_t d);
+
 /* Number of elements of recv that differ from the allreduce of all ranks'
  * patterns; prints the first few differences. */
 size_t cu_check_allreduce(const void *recv, size_t count, int size,

@@ -1,0 +1,432 @@
+/*
+ * sim.c - see sim.h.
+ */
+#include "sim.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll_util.h"
+#include "reduce/reduce.h"
+#include "sched/plan.h"
+#include "test.h"
+
+typedef struct {
+    wf_plan_t plan;
+    wf_coll_args_t args;
+    char *base;        /* the allocation behind send/recv */
+    char *buf[3];      /* WF_BUF_SEND, WF_BUF_RECV, WF_BUF_SCRATCH */
+    uint64_t sb, rb;
+    uint32_t *pending;
+    uint32_t *dep_off, *dep_list;
+    uint32_t ndone;
+} srank_t;
+
+/* A message, or a receive waiting for one, keyed by (src, dst, tag). */
+typedef struct slot {
+    int src, dst;
+    uint32_t tag;
+    char *data;        /* sent, not yet received */
+    uint64_t len;
+    int waiting_step;  /* receive posted, no message yet; -1 none */
+    bool sent, received;
+    struct slot *next;
+} slot_t;
+
+typedef struct {
+    srank_t *ranks;
+    int size;
+    slot_t *slots[4096];
+    int *ready_rank;
+    uint32_t *ready_step;
+    size_t nready, ready_cap;
+    int held;          /* rank whose steps are held back, -1 none */
+} sim_t;
+
+static slot_t *slot_get(sim_t *s, int src, int dst, uint32_t tag)
+{
+    unsigned h = ((unsigned)src * 7919u + (unsigned)dst * 104729u + tag) % 4096;
+    for (slot_t *p = s->slots[h]; p; p = p->next)
+        if (p->src == src && p->dst == dst && p->tag == tag)
+            return p;
+    slot_t *p = calloc(1, sizeof(*p));
+    *p = (slot_t){src, dst, tag, NULL, 0, -1, false, false, s->slots[h]};
+    s->slots[h] = p;
+    return p;
+}
+
+static void push_ready(sim_t *s, int r, uint32_t i)
+{
+    if (s->nready == s->ready_cap) {
+        s->ready_cap = s->ready_cap ? 2 * s->ready_cap : 256;
+        s->ready_rank = realloc(s->ready_rank, s->ready_cap * sizeof(int));
+        s->ready_step = realloc(s->ready_step, s->ready_cap * 4);
+    }
+    s->ready_rank[s->nready] = r;
+    s->ready_step[s->nready++] = i;
+}
+
+/* A step whose dependencies are done: ready, or a receive waiting. */
+static void deps_done(sim_t *s, int r, uint32_t i)
+{
+    const wf_step_t *st = &s->ranks[r].plan.steps[i];
+    if (st->kind == WF_STEP_RECV) {
+        slot_t *m = slot_get(s, st->peer, r, st->tag);
+        if (m->received)
+            wf_test_fail(__FILE__, __LINE__, "rank %d posts two receives "
+                         "with tag %u from %d", r, st->tag, st->peer);
+        m->received = true;
+        if (!m->sent) {
+            m->waiting_step = (int)i;
+            return;
+        }
+    }
+    push_ready(s, r, i);
+}
+
+static void index_rank(sim_t *s, int r)
+{
+    srank_t *k = &s->ranks[r];
+    uint32_t n = k->plan.nsteps, total = 0;
+    k->pending = calloc(n + 1, 4);
+    k->dep_off = calloc(n + 2, 4);
+    for (uint32_t i = 0; i < n; i++)
+        for (int d = 0; d < WF_STEP_MAX_DEPS; d++)
+            if (k->plan.steps[i].deps[d] != WF_NO_DEP) {
+                k->dep_off[k->plan.steps[i].deps[d] + 1]++;
+                k->pending[i]++;
+                total++;
+            }
+    for (uint32_t i = 0; i < n; i++)
+        k->dep_off[i + 1] += k->dep_off[i];
+    k->dep_list = calloc(total + 1, 4);
+    uint32_t *fill = calloc(n + 1, 4);
+    for (uint32_t i = 0; i < n; i++)
+        for (int d = 0; d < WF_STEP_MAX_DEPS; d++) {
+            int32_t p = k->plan.steps[i].deps[d];
+            if (p != WF_NO_DEP)
+                k->dep_list[k->dep_off[p] + fill[p]++] = i;
+        }
+    free(fill);
+    for (uint32_t i = 0; i < n; i++)
+        if (!k->pending[i])
+            deps_done(s, r, i);
+}
+
+static char *at(srank_t *k, wf_bref_t b) { return k->buf[b.buf] + b.off; }
+
+static void exec_step(sim_t *s, int r, uint32_t i)
+{
+    srank_t *k = &s->ranks[r];
+    const wf_step_t *st = &k->plan.steps[i];
+    const wf_plan_t *p = &k->plan;
+    if (st->kind == WF_STEP_SEND) {
+        slot_t *m = slot_get(s, r, st->peer, st->tag);
+        if (m->sent)
+            wf_test_fail(__FILE__, __LINE__, "rank %d sends tag %u to %d "
+                         "twice", r, st->tag, st->peer);
+        m->sent = true;
+        m->data = malloc(st->count + 1);
+        memcpy(m->data, at(k, st->src), st->count);
+        m->len = st->count;
+        if (m->waiting_step >= 0) {
+            push_ready(s, st->peer, (uint32_t)m->waiting_step);
+            m->waiting_step = -1;
+        }
+    } else if (st->kind == WF_STEP_RECV) {
+        slot_t *m = slot_get(s, st->peer, r, st->tag);
+        if (m->len != st->count)
+            wf_test_fail(__FILE__, __LINE__, "rank %d receives %llu bytes "
+                         "with tag %u from %d, %llu were sent", r,
+                         (unsigned long long)st->count, st->tag, st->peer,
+                         (unsigned long long)m->len);
+        memcpy(at(k, st->dst), m->data, m->len);
+        free(m->data);
+        m->data = NULL;
+    } else if (st->kind == WF_STEP_REDUCE) {
+        wf_reduce(at(k, st->dst), at(k, st->src), at(k, st->src2), st->count,
+                  p->dtype, p->op);
+    } else if (st->kind == WF_STEP_COPY) {
+        memmove(at(k, st->dst), at(k, st->src), st->count);
+    } else {
+        wf_reduce_avg_finish(at(k, st->dst), st->count, p->dtype, p->nranks);
+    }
+    k->ndone++;
+    for (uint32_t d = k->dep_off[i]; d < k->dep_off[i + 1]; d++)
+        if (--k->pending[k->dep_list[d]] == 0)
+            deps_done(s, r, k->dep_list[d]);
+}
+
+/* Executes random ready steps until none is left (skipping the held
+ * rank's).  Returns the number executed. */
+static size_t run_ready(sim_t *s)
+{
+    size_t done = 0;
+    while (s->nready) {
+        size_t j = (size_t)rand() % s->nready, pick = s->nready;
+        for (size_t t = 0; t < s->nready; t++) {
+            size_t cand = (j + t) % s->nready;
+            if (s->ready_rank[cand] != s->held) {
+                pick = cand;
+                break;
+            }
+        }
+        if (pick == s->nready)
+            break; /* only held steps left */
+        int r = s->ready_rank[pick];
+        uint32_t i = s->ready_step[pick];
+        s->nready--;
+        s->ready_rank[pick] = s->ready_rank[s->nready];
+        s->ready_step[pick] = s->ready_step[s->nready];
+        exec_step(s, r, i);
+        done++;
+    }
+    return done;
+}
+
+/* Pattern op for the inputs: the reducing op, else sum's pattern. */
+static weft_op_t pattern_op(const wf_sim_case_t *c)
+{
+    return wf_coll_reduces(c->coll) ? c->op : WEFT_SUM;
+}
+
+/* The typed value of rank r's input element i. */
+static double input(const wf_sim_case_t *c, int r, size_t i)
+{
+    char tmp[8];
+    cu_put(tmp, c->dtype, 0, cu_pattern(r, i, pattern_op(c), c->dtype));
+    return cu_get(tmp, c->dtype, 0);
+}
+
+/* Lays out the rank's buffers (aliased as weft.h's in-place definition
+ * says) and fills its input. */
+static void setup_rank(srank_t *k, const wf_sim_case_t *c, int r)
+{
+    wf_coll_args_t *a = &k->args;
+    *a = (wf_coll_args_t){.coll = c->coll, .count = c->count,
+                          .dtype = c->dtype, .op = c->op,
+                          .elem_size = cu_dtype_size(c->dtype), .peer = -1,
+                          .root = c->root, .rank = r, .size = c->size,
+                          .chunk_bytes = c->chunk_bytes};
+    wf_coll_buffer_bytes(a, &k->sb, &k->rb);
+    uint64_t block = (uint64_t)c->count * a->elem_size;
+    bool rooted_alias = r == c->root && (c->coll == WF_COLL_GATHER ||
+                                         c->coll == WF_COLL_SCATTER);
+    a->in_place = c->in_place &&
+                  (rooted_alias || (c->coll != WF_COLL_GATHER &&
+                                    c->coll != WF_COLL_SCATTER));
+    uint64_t total = k->sb + k->rb + 64;
+    k->base = malloc(total);
+    memset(k->base, 0x5a, total);
+    k->buf[WF_BUF_SEND] = k->base;
+    k->buf[WF_BUF_RECV] = k->base + k->sb + 32;
+    if (a->in_place) {
+        uint64_t own = (uint64_t)(c->coll == WF_COLL_GATHER ||
+                                  c->coll == WF_COLL_SCATTER ? c->root : r) *
+                       block;
+        if (c->coll == WF_COLL_ALLGATHER || c->coll == WF_COLL_GATHER) {
+            k->buf[WF_BUF_RECV] = k->base;
+            k->buf[WF_BUF_SEND] = k->base + own;
+        } else if (c->coll == WF_COLL_REDUCE_SCATTER ||
+                   c->coll == WF_COLL_SCATTER) {
+            k->buf[WF_BUF_RECV] = k->base + own;
+        } else {
+            k->buf[WF_BUF_RECV] = k->base;
+        }
+    }
+    for (size_t i = 0; i < k->sb / a->elem_size; i++)
+        cu_put(k->buf[WF_BUF_SEND], c->dtype, i,
+               cu_pattern(r, i, pattern_op(c), c->dtype));
+}
+
+/* The expected value of element i of rank r's receive buffer, or false
+ * when that element is not defined by the collective on this rank. */
+static bool expected(const wf_sim_case_t *c, int r, size_t i, double *want)
+{
+    size_t n = c->count, blk = n ? i / n : 0, off = n ? i % n : 0;
+    switch (c->coll) {
+    case WF_COLL_ALLREDUCE:
+        *want = cu_expected_reduce(i, c->size, c->op, c->dtype);
+        return true;
+    case WF_COLL_REDUCE:
+        *want = cu_expected_reduce(i, c->size, c->op, c->dtype);
+        return r == c->root;
+    case WF_COLL_BROADCAST: *want = input(c, c->root, i); return true;
+    case WF_COLL_ALLGATHER: *want = input(c, (int)blk, off); return true;
+    case WF_COLL_GATHER:
+        *want = input(c, (int)blk, off);
+        return r == c->root;
+    case WF_COLL_REDUCE_SCATTER:
+        *want = cu_expected_reduce((size_t)r * n + i, c->size, c->op,
+                                   c->dtype);
+        return true;
+    case WF_COLL_ALLTOALL:
+        *want = input(c, (int)blk, (size_t)r * n + off);
+        return true;
+    case WF_COLL_SCATTER: *want = input(c, c->root, (size_t)r * n + i); return true;
+    default: return false;
+    }
+}
+
+static void check_rank(const wf_algo_t *algo, const wf_sim_case_t *c,
+                       srank_t *k, int r, unsigned seed)
+{
+    size_t n = k->rb / k->args.elem_size, wrong = 0;
+    for (size_t i = 0; i < n; i++) {
+        double want, got = cu_get(k->buf[WF_BUF_RECV], c->dtype, i);
+        if (!expected(c, r, i, &want) || got == want)
+            continue;
+        if (wrong++ < 3)
+            fprintf(stderr, "element %zu is %g, expected %g\n", i, got, want);
+    }
+    if (wrong)
+        wf_test_fail(__FILE__, __LINE__, "%s/%s: rank %d of %d, count %zu, "
+                     "dtype %d, op %d, root %d, %s, seed %u: %zu wrong",
+                     wf_coll_name(c->coll), algo->name, r, c->size, c->count,
+                     (int)c->dtype, (int)c->op, c->root,
+                     k->args.in_place ? "in place" : "out of place", seed,
+                     wrong);
+}
+
+static void sim_free(sim_t *s)
+{
+    for (int r = 0; r < s->size; r++) {
+        srank_t *k = &s->ranks[r];
+        free(k->base);
+        free(k->buf[WF_BUF_SCRATCH]);
+        free(k->pending);
+        free(k->dep_off);
+        free(k->dep_list);
+        wf_plan_free(&k->plan);
+    }
+    for (int h = 0; h < 4096; h++)
+        while (s->slots[h]) {
+            slot_t *p = s->slots[h];
+            s->slots[h] = p->next;
+            if (p->sent && p->received == false)
+                wf_test_fail(__FILE__, __LINE__, "a message from %d to %d "
+                             "(tag %u) was never received", p->src, p->dst,
+                             p->tag);
+            free(p->data);
+            free(p);
+        }
+    free(s->ranks);
+    free(s->ready_rank);
+    free(s->ready_step);
+}
+
+/* Builds every rank's plan; false when the algorithm declines the case. */
+static bool sim_setup(sim_t *s, const wf_algo_t *algo, const wf_sim_case_t *c)
+{
+    memset(s, 0, sizeof(*s));
+    s->size = c->size;
+    s->held = -1;
+    s->ranks = calloc((size_t)c->size, sizeof(srank_t));
+    for (int r = 0; r < c->size; r++) {
+        srank_t *k = &s->ranks[r];
+        setup_rank(k, c, r);
+        if (!algo->supports(&k->args)) {
+            s->size = r + 1;
+            sim_free(s);
+            return false;
+        }
+        wf_plan_init(&k->plan, c->dtype, c->op, k->args.elem_size, c->size);
+        ASSERT_OK(algo->build(&k->args, &k->plan));
+        ASSERT_OK(wf_plan_validate(&k->plan, c->size, k->sb, k->rb));
+        k->buf[WF_BUF_SCRATCH] = malloc(k->plan.scratch_bytes + 8);
+    }
+    for (int r = 0; r < c->size; r++)
+        index_rank(s, r);
+    return true;
+}
+
+static void expect_all_done(sim_t *s, const wf_algo_t *algo,
+                            const wf_sim_case_t *c)
+{
+    for (int r = 0; r < c->size; r++)
+        if (s->ranks[r].ndone != s->ranks[r].plan.nsteps)
+            wf_test_fail(__FILE__, __LINE__, "%s/%s on %d ranks, count %zu: "
+                         "deadlock, rank %d did %u of %u steps",
+                         wf_coll_name(c->coll), algo->name, c->size, c->count,
+                         r, s->ranks[r].ndone, s->ranks[r].plan.nsteps);
+}
+
+bool wf_sim_check(const wf_algo_t *algo, const wf_sim_case_t *c,
+                  unsigned seed)
+{
+    sim_t s;
+    srand(seed);
+    if (!sim_setup(&s, algo, c))
+        return false;
+    run_ready(&s);
+    expect_all_done(&s, algo, c);
+    for (int r = 0; r < c->size; r++)
+        check_rank(algo, c, &s.ranks[r], r, seed);
+    sim_free(&s);
+    return true;
+}
+
+void wf_sim_check_barrier(const wf_algo_t *algo, int size)
+{
+    wf_sim_case_t c = {.coll = WF_COLL_BARRIER, .size = size,
+                       .dtype = WEFT_UINT8, .chunk_bytes = 4096};
+    for (int held = 0; held < size && size > 1; held++) {
+        sim_t s;
+        srand((unsigned)held + 1);
+        ASSERT_TRUE(sim_setup(&s, algo, &c));
+        s.held = held;
+        run_ready(&s);
+        for (int r = 0; r < size; r++)
+            if (r != held && s.ranks[r].ndone == s.ranks[r].plan.nsteps)
+                wf_test_fail(__FILE__, __LINE__, "barrier/%s on %d ranks: "
+                             "rank %d passed while rank %d had not entered",
+                             algo->name, size, r, held);
+        s.held = -1;
+        run_ready(&s);
+        expect_all_done(&s, algo, &c);
+        sim_free(&s);
+    }
+}
+
+static bool rooted(wf_coll_t coll)
+{
+    return coll == WF_COLL_BROADCAST || coll == WF_COLL_REDUCE ||
+           coll == WF_COLL_GATHER || coll == WF_COLL_SCATTER;
+}
+
+void wf_sim_matrix(const wf_algo_t *algo, int max_size)
+{
+    static const weft_dtype_t dtypes[] = {WEFT_INT32, WEFT_FLOAT32, WEFT_INT8,
+                                          WEFT_BFLOAT16};
+    int sizes[32], nsizes = 0;
+    for (int n = 1; n <= max_size && nsizes < 30; n++)
+        sizes[nsizes++] = n;
+    if (max_size < 13)
+        sizes[nsizes++] = 13;
+    if (max_size < 16)
+        sizes[nsizes++] = 16;
+    bool reduces = wf_coll_reduces(algo->coll);
+    if (algo->coll == WF_COLL_BARRIER) {
+        for (int i = 0; i < nsizes; i++)
+            wf_sim_check_barrier(algo, sizes[i]);
+        return;
+    }
+    for (int si = 0; si < nsizes; si++) {
+        int n = sizes[si];
+        size_t counts[] = {0, 1, (size_t)n - 1, (size_t)n + 1, 37, 100};
+        int roots[] = {0, n - 1, n / 2};
+        for (size_t ci = 0; ci < sizeof(counts) / sizeof(*counts); ci++)
+            for (size_t di = 0; di < sizeof(dtypes) / sizeof(*dtypes); di++)
+                for (int op = 0; op < (reduces ? WEFT_OP_COUNT : 1); op++)
+                    for (int ri = 0; ri < (rooted(algo->coll) ? 3 : 1); ri++)
+                        for (int ip = 0; ip < 2; ip++) {
+                            wf_sim_case_t c = {
+                                .coll = algo->coll, .size = n,
+                                .count = counts[ci], .dtype = dtypes[di],
+                                .op = (weft_op_t)op, .root = roots[ri],
+                                .in_place = ip, .chunk_bytes = 16};
+                            wf_sim_check(algo, &c, (unsigned)(ci + ri + ip));
+                        }
+    }
+}
