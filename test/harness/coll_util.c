@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/algo.h"
 #include "test.h"
 
 size_t cu_dtype_size(weft_dtype_t d)
@@ -115,6 +116,49 @@ double cu_expected_reduce(size_t i, int size, weft_op_t op, weft_dtype_t d)
         return wrapped / size;
     cu_put(tmp, d, 0, (double)((float)wrapped / (float)size));
     return cu_get(tmp, d, 0);
+}
+
+weft_op_t cu_pattern_op(int coll, weft_op_t op)
+{
+    return wf_coll_reduces((wf_coll_t)coll) ? op : WEFT_SUM;
+}
+
+double cu_input(int coll, weft_op_t op, weft_dtype_t d, int r, size_t i)
+{
+    char tmp[8];
+    cu_put(tmp, d, 0, cu_pattern(r, i, cu_pattern_op(coll, op), d));
+    return cu_get(tmp, d, 0);
+}
+
+bool cu_expected(int coll, int size, size_t count, weft_dtype_t d,
+                 weft_op_t op, int root, int r, size_t i, double *want)
+{
+    size_t n = count, blk = n ? i / n : 0, off = n ? i % n : 0;
+    switch ((wf_coll_t)coll) {
+    case WF_COLL_ALLREDUCE:
+        *want = cu_expected_reduce(i, size, op, d);
+        return true;
+    case WF_COLL_REDUCE:
+        *want = cu_expected_reduce(i, size, op, d);
+        return r == root;
+    case WF_COLL_BROADCAST: *want = cu_input(coll, op, d, root, i); return true;
+    case WF_COLL_ALLGATHER:
+        *want = cu_input(coll, op, d, (int)blk, off);
+        return true;
+    case WF_COLL_GATHER:
+        *want = cu_input(coll, op, d, (int)blk, off);
+        return r == root;
+    case WF_COLL_REDUCE_SCATTER:
+        *want = cu_expected_reduce((size_t)r * n + i, size, op, d);
+        return true;
+    case WF_COLL_ALLTOALL:
+        *want = cu_input(coll, op, d, (int)blk, (size_t)r * n + off);
+        return true;
+    case WF_COLL_SCATTER:
+        *want = cu_input(coll, op, d, root, (size_t)r * n + i);
+        return true;
+    default: return false;
+    }
 }
 
 size_t cu_check_allreduce(const void *recv, size_t count, int size,

@@ -7,6 +7,7 @@
 #ifndef WF_COLL_UTIL_H
 #define WF_COLL_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "weft.h"
@@ -21,6 +22,19 @@ void cu_fill(void *buf, size_t count, int rank, weft_op_t op, weft_dtype_t d);
 /* The allreduce of all ranks' patterns at element i, as the library
  * computes it (integer wrap, the avg division rounded like the library). */
 double cu_expected_reduce(size_t i, int size, weft_op_t op, weft_dtype_t d);
+
+/* The op whose pattern a collective's inputs use: its own when it
+ * reduces, WEFT_SUM's otherwise.  `coll` is a wf_coll_t. */
+weft_op_t cu_pattern_op(int coll, weft_op_t op);
+
+/* The typed value of rank r's input element i. */
+double cu_input(int coll, weft_op_t op, weft_dtype_t d, int r, size_t i);
+
+/* The expected element i of rank r's receive buffer after collective
+ * `coll` (a wf_coll_t) over `size` ranks with these arguments; false when
+ * the collective leaves that element undefined on rank r. */
+bool cu_expected(int coll, int size, size_t count, weft_dtype_t d,
+                 weft_op_t op, int root, int r, size_t i, double *want);
 
 /* Number of elements of recv that differ from the allreduce of all ranks'
  * patterns; prints the first few differences. */

@@ -185,20 +185,6 @@ static size_t run_ready(sim_t *s)
     return done;
 }
 
-/* Pattern op for the inputs: the reducing op, else sum's pattern. */
-static weft_op_t pattern_op(const wf_sim_case_t *c)
-{
-    return wf_coll_reduces(c->coll) ? c->op : WEFT_SUM;
-}
-
-/* The typed value of rank r's input element i. */
-static double input(const wf_sim_case_t *c, int r, size_t i)
-{
-    char tmp[8];
-    cu_put(tmp, c->dtype, 0, cu_pattern(r, i, pattern_op(c), c->dtype));
-    return cu_get(tmp, c->dtype, 0);
-}
-
 /* Lays out the rank's buffers (aliased as weft.h's in-place definition
  * says) and fills its input. */
 static void setup_rank(srank_t *k, const wf_sim_case_t *c, int r)
@@ -235,38 +221,8 @@ static void setup_rank(srank_t *k, const wf_sim_case_t *c, int r)
             k->buf[WF_BUF_RECV] = k->base;
         }
     }
-    for (size_t i = 0; i < k->sb / a->elem_size; i++)
-        cu_put(k->buf[WF_BUF_SEND], c->dtype, i,
-               cu_pattern(r, i, pattern_op(c), c->dtype));
-}
-
-/* The expected value of element i of rank r's receive buffer, or false
- * when that element is not defined by the collective on this rank. */
-static bool expected(const wf_sim_case_t *c, int r, size_t i, double *want)
-{
-    size_t n = c->count, blk = n ? i / n : 0, off = n ? i % n : 0;
-    switch (c->coll) {
-    case WF_COLL_ALLREDUCE:
-        *want = cu_expected_reduce(i, c->size, c->op, c->dtype);
-        return true;
-    case WF_COLL_REDUCE:
-        *want = cu_expected_reduce(i, c->size, c->op, c->dtype);
-        return r == c->root;
-    case WF_COLL_BROADCAST: *want = input(c, c->root, i); return true;
-    case WF_COLL_ALLGATHER: *want = input(c, (int)blk, off); return true;
-    case WF_COLL_GATHER:
-        *want = input(c, (int)blk, off);
-        return r == c->root;
-    case WF_COLL_REDUCE_SCATTER:
-        *want = cu_expected_reduce((size_t)r * n + i, c->size, c->op,
-                                   c->dtype);
-        return true;
-    case WF_COLL_ALLTOALL:
-        *want = input(c, (int)blk, (size_t)r * n + off);
-        return true;
-    case WF_COLL_SCATTER: *want = input(c, c->root, (size_t)r * n + i); return true;
-    default: return false;
-    }
+    cu_fill(k->buf[WF_BUF_SEND], k->sb / a->elem_size, r,
+            cu_pattern_op(c->coll, c->op), c->dtype);
 }
 
 static void check_rank(const wf_algo_t *algo, const wf_sim_case_t *c,
@@ -275,7 +231,8 @@ static void check_rank(const wf_algo_t *algo, const wf_sim_case_t *c,
     size_t n = k->rb / k->args.elem_size, wrong = 0;
     for (size_t i = 0; i < n; i++) {
         double want, got = cu_get(k->buf[WF_BUF_RECV], c->dtype, i);
-        if (!expected(c, r, i, &want) || got == want)
+        if (!cu_expected(c->coll, c->size, c->count, c->dtype, c->op,
+                         c->root, r, i, &want) || got == want)
             continue;
         if (wrong++ < 3)
             fprintf(stderr, "element %zu is %g, expected %g\n", i, got, want);

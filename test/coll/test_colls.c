@@ -1,0 +1,224 @@
+/*
+ * test_colls.c - every registered algorithm of every collective through the
+ * public API, over the real TCP transport: ranks as threads (world sizes
+ * 1,2,3,4,5,7,8,13,16) and as processes over weft-rendezvous, edge counts,
+ * dtype x op combinations, roots, in place and out of place, an odd
+ * multi-MB count; results checked element-wise against serial references
+ * (test/harness/coll_util.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/algo.h"
+#include "coll_util.h"
+#include "test.h"
+
+#define CHUNK 4096
+
+static const struct {
+    weft_dtype_t d;
+    weft_op_t op;
+} combos[] = {
+    {WEFT_FLOAT32, WEFT_SUM}, {WEFT_FLOAT32, WEFT_PROD},
+    {WEFT_FLOAT32, WEFT_MIN}, {WEFT_FLOAT32, WEFT_MAX},
+    {WEFT_FLOAT32, WEFT_AVG}, {WEFT_INT8, WEFT_SUM},
+    {WEFT_BFLOAT16, WEFT_AVG}, {WEFT_INT64, WEFT_MAX},
+    {WEFT_UINT32, WEFT_PROD}, {WEFT_FLOAT16, WEFT_SUM},
+};
+
+static bool is_rooted(wf_coll_t c)
+{
+    return c == WF_COLL_BROADCAST || c == WF_COLL_REDUCE ||
+           c == WF_COLL_GATHER || c == WF_COLL_SCATTER;
+}
+
+static weft_status_t call(weft_comm_t comm, wf_coll_t coll, const void *s,
+                          void *r, size_t n, weft_dtype_t d, weft_op_t op,
+                          int root)
+{
+    switch (coll) {
+    case WF_COLL_ALLREDUCE: return weft_allreduce(s, r, n, d, op, comm);
+    case WF_COLL_BROADCAST: return weft_broadcast(s, r, n, d, root, comm);
+    case WF_COLL_REDUCE: return weft_reduce(s, r, n, d, op, root, comm);
+    case WF_COLL_ALLGATHER: return weft_allgather(s, r, n, d, comm);
+    case WF_COLL_REDUCE_SCATTER:
+        return weft_reduce_scatter(s, r, n, d, op, comm);
+    case WF_COLL_ALLTOALL: return weft_alltoall(s, r, n, d, comm);
+    case WF_COLL_BARRIER: return weft_barrier(comm);
+    case WF_COLL_GATHER: return weft_gather(s, r, n, d, root, comm);
+    case WF_COLL_SCATTER: return weft_scatter(s, r, n, d, root, comm);
+    default: return WEFT_ERR_INTERNAL;
+    }
+}
+
+typedef struct {
+    char *base, *send, *recv;
+    uint64_t sb, rb;
+} bufs_t;
+
+/* Buffers as weft.h lays them out (in place aliases), NULL where the rank
+ * does not use one, input filled. */
+static void layout(bufs_t *b, wf_coll_t coll, int rank, int size, size_t n,
+                   weft_dtype_t d, weft_op_t op, int root, bool in_place)
+{
+    wf_coll_args_t a = {.coll = coll, .count = n, .dtype = d, .op = op,
+                        .elem_size = cu_dtype_size(d), .root = root,
+                        .rank = rank, .size = size};
+    wf_coll_buffer_bytes(&a, &b->sb, &b->rb);
+    uint64_t block = n * a.elem_size;
+    b->base = aligned_alloc(64, (b->sb + b->rb + 127) / 64 * 64);
+    memset(b->base, 0x5a, b->sb + b->rb + 64);
+    b->send = b->base;
+    b->recv = b->base + (b->sb + 63) / 64 * 64;
+    bool rooted_alias = coll == WF_COLL_GATHER || coll == WF_COLL_SCATTER;
+    if (in_place && (!rooted_alias || rank == root)) {
+        uint64_t own = (uint64_t)(rooted_alias ? root : rank) * block;
+        if (coll == WF_COLL_ALLGATHER || coll == WF_COLL_GATHER)
+            b->recv = b->base, b->send = b->base + own;
+        else if (coll == WF_COLL_REDUCE_SCATTER || coll == WF_COLL_SCATTER)
+            b->recv = b->base + own;
+        else
+            b->recv = b->base;
+    }
+    cu_fill(b->send, b->sb / a.elem_size, rank, cu_pattern_op(coll, op), d);
+    if (!b->sb && !in_place)
+        b->send = NULL;
+    if (!b->rb && !in_place)
+        b->recv = NULL;
+}
+
+static void run_case(weft_comm_t comm, const wf_algo_t *algo, int rank,
+                     int size, size_t n, weft_dtype_t d, weft_op_t op,
+                     int root, bool in_place)
+{
+    bufs_t b;
+    wf_coll_t coll = algo->coll;
+    layout(&b, coll, rank, size, n, d, op, root, in_place);
+    weft_status_t st = call(comm, coll, b.send, b.recv, n, d, op, root);
+    char what[200];
+    snprintf(what, sizeof(what), "%s/%s rank %d/%d count %zu dtype %d op %d "
+             "root %d %s", wf_coll_name(coll), algo->name, rank, size, n,
+             (int)d, (int)op, root, in_place ? "in place" : "out of place");
+    if (st != WEFT_OK) {
+        const char *msg = NULL;
+        weft_comm_get_error(comm, &msg);
+        wf_test_fail(__FILE__, __LINE__, "%s: %s (%s)", what,
+                     weft_strerror(st), msg ? msg : "");
+    }
+    size_t wrong = 0, elems = b.rb / cu_dtype_size(d);
+    for (size_t i = 0; i < elems; i++) {
+        double want, got = cu_get(b.recv, d, i);
+        if (!cu_expected(coll, size, n, d, op, root, rank, i, &want) ||
+            got == want)
+            continue;
+        if (wrong++ < 3)
+            fprintf(stderr, "%s: element %zu is %g, expected %g\n", what, i,
+                    got, want);
+    }
+    if (wrong)
+        wf_test_fail(__FILE__, __LINE__, "%s: %zu wrong", what, wrong);
+    free(b.base);
+}
+
+/* The cases one algorithm runs at one world size. */
+static void algo_cases(weft_comm_t comm, const wf_algo_t *algo, int rank,
+                       int size, bool big)
+{
+    bool reduces = wf_coll_reduces(algo->coll);
+    size_t ce = CHUNK / 4;
+    size_t counts[] = {0, 1, (size_t)size - 1, 1000, ce + 1};
+    size_t big_world[] = {1, 1000}; /* fewer cases on 13 and 16 ranks */
+    size_t *cs = size > 8 ? big_world : counts;
+    size_t ncounts = size > 8 ? 2 : sizeof(counts) / sizeof(*counts);
+    size_t ncombos = size > 8 ? 2 : sizeof(combos) / sizeof(*combos);
+    int roots[2] = {0, size - 1};
+    int nroots = is_rooted(algo->coll) && size > 1 ? 2 : 1;
+    if (algo->coll == WF_COLL_BARRIER) {
+        for (int i = 0; i < 3; i++)
+            ASSERT_OK(weft_barrier(comm));
+        return;
+    }
+    for (size_t k = 0; k < ncounts; k++)
+        for (size_t c = 0; c < ncombos; c++) {
+            if (!reduces && combos[c].op != WEFT_SUM)
+                continue; /* the op does not matter */
+            for (int r = 0; r < nroots; r++)
+                for (int ip = 0; ip < 2; ip++)
+                    run_case(comm, algo, rank, size, cs[k], combos[c].d,
+                             combos[c].op, roots[r], ip);
+        }
+    if (big) { /* an odd multi-MB total */
+        size_t per = ((3u << 20) / 2 + 7) /
+                     (algo->coll == WF_COLL_ALLGATHER ||
+                      algo->coll == WF_COLL_REDUCE_SCATTER ||
+                      algo->coll == WF_COLL_ALLTOALL ||
+                      algo->coll == WF_COLL_GATHER ||
+                      algo->coll == WF_COLL_SCATTER ? (size_t)size : 1);
+        run_case(comm, algo, rank, size, per | 1, WEFT_FLOAT32, WEFT_SUM,
+                 size - 1, false);
+        run_case(comm, algo, rank, size, per | 1, WEFT_INT8, WEFT_MAX, 0,
+                 true);
+    }
+}
+
+typedef struct {
+    const char *job;
+    const char *rdv; /* NULL: mem store */
+    bool big;
+} colls_arg_t;
+
+static void colls_rank(int rank, int size, void *p)
+{
+    const colls_arg_t *a = p;
+    size_t n;
+    const wf_algo_t *const *reg = wf_algo_registry(&n);
+    for (size_t i = 0; i < n; i++) {
+        const wf_algo_t *algo = reg[i];
+        if (algo->coll == WF_COLL_SEND || algo->coll == WF_COLL_RECV)
+            continue;
+        char cfg[256], job[256], uri[300];
+        snprintf(cfg, sizeof(cfg), "WEFT_ALGO=%s:%s,WEFT_CHUNK_SIZE=%d,"
+                 "WEFT_TIMEOUT=60s,WEFT_SOCKET_IFNAME=lo",
+                 wf_coll_name(algo->coll), algo->name, CHUNK);
+        snprintf(job, sizeof(job), "%s-%zu", a->job, i);
+        snprintf(uri, sizeof(uri), "mem://%s", job);
+        weft_comm_params_t prm = {
+            .field_mask = WEFT_COMM_PARAM_RANK | WEFT_COMM_PARAM_SIZE |
+                          WEFT_COMM_PARAM_RENDEZVOUS | WEFT_COMM_PARAM_JOB_ID |
+                          WEFT_COMM_PARAM_CONFIG,
+            .rank = rank, .size = size, .rendezvous = a->rdv ? a->rdv : uri,
+            .job_id = job, .config = cfg};
+        weft_comm_t comm;
+        ASSERT_OK(weft_comm_create(&prm, &comm));
+        algo_cases(comm, algo, rank, size, a->big);
+        ASSERT_OK(weft_comm_destroy(comm));
+    }
+}
+
+static void threads(int size, bool big)
+{
+    colls_arg_t a = {wf_test_unique("colls"), NULL, big};
+    wf_test_run_threads(size, colls_rank, &a);
+}
+
+static void procs(int size)
+{
+    char addr[128];
+    int pid = wf_test_start_rendezvous(addr, sizeof(addr));
+    colls_arg_t a = {wf_test_unique("collsp"), addr, false};
+    wf_test_run_procs(size, colls_rank, &a);
+    wf_test_stop_process(pid);
+}
+
+WF_TEST(colls_threads_n1, 120) { threads(1, false); }
+WF_TEST(colls_threads_n2, 300) { threads(2, false); }
+WF_TEST(colls_threads_n3, 300) { threads(3, false); }
+WF_TEST(colls_threads_n4, 300) { threads(4, true); }
+WF_TEST(colls_threads_n5, 300) { threads(5, false); }
+WF_TEST(colls_threads_n7, 300) { threads(7, false); }
+WF_TEST(colls_threads_n8, 300) { threads(8, false); }
+WF_TEST(colls_threads_n13, 300) { threads(13, false); }
+WF_TEST(colls_threads_n16, 300) { threads(16, false); }
+WF_TEST(colls_procs_n3, 300) { procs(3); }
+WF_TEST(colls_procs_n4, 300) { procs(4); }
