@@ -376,6 +376,24 @@ WEFT_API weft_status_t weft_wait(weft_request_t req);
 WEFT_API weft_status_t weft_request_free(weft_request_t req);
 
 /* ------------------------------------------------------------------------ */
+/* Planning                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Predicts collective `coll` ("allreduce", "broadcast", ...; the weft-bench
+ * names) on `ranks` ranks for a `bytes`-byte message by executing every
+ * applicable algorithm's real plans in virtual time, without payload or
+ * network: alpha_us is the per-message latency, beta_gbs the link bandwidth
+ * (GB/s), gamma_gbs the reduction speed (GB/s).  Writes one line per
+ * algorithm (predicted time, busbw, messages and bytes sent per rank) and
+ * the algorithm auto-selection would pick to `out`.  Algorithms whose plans
+ * would exceed the simulation budget at this size are listed as skipped.
+ * Thread-safe; no communicator needed. */
+WEFT_API weft_status_t weft_simulate(const char *coll, int ranks,
+                                     size_t bytes, double alpha_us,
+                                     double beta_gbs, double gamma_gbs,
+                                     FILE *out);
+
+/* ------------------------------------------------------------------------ */
 /* Rendezvous server, embeddable                                            */
 /* ------------------------------------------------------------------------ */
 

@@ -1,0 +1,41 @@
+/*
+ * vsim.h - executing plans in virtual time, without payload or network:
+ * the planning simulator behind weft_simulate / weft-info --simulate.
+ *
+ * Model: a send occupies the sender's link for bytes*beta and arrives
+ * alpha + bytes*beta after it starts; a rank's sends are serialised on its
+ * link; reduce/copy/avg steps take bytes*gamma on the rank's CPU, also
+ * serialised; a receive completes when both it is ready and its message
+ * has arrived.  Receivers' links are not modelled separately.
+ */
+#ifndef WF_VSIM_H
+#define WF_VSIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "algo/algo.h"
+
+typedef struct {
+    double alpha_us;
+    double beta_us_per_byte;
+    double gamma_us_per_byte;
+    uint64_t max_steps; /* budget over all ranks; 0 = default */
+} wf_vsim_params_t;
+
+typedef struct {
+    bool skipped;          /* over budget: nothing simulated */
+    uint64_t total_steps;  /* planned (or estimated, when skipped) */
+    double time_us;        /* when the last rank finished */
+    uint64_t max_msgs;     /* most messages one rank sends */
+    uint64_t max_bytes;    /* most bytes one rank sends */
+} wf_vsim_result_t;
+
+/* Runs `algo` for every rank of `tmpl` (rank is set per rank).  Fails with
+ * WEFT_ERR_INTERNAL (and a message) on a deadlock or a receive whose
+ * message differs in length. */
+weft_status_t wf_vsim_run(const wf_algo_t *algo, const wf_coll_args_t *tmpl,
+                          const wf_vsim_params_t *params,
+                          wf_vsim_result_t *result);
+
+#endif /* WF_VSIM_H */

@@ -1,0 +1,65 @@
+/*
+ * test_vsim.c - the virtual-time simulator agrees with closed forms, and
+ * weft_simulate / weft-info --simulate report every algorithm.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/vsim.h"
+#include "test.h"
+
+WF_TEST(vsim_ring_allreduce_closed_form, 60)
+{
+    for (int n = 2; n <= 16; n *= 2) {
+        size_t count = (size_t)n * 3000; /* divisible: exact segments */
+        wf_coll_args_t a = {.coll = WF_COLL_ALLREDUCE, .count = count,
+                            .dtype = WEFT_FLOAT32, .op = WEFT_SUM,
+                            .elem_size = 4, .peer = -1, .size = n,
+                            .chunk_bytes = 4096};
+        wf_vsim_params_t p = {.alpha_us = 2, .beta_us_per_byte = 1e-3,
+                              .gamma_us_per_byte = 0};
+        wf_vsim_result_t r;
+        ASSERT_OK(wf_vsim_run(&wf_algo_allreduce_ring, &a, &p, &r));
+        ASSERT_TRUE(!r.skipped);
+        uint64_t bytes = count * 4;
+        /* Every rank sends 2(n-1)/n of the buffer. */
+        ASSERT_EQ(r.max_bytes, 2 * (uint64_t)(n - 1) * bytes / (uint64_t)n);
+        /* 2(n-1) steps of ceil(segment / chunk) messages each. */
+        uint64_t seg = bytes / (uint64_t)n, chunks = (seg + 4095) / 4096;
+        ASSERT_EQ(r.max_msgs, 2 * (uint64_t)(n - 1) * chunks);
+        /* Bandwidth-bound: time is at least the bytes on one link and the
+         * pipeline keeps it within 2 alphas per step of that. */
+        double wire = (double)r.max_bytes * p.beta_us_per_byte;
+        ASSERT_TRUE(r.time_us >= wire);
+        ASSERT_TRUE(r.time_us <= wire + 2 * (n - 1) * (p.alpha_us + 4.1) * 2);
+    }
+}
+
+WF_TEST(vsim_skips_over_budget, 30)
+{
+    wf_coll_args_t a = {.coll = WF_COLL_ALLREDUCE, .count = 1u << 20,
+                        .dtype = WEFT_FLOAT32, .elem_size = 4, .peer = -1,
+                        .size = 4096, .chunk_bytes = 4096};
+    wf_vsim_params_t p = {2, 1e-3, 1e-4, 1000};
+    wf_vsim_result_t r;
+    ASSERT_OK(wf_vsim_run(&wf_algo_allreduce_ring, &a, &p, &r));
+    ASSERT_TRUE(r.skipped);
+    ASSERT_TRUE(r.total_steps > 1000);
+}
+
+WF_TEST(vsim_public_simulate, 60)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ASSERT_OK(weft_simulate("allreduce", 8, 1 << 20, 2, 12.5, 10, f));
+    ASSERT_STATUS(weft_simulate("nosuch", 8, 1, 2, 12.5, 10, f),
+                  WEFT_ERR_INVALID_ARG);
+    ASSERT_STATUS(weft_simulate("allreduce", 0, 1, 2, 12.5, 10, f),
+                  WEFT_ERR_INVALID_ARG);
+    fclose(f);
+    ASSERT_STR_CONTAINS(buf, "ring");
+    ASSERT_STR_CONTAINS(buf, "auto-selection (library cost model) picks:");
+    free(buf);
+}
