@@ -191,9 +191,12 @@ static void env_report(void)
     }
 }
 
+/* "NAME=VALUE,NAME=VALUE".  A comma-separated piece without '=' continues
+ * the previous value, so list values such as
+ * "WEFT_ALGO=allreduce:rhd,broadcast:tree" work. */
 static weft_status_t apply_overrides(wf_config_t *cfg, const char *overrides)
 {
-    char buf[1024];
+    char buf[1024], value[1024] = "", name[128] = "";
     if (!wf_strlcpy(buf, overrides, sizeof(buf))) {
         WEFT_WARN(ENV, "config override string longer than %zu bytes",
                   sizeof(buf) - 1);
@@ -202,13 +205,23 @@ static weft_status_t apply_overrides(wf_config_t *cfg, const char *overrides)
     for (char *save, *tok = strtok_r(buf, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(tok, '=');
-        if (!eq) {
+        if (!eq && !*name) {
             WEFT_WARN(ENV, "config override \"%s\" is not NAME=VALUE", tok);
             return WEFT_ERR_INVALID_ARG;
         }
+        if (!eq) { /* continues the previous value */
+            size_t used = strlen(value);
+            snprintf(value + used, sizeof(value) - used, ",%s", tok);
+            continue;
+        }
+        if (*name)
+            WEFT_CHECK(wf_config_set(cfg, name, value, WF_SOURCE_OVERRIDE));
         *eq = '\0';
-        WEFT_CHECK(wf_config_set(cfg, tok, eq + 1, WF_SOURCE_OVERRIDE));
+        wf_strlcpy(name, tok, sizeof(name));
+        wf_strlcpy(value, eq + 1, sizeof(value));
     }
+    if (*name)
+        WEFT_CHECK(wf_config_set(cfg, name, value, WF_SOURCE_OVERRIDE));
     return WEFT_OK;
 }
 

@@ -7,10 +7,28 @@
 /* allreduce */
 WF_ALGO_DECLARE(allreduce_ring)
 /* -- allreduce: rhd, rd, tree -- */
+WF_ALGO_DECLARE(allreduce_rhd)
+WF_ALGO_DECLARE(allreduce_rd)
+WF_ALGO_DECLARE(allreduce_tree)
+WF_ALGO_DECLARE(allreduce_dbtree)
 /* broadcast, reduce, gather, scatter */
 /* -- rooted collectives -- */
+WF_ALGO_DECLARE(bcast_tree)
+WF_ALGO_DECLARE(bcast_ring)
+WF_ALGO_DECLARE(bcast_sag)
+WF_ALGO_DECLARE(reduce_tree)
+WF_ALGO_DECLARE(reduce_rsg)
+WF_ALGO_DECLARE(gather_tree)
+WF_ALGO_DECLARE(scatter_tree)
 /* allgather, reduce-scatter, alltoall, barrier */
 /* -- unrooted collectives -- */
+WF_ALGO_DECLARE(allgather_ring)
+WF_ALGO_DECLARE(allgather_rd)
+WF_ALGO_DECLARE(allgather_bruck)
+WF_ALGO_DECLARE(reducescatter_ring)
+WF_ALGO_DECLARE(reducescatter_rhd)
+WF_ALGO_DECLARE(alltoall_pairwise)
+WF_ALGO_DECLARE(barrier_dissemination)
 /* point-to-point */
 WF_ALGO_DECLARE(p2p_send)
 WF_ALGO_DECLARE(p2p_recv)

@@ -69,6 +69,11 @@ WF_TEST(config_precedence, 10)
     ASSERT_EQ(cfg.timeout_ms, 7000);                /* env beats default */
     ASSERT_EQ(cfg.source[WF_PARAM_ID_timeout_ms], WF_SOURCE_ENV);
     ASSERT_EQ(cfg.max_inflight, 8);                 /* default */
+    /* A list value continues across commas until the next NAME=. */
+    ASSERT_OK(wf_config_load(&cfg, "WEFT_ALGO=allreduce:rhd,broadcast:tree,"
+                                   "WEFT_CHUNK_SIZE=4k"));
+    ASSERT_TRUE(strcmp(cfg.algo, "allreduce:rhd,broadcast:tree") == 0);
+    ASSERT_EQ(cfg.chunk_size, 4096);
     ASSERT_EQ(cfg.source[WF_PARAM_ID_max_inflight], WF_SOURCE_DEFAULT);
     ASSERT_OK(wf_config_set(&cfg, "WEFT_TIMEOUT", "1s", WF_SOURCE_API));
     ASSERT_EQ(cfg.timeout_ms, 1000);

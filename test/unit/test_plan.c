@@ -247,15 +247,20 @@ WF_TEST(algo_select_override, 10)
     const wf_algo_t *algo = NULL;
     wf_coll_args_t a = {.coll = WF_COLL_ALLREDUCE, .count = 10,
                         .dtype = WEFT_FLOAT32, .elem_size = 4, .size = 4};
-    ASSERT_OK(wf_algo_select(&a, "auto", &algo));
-    ASSERT_TRUE(strcmp(algo->name, "ring") == 0);
+    const wf_algo_t *automatic = NULL;
+    ASSERT_OK(wf_algo_select(&a, "auto", &automatic));
+    ASSERT_TRUE(automatic->coll == WF_COLL_ALLREDUCE);
     ASSERT_OK(wf_algo_select(&a, "allreduce:ring", &algo));
+    ASSERT_TRUE(strcmp(algo->name, "ring") == 0);
     ASSERT_OK(wf_algo_select(&a, "broadcast:tree,allreduce:ring", &algo));
     /* Named for the collective: refused.  Global: the cost model decides
      * (with a warning when no collective has that name). */
     ASSERT_STATUS(wf_algo_select(&a, "allreduce:nosuch", &algo),
                   WEFT_ERR_UNSUPPORTED);
     ASSERT_OK(wf_algo_select(&a, "nosuch", &algo));
+    ASSERT_TRUE(algo == automatic);
+    /* A global name applies where it exists: ring for allreduce. */
+    ASSERT_OK(wf_algo_select(&a, "ring", &algo));
     ASSERT_TRUE(strcmp(algo->name, "ring") == 0);
     a.coll = WF_COLL_BROADCAST;
     ASSERT_STATUS(wf_algo_select(&a, "broadcast:nosuch", &algo),

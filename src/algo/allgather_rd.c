@@ -1,0 +1,181 @@
+/*
+ * allgather_rd.c - recursive-doubling allgather.  On a power of two, in
+ * round k rank r exchanges with r ^ 2^k everything it holds so far: the
+ * 2^k blocks of its group (ranks equal to r above bit k), receiving the
+ * partner's group; after log2(size) rounds it holds all blocks.
+ *
+ * Other sizes fold (unrooted_util.h): with p the largest power of two
+ * below size and e = size - p, rank p + i first gives its block to rank
+ * i (i < e), ranks 0..p-1 run the doubling where rank v stands for blocks
+ * v and v + p, and finally rank i sends everything but block p + i back
+ * to rank p + i.  That costs two extra rounds and one extra full transfer
+ * for the folded ranks, which is why Bruck is the better choice there;
+ * rd is kept correct for every size so that WEFT_ALGO=rd always works.
+ *
+ * Groups are contiguous in the fold's virtual block order, so a round
+ * sends one virtual range, cut at the chunk grid and where the virtual
+ * order is not contiguous in the buffer.  Data goes straight into the
+ * receive buffer.
+ *
+ * Dependencies: receives write blocks this rank does not hold yet (no
+ * earlier reader), so they wait for nothing.  A send piece reads what the
+ * own-block copy, the fold receive and earlier rounds' receives wrote; a
+ * trace in virtual space finds those steps (more than three are folded
+ * into zero-byte copies).  The folded rank's final receive writes blocks
+ * other than its own, so in place it does not touch its send data.
+ *
+ * Tags restart at 0 per message group: the pairs (r, r ^ 2^k) differ per
+ * round, the fold goes p+i -> i and the return i -> p+i.
+ *
+ * Cost: power of two: log2(size) rounds, (size-1) blocks sent.  Other
+ * sizes: log2(p) + 2 rounds and about 2 * size blocks on the folded pairs'
+ * critical path.
+ */
+#include "algo/algo.h"
+#include "algo/cost.h"
+#include "algo/unrooted_util.h"
+#include "common.h"
+
+typedef struct {
+    const wf_coll_args_t *a;
+    wf_plan_t *plan;
+    wf_unr_fold_t f;
+    wf_unr_cuts_t cuts;
+    wf_unr_trace_t trace; /* writers, in virtual byte offsets */
+} rd_t;
+
+/* Virtual byte offset of virtual rank v's first block. */
+static uint64_t vbyte(const rd_t *g, int v)
+{
+    return wf_unr_vstart(&g->f, v) * g->f.block;
+}
+
+/* Sends virtual range [lo, hi) to `peer` from the receive buffer, each
+ * piece after the steps that wrote it; tags continue from *tag. */
+static void send_range(rd_t *g, int peer, uint64_t lo, uint64_t hi,
+                       uint32_t *tag)
+{
+    wf_unr_iter_t it = wf_unr_pieces(&g->cuts, lo, hi);
+    wf_bref_t anchor = wf_bref(WF_BUF_RECV, 0);
+    uint64_t x, len;
+    while (wf_unr_next(&it, &x, &len)) {
+        wf_unr_deps_t d = wf_unr_deps_none();
+        wf_unr_trace_deps(&g->trace, x, len, &d, g->plan, anchor);
+        wf_plan_send(g->plan, peer, (*tag)++,
+                     wf_bref(WF_BUF_RECV, wf_unr_vreal(&g->f, x)), len,
+                     d.d[0], d.d[1], d.d[2]);
+    }
+}
+
+/* Receives virtual range [lo, hi) from `peer` into place and records the
+ * writers (in the current trace batch). */
+static void recv_range(rd_t *g, int peer, uint64_t lo, uint64_t hi,
+                       uint32_t *tag)
+{
+    wf_unr_iter_t it = wf_unr_pieces(&g->cuts, lo, hi);
+    uint64_t x, len;
+    while (wf_unr_next(&it, &x, &len)) {
+        int32_t rv = wf_plan_recv(g->plan, peer, (*tag)++,
+                                  wf_bref(WF_BUF_RECV, wf_unr_vreal(&g->f, x)),
+                                  len, WF_NO_DEP, WF_NO_DEP, WF_NO_DEP);
+        wf_unr_trace_add(&g->trace, x, len, rv);
+    }
+}
+
+/* Rank p + i: hand the block to rank i, get everything else back. */
+static void rd_folded(rd_t *g)
+{
+    const wf_coll_args_t *a = g->a;
+    int host = a->rank - g->f.p;
+    uint64_t mine = vbyte(g, host) + g->f.block, total = vbyte(g, g->f.p);
+    wf_unr_iter_t it = wf_unr_pieces(&g->cuts, mine, mine + g->f.block);
+    uint64_t x, len;
+    uint32_t tag = 0;
+    while (wf_unr_next(&it, &x, &len))
+        wf_plan_send(g->plan, host, tag++, wf_bref(WF_BUF_SEND, x - mine),
+                     len, WF_NO_DEP, WF_NO_DEP, WF_NO_DEP);
+    tag = 0;
+    recv_range(g, host, 0, mine, &tag);
+    recv_range(g, host, mine + g->f.block, total, &tag);
+}
+
+/* Rank v < p: fold in, double, return. */
+static void rd_main(rd_t *g)
+{
+    const wf_coll_args_t *a = g->a;
+    int v = a->rank, p = g->f.p;
+    uint64_t mine = vbyte(g, v);
+    uint32_t tag = 0;
+    if (v < g->f.e) /* the folded rank's block follows ours */
+        recv_range(g, v + p, mine + g->f.block, mine + 2 * g->f.block, &tag);
+    for (int d = 1; d < p; d *= 2) {
+        int partner = v ^ d, lo = v & ~(d - 1), plo = partner & ~(d - 1);
+        uint32_t stag = 0, rtag = 0;
+        send_range(g, partner, vbyte(g, lo), vbyte(g, lo + d), &stag);
+        wf_unr_trace_batch(&g->trace);
+        recv_range(g, partner, vbyte(g, plo), vbyte(g, plo + d), &rtag);
+    }
+    if (v < g->f.e) {
+        uint64_t theirs = mine + g->f.block, total = vbyte(g, p);
+        tag = 0;
+        send_range(g, v + p, 0, theirs, &tag);
+        send_range(g, v + p, theirs + g->f.block, total, &tag);
+    }
+}
+
+static weft_status_t rd_build(const wf_coll_args_t *a, wf_plan_t *plan)
+{
+    bool done;
+    WEFT_CHECK(wf_unr_build_trivial(a, plan, &done));
+    if (done)
+        return WEFT_OK;
+    rd_t g = {.a = a, .plan = plan, .f = wf_unr_fold(a)};
+    g.cuts = wf_unr_vcuts(&g.f, wf_unr_grid(a));
+    wf_unr_trace_init(&g.trace);
+    uint64_t own = (uint64_t)a->rank * g.f.block;
+    int32_t cp = WF_NO_DEP;
+    if (!a->in_place)
+        cp = wf_plan_copy(plan, wf_bref(WF_BUF_RECV, own),
+                          wf_bref(WF_BUF_SEND, 0), g.f.block, WF_NO_DEP,
+                          WF_NO_DEP, WF_NO_DEP);
+    if (a->rank >= g.f.p) {
+        rd_folded(&g);
+    } else {
+        wf_unr_trace_add(&g.trace, vbyte(&g, a->rank), g.f.block, cp);
+        rd_main(&g);
+    }
+    bool failed = g.trace.failed || plan->failed;
+    wf_unr_trace_free(&g.trace);
+    if (failed) {
+        WEFT_WARN(COLL, "out of memory building a recursive-doubling "
+                  "allgather of %zu elements", a->count);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    return WEFT_OK;
+}
+
+static bool rd_supports(const wf_coll_args_t *a)
+{
+    return a->coll == WF_COLL_ALLGATHER;
+}
+
+static double rd_cost(const wf_coll_args_t *a)
+{
+    double n = a->size, block = (double)a->count * (double)a->elem_size;
+    int p = 1;
+    while (p * 2 <= a->size)
+        p *= 2;
+    int lg = wf_ceil_log2(p);
+    if (p == a->size)
+        return wf_cost(lg, WF_UNR_FAR_FACTOR * (n - 1) * block, 0);
+    return wf_cost(lg + 2, WF_UNR_FAR_FACTOR * (2 * n - 1) * block, 0);
+}
+
+const wf_algo_t wf_algo_allgather_rd = {
+    .name = "rd",
+    .coll = WF_COLL_ALLGATHER,
+    .id = 41,
+    .supports = rd_supports,
+    .cost = rd_cost,
+    .build = rd_build,
+};

@@ -1,0 +1,208 @@
+/*
+ * allreduce_rhd.c - Rabenseifner's allreduce: reduce-scatter by recursive
+ * halving, then allgather by recursive doubling.  The bandwidth choice for
+ * large messages on power-of-two sizes (ring's bytes in 2 log2(p) rounds
+ * instead of 2(p-1)).
+ *
+ * The vector is split into p near-equal segments (p = 2^k participants).
+ * Reduce-scatter: a rank's window starts as all segments; in each step it
+ * halves, the rank keeps the half holding its own segment and exchanges
+ * with the rank at distance half (p/2, p/4, ..., 1): it sends the other
+ * half and receives, and reduces in, the partner's copy of its half.
+ * After log2(p) steps virtual rank v owns the full reduction of segment v,
+ * divides it there for WEFT_AVG (once per element), and the allgather
+ * doubles the window back (distances 1, 2, ..., p/2), received straight
+ * into RECV.  Other sizes fold in and out around this (wf_arfold_t in
+ * allreduce_util.h), at the price of two extra whole-vector transfers on
+ * the folded pairs.  Every element is reduced on one owner only, so all
+ * ranks end with the same bits; the reduce order is still canonical (lower
+ * virtual rank's operand first).
+ *
+ * Units and dependencies.  Transfers are cut into units: chunks of
+ * WEFT_CHUNK_SIZE inside each segment, so that every exchanged range is a
+ * whole number of units and each unit has one writer at a time.  A unit
+ * lives in SEND until first reduced, then in RECV; partner data lands in
+ * scratch at the unit's own offset (less the start of the half kept in
+ * the first step, the only one received into: half a vector of scratch,
+ * a whole one on ranks that take a fold in).  Per unit (wf_arx_* in
+ * allreduce_util.c): a send waits for the step that produced its data; a
+ * receive into scratch waits for the reduce that last read that scratch; a
+ * reduce waits for its receive and the unit's previous writer; an
+ * allgather receive into a unit waits for the reduce-scatter send that
+ * read that memory (the same unit, sent to the same partner).
+ *
+ * Tags (the same partner appears in the two phases): unit u's
+ * reduce-scatter message has tag u, its allgather message nunits + u;
+ * fold-in u, fold-out 2 * nunits + u.
+ *
+ * Cost: 2 log2(p) rounds; a rank sends 2(p-1)/p of the bytes and reduces
+ * (p-1)/p of them; a fold adds two rounds, two vectors sent and one
+ * reduced:
+ *   wf_cost(2 log2 p + 2f, (2(p-1)/p + 2f) * bytes, ((p-1)/p + f) * bytes).
+ */
+#include <stdlib.h>
+
+#include "algo/allreduce_util.h"
+#include "algo/cost.h"
+#include "common.h"
+
+typedef struct {
+    wf_arx_t x;
+    wf_arfold_t f;
+    size_t chunk;
+    size_t *seg_unit; /* [p + 1]: first unit of each segment */
+} rhd_t;
+
+/* Element offset and length of unit u of segment s. */
+static void unit_range(const rhd_t *g, int s, size_t u, size_t *off,
+                       size_t *len)
+{
+    size_t start, slen, c = u - g->seg_unit[s];
+    wf_algo_segment(g->x.a->count, g->f.p, s, &start, &slen);
+    *off = start + c * g->chunk;
+    *len = WF_MIN(g->chunk, slen - c * g->chunk);
+}
+
+static bool rhd_units(rhd_t *g)
+{
+    g->seg_unit = malloc(((size_t)g->f.p + 1) * sizeof(*g->seg_unit));
+    if (!g->seg_unit) {
+        g->x.plan->failed = true;
+        return false;
+    }
+    g->seg_unit[0] = 0;
+    for (int s = 0; s < g->f.p; s++) {
+        size_t start, len;
+        wf_algo_segment(g->x.a->count, g->f.p, s, &start, &len);
+        g->seg_unit[s + 1] = g->seg_unit[s] + (len + g->chunk - 1) / g->chunk;
+    }
+    return wf_arx_init(&g->x, g->x.a, g->x.plan, g->seg_unit[g->f.p]);
+}
+
+typedef enum { RHD_SEND, RHD_RECV_REDUCE, RHD_RECV } rhd_op_t;
+
+/* Applies one exchange operation to every unit of segments [lo, hi). */
+static void for_units(rhd_t *g, int lo, int hi, rhd_op_t op, int peer,
+                      uint32_t tag_base, bool peer_first)
+{
+    for (int s = lo; s < hi; s++)
+        for (size_t u = g->seg_unit[s]; u < g->seg_unit[s + 1]; u++) {
+            size_t off, len;
+            uint32_t tag = tag_base + (uint32_t)u;
+            unit_range(g, s, u, &off, &len);
+            if (op == RHD_SEND)
+                wf_arx_send(&g->x, u, off, len, peer, tag);
+            else if (op == RHD_RECV_REDUCE)
+                wf_arx_recv_reduce(&g->x, u, off, len, peer, tag,
+                                   peer_first);
+            else
+                wf_arx_recv(&g->x, u, off, len, peer, tag);
+        }
+}
+
+static void reduce_scatter(rhd_t *g)
+{
+    int v = g->f.vrank, lo = 0, hi = g->f.p;
+    while (hi - lo > 1) {
+        int half = (hi - lo) / 2, mid = lo + half;
+        bool low = v < mid;
+        int vpeer = low ? v + half : v - half;
+        int peer = wf_arfold_real(&g->f, vpeer);
+        for_units(g, low ? mid : lo, low ? hi : mid, RHD_SEND, peer, 0,
+                  false);
+        for_units(g, low ? lo : mid, low ? mid : hi, RHD_RECV_REDUCE, peer,
+                  0, vpeer < v);
+        if (low)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    if (g->x.a->op == WEFT_AVG)
+        for (size_t u = g->seg_unit[v]; u < g->seg_unit[v + 1]; u++) {
+            size_t off, len;
+            unit_range(g, v, u, &off, &len);
+            wf_arx_avg(&g->x, u, off, len);
+        }
+}
+
+static void allgather(rhd_t *g)
+{
+    int v = g->f.vrank;
+    uint32_t base = (uint32_t)g->x.nunits;
+    for (int d = 1; d < g->f.p; d *= 2) {
+        int lo = v & ~(d - 1), plo = lo ^ d;
+        int peer = wf_arfold_real(&g->f, v ^ d);
+        for_units(g, lo, lo + d, RHD_SEND, peer, base, false);
+        for_units(g, plo, plo + d, RHD_RECV, peer, base, false);
+    }
+}
+
+static void rhd_run(rhd_t *g)
+{
+    int p = g->f.p, partner = g->f.partner;
+    uint32_t out_base = 2 * (uint32_t)g->x.nunits;
+    if (g->f.vrank < 0) {
+        for_units(g, 0, p, RHD_SEND, partner, 0, false);
+        for_units(g, 0, p, RHD_RECV, partner, out_base, false);
+        return;
+    }
+    size_t lo = 0, hi = g->x.a->count, len;
+    if (partner >= 0) {
+        for_units(g, 0, p, RHD_RECV_REDUCE, partner, 0, true);
+    } else {
+        /* Without a fold only the half kept in the first step is ever
+         * received into: scratch for that half alone. */
+        if (g->f.vrank < p / 2)
+            wf_algo_segment(g->x.a->count, p, p / 2, &hi, &len);
+        else
+            wf_algo_segment(g->x.a->count, p, p / 2, &lo, &len);
+        g->x.sc_base = lo;
+    }
+    reduce_scatter(g);
+    allgather(g);
+    if (partner >= 0)
+        for_units(g, 0, p, RHD_SEND, partner, out_base, false);
+    g->x.plan->scratch_bytes = (uint64_t)(hi - lo) * g->x.a->elem_size;
+}
+
+static weft_status_t rhd_build(const wf_coll_args_t *a, wf_plan_t *plan)
+{
+    weft_status_t st;
+    if (wf_arutil_trivial(a, plan, &st))
+        return st;
+    rhd_t g = {.x = {.a = a, .plan = plan}};
+    g.chunk = wf_arutil_chunk_elems(a);
+    wf_arfold_init(&g.f, a->rank, a->size);
+    if (rhd_units(&g)) {
+        rhd_run(&g);
+        wf_arx_fini(&g.x);
+    }
+    free(g.seg_unit);
+    return wf_arutil_status(a, plan, "recursive halving-doubling");
+}
+
+static bool rhd_supports(const wf_coll_args_t *a)
+{
+    return a->coll == WF_COLL_ALLREDUCE;
+}
+
+static double rhd_cost(const wf_coll_args_t *a)
+{
+    if (a->size == 1)
+        return wf_cost(0, 0, 0);
+    wf_arfold_t f;
+    wf_arfold_init(&f, 0, a->size);
+    double bytes = (double)a->count * (double)a->elem_size;
+    double p = f.p, steps = wf_ceil_log2(f.p), fold = f.rem ? 1 : 0;
+    return wf_cost(2 * steps + 2 * fold, (2 * (p - 1) / p + 2 * fold) * bytes,
+                   ((p - 1) / p + fold) * bytes);
+}
+
+const wf_algo_t wf_algo_allreduce_rhd = {
+    .name = "rhd",
+    .coll = WF_COLL_ALLREDUCE,
+    .id = 10,
+    .supports = rhd_supports,
+    .cost = rhd_cost,
+    .build = rhd_build,
+};

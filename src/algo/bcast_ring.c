@@ -1,0 +1,90 @@
+/*
+ * bcast_ring.c - pipelined chain broadcast: root -> root+1 -> ... ->
+ * root-1, in chunks of WEFT_CHUNK_SIZE.
+ *
+ * Every rank but the last forwards chunk c to its successor as soon as it
+ * has received it, so after the pipeline fills (n-1 chunk times) one
+ * chunk leaves the last link per chunk time: each link carries the buffer
+ * exactly once, which is the bandwidth optimum for large messages (the
+ * same idea as NCCL's ring broadcast).  Its weakness is the n-1 hop
+ * pipeline depth, paid once per call; for small and medium messages the
+ * binomial tree and scatter-allgather are cheaper.
+ *
+ * Dependencies: a forward of chunk c waits for the receive of chunk c.
+ * Every region of the receive buffer is written once (by that receive, or
+ * on the root by one copy from the send buffer, while the root's sends
+ * read the send buffer), so there are no reuse hazards.  Chunk c travels
+ * with tag c.  With zero elements one empty message still travels down
+ * the chain, so that a rank whose count differs is told.
+ *
+ * Cost: C chunks through n-1 links take n-2+C chunk times; on the
+ * critical path a rank sends the whole buffer plus n-2 chunks of pipeline
+ * fill: wf_cost(n-2+C, bytes + (n-2)*chunk, 0).
+ */
+#include "algo/algo.h"
+#include "algo/cost.h"
+#include "algo/rtree.h"
+#include "common.h"
+
+static weft_status_t ring_build(const wf_coll_args_t *a, wf_plan_t *plan)
+{
+    int n = a->size, vr = wf_rtree_vrank(a->rank, a->root, n);
+    size_t es = a->elem_size;
+    uint64_t bytes = (uint64_t)a->count * es;
+    if (n == 1)
+        return wf_rtree_build_single(a, plan, wf_bref(WF_BUF_RECV, 0),
+                                     wf_bref(WF_BUF_SEND, 0), bytes);
+    int prev = wf_rtree_rank(vr - 1 + n, a->root, n);
+    int next = wf_rtree_rank(vr + 1, a->root, n);
+    bool sends = vr != n - 1;
+    size_t ce = wf_rtree_chunk_elems(a);
+    /* At least one (possibly empty) message per link. */
+    size_t nc = WF_MAX((size_t)1, wf_rtree_nchunks(a->count, ce));
+    if (vr == 0 && !a->in_place && bytes)
+        wf_plan_copy(plan, wf_bref(WF_BUF_RECV, 0), wf_bref(WF_BUF_SEND, 0),
+                     bytes, WF_NO_DEP, WF_NO_DEP, WF_NO_DEP);
+    for (size_t c = 0; c < nc; c++) {
+        uint64_t off = a->count ? c * ce * es : 0;
+        uint64_t len = a->count ? WF_MIN(ce, a->count - c * ce) * es : 0;
+        int32_t got = WF_NO_DEP;
+        if (vr != 0)
+            got = wf_plan_recv(plan, prev, (uint32_t)c,
+                               wf_bref(WF_BUF_RECV, off), len, WF_NO_DEP,
+                               WF_NO_DEP, WF_NO_DEP);
+        if (sends)
+            wf_plan_send(plan, next, (uint32_t)c,
+                         wf_bref(vr == 0 ? WF_BUF_SEND : WF_BUF_RECV, off),
+                         len, got, WF_NO_DEP, WF_NO_DEP);
+    }
+    if (plan->failed) {
+        WEFT_WARN(COLL, "out of memory building a chain broadcast plan for "
+                  "%zu elements", a->count);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    return WEFT_OK;
+}
+
+static bool ring_supports(const wf_coll_args_t *a)
+{
+    return a->coll == WF_COLL_BROADCAST;
+}
+
+static double ring_cost(const wf_coll_args_t *a)
+{
+    if (a->size == 1)
+        return wf_rtree_single_cost(a);
+    double n = a->size, bytes = (double)a->count * (double)a->elem_size;
+    size_t ce = wf_rtree_chunk_elems(a);
+    double nc = (double)WF_MAX((size_t)1, wf_rtree_nchunks(a->count, ce));
+    double chunk = WF_MIN((double)ce * (double)a->elem_size, bytes);
+    return wf_cost(n - 2 + nc, bytes + (n - 2) * chunk, 0);
+}
+
+const wf_algo_t wf_algo_bcast_ring = {
+    .name = "ring",
+    .coll = WF_COLL_BROADCAST,
+    .id = 21,
+    .supports = ring_supports,
+    .cost = ring_cost,
+    .build = ring_build,
+};

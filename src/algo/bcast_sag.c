@@ -1,0 +1,196 @@
+/*
+ * bcast_sag.c - scatter-allgather broadcast (van de Geijn): a binomial
+ * scatter of n segments from the root, then a ring allgather of the
+ * segments.
+ *
+ * Segment j (wf_algo_segment of the buffer into n parts) belongs to the
+ * rank with relative rank j.  Scatter: the root sends each child the
+ * contiguous segments of its subtree [c, c + subtree(c)), largest subtree
+ * first; every rank receives its subtree's segments straight into its
+ * receive buffer and forwards the children's parts on.  Allgather: n-1
+ * steps over the chain vr -> vr+1 (relative); in step t rank vr passes
+ * segment vr-t on.  Two savings over a plain ring: the root already has
+ * every segment, so nobody sends to it and it sends out of its own
+ * buffer; and a rank that got a segment in the scatter (its subtree's) is
+ * not sent it again, its predecessor skips it and it forwards its own
+ * copy at the step where it would have forwarded the received one.
+ * Each link carries about 2(n-1)/n of the buffer with ceil(log2 n) + n-1
+ * rounds: the choice for medium and large messages where the chain's
+ * pipeline fill (n-2 chunks) is still significant.
+ *
+ * Both phases cut their messages at a grid of WEFT_CHUNK_SIZE cells over
+ * the whole buffer, so a forwarded piece always lies inside one received
+ * piece.  Dependencies: a forwarding send waits for the receive of its
+ * piece, from the scatter (have[cell]) or from the previous allgather step
+ * (ring[cell], the latest ring receive into that cell, which is the
+ * segment being forwarded).  Every element of a receive buffer is written
+ * once, so there are no reuse hazards.  Tags: the scatter piece in cell g
+ * uses g; allgather pieces are numbered in order on both sides of a link,
+ * from 2^30 up.
+ *
+ * Cost: wf_cost(ceil(log2 n) + n - 1, 2 (n-1)/n * bytes, 0).
+ */
+#include <stdlib.h>
+
+#include "algo/algo.h"
+#include "algo/cost.h"
+#include "algo/rtree.h"
+#include "common.h"
+
+#define SAG_RING_TAG (1u << 30)
+
+typedef struct {
+    const wf_coll_args_t *a;
+    wf_plan_t *plan;
+    int n, vr;
+    size_t ce;        /* grid cell, elements */
+    int32_t *have;    /* per cell: the scatter receive that filled it */
+    int32_t *ring;    /* per cell: the latest allgather receive */
+    uint32_t send_seq, recv_seq;
+} sag_t;
+
+/* Elements [*lo, *hi) of segments [j0, j1). */
+static void seg_range(const sag_t *g, int j0, int j1, size_t *lo, size_t *hi)
+{
+    size_t s0, l0, s1, l1;
+    wf_algo_segment(g->a->count, g->n, j0, &s0, &l0);
+    wf_algo_segment(g->a->count, g->n, j1 - 1, &s1, &l1);
+    *lo = s0;
+    *hi = s1 + l1;
+}
+
+/* Whether relative rank v holds segment j after the scatter. */
+static bool has_seg(const sag_t *g, int v, int j)
+{
+    return j >= v && j < v + wf_rtree_subtree(v, g->n);
+}
+
+static wf_bref_t ref(const sag_t *g, size_t elem)
+{
+    return wf_bref(g->vr == 0 ? WF_BUF_SEND : WF_BUF_RECV,
+                   (uint64_t)elem * g->a->elem_size);
+}
+
+/* Scatter: receive this rank's subtree, send each child its part. */
+static void scatter(sag_t *g)
+{
+    const wf_coll_args_t *a = g->a;
+    size_t lo, hi, es = a->elem_size;
+    if (g->vr != 0) {
+        int parent = wf_rtree_rank(wf_rtree_parent(g->vr), a->root, g->n);
+        seg_range(g, g->vr, g->vr + wf_rtree_subtree(g->vr, g->n), &lo, &hi);
+        for (size_t p = lo; p < hi; p = (p / g->ce + 1) * g->ce) {
+            size_t cell = p / g->ce, end = WF_MIN(hi, (cell + 1) * g->ce);
+            g->have[cell] = wf_plan_recv(
+                g->plan, parent, (uint32_t)cell, ref(g, p), (end - p) * es,
+                WF_NO_DEP, WF_NO_DEP, WF_NO_DEP);
+        }
+    }
+    int kids[WF_RTREE_MAX_CHILDREN];
+    int nk = wf_rtree_children(g->vr, g->n, true, kids);
+    for (int i = 0; i < nk; i++) {
+        int peer = wf_rtree_rank(kids[i], a->root, g->n);
+        seg_range(g, kids[i], kids[i] + wf_rtree_subtree(kids[i], g->n), &lo,
+                  &hi);
+        for (size_t p = lo; p < hi; p = (p / g->ce + 1) * g->ce) {
+            size_t cell = p / g->ce, end = WF_MIN(hi, (cell + 1) * g->ce);
+            wf_plan_send(g->plan, peer, (uint32_t)cell, ref(g, p),
+                         (end - p) * es,
+                         g->vr == 0 ? WF_NO_DEP : g->have[cell], WF_NO_DEP,
+                         WF_NO_DEP);
+        }
+    }
+}
+
+/* One allgather step: forward segment vr-t, receive segment vr-1-t. */
+static void ring_step(sag_t *g, int t)
+{
+    const wf_coll_args_t *a = g->a;
+    int n = g->n, vr = g->vr;
+    size_t lo, hi, es = a->elem_size;
+    int j = (vr - t + n) % n;
+    if (vr != n - 1 && !has_seg(g, vr + 1, j)) {
+        int next = wf_rtree_rank(vr + 1, a->root, n);
+        bool mine = has_seg(g, vr, j);
+        seg_range(g, j, j + 1, &lo, &hi);
+        for (size_t p = lo; p < hi; p = (p / g->ce + 1) * g->ce) {
+            size_t cell = p / g->ce, end = WF_MIN(hi, (cell + 1) * g->ce);
+            int32_t dep = vr == 0 ? WF_NO_DEP
+                          : mine  ? g->have[cell]
+                                  : g->ring[cell];
+            wf_plan_send(g->plan, next, SAG_RING_TAG + g->send_seq++,
+                         ref(g, p), (end - p) * es, dep, WF_NO_DEP,
+                         WF_NO_DEP);
+        }
+    }
+    j = (vr - 1 - t + 2 * n) % n;
+    if (vr != 0 && !has_seg(g, vr, j)) {
+        int prev = wf_rtree_rank(vr - 1, a->root, n);
+        seg_range(g, j, j + 1, &lo, &hi);
+        for (size_t p = lo; p < hi; p = (p / g->ce + 1) * g->ce) {
+            size_t cell = p / g->ce, end = WF_MIN(hi, (cell + 1) * g->ce);
+            g->ring[cell] = wf_plan_recv(
+                g->plan, prev, SAG_RING_TAG + g->recv_seq++,
+                wf_bref(WF_BUF_RECV, (uint64_t)p * es), (end - p) * es,
+                WF_NO_DEP, WF_NO_DEP, WF_NO_DEP);
+        }
+    }
+}
+
+static weft_status_t sag_build(const wf_coll_args_t *a, wf_plan_t *plan)
+{
+    uint64_t bytes = (uint64_t)a->count * a->elem_size;
+    if (a->size == 1)
+        return wf_rtree_build_single(a, plan, wf_bref(WF_BUF_RECV, 0),
+                                     wf_bref(WF_BUF_SEND, 0), bytes);
+    if (a->count == 0)
+        return wf_rtree_build_empty(a, plan, true);
+    sag_t g = {.a = a, .plan = plan, .n = a->size,
+               .vr = wf_rtree_vrank(a->rank, a->root, a->size),
+               .ce = wf_rtree_chunk_elems(a)};
+    size_t ncells = wf_rtree_nchunks(a->count, g.ce);
+    g.have = malloc(2 * ncells * sizeof(int32_t));
+    if (!g.have) {
+        WEFT_WARN(COLL, "out of memory building a scatter-allgather "
+                  "broadcast plan for %zu elements", a->count);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    g.ring = g.have + ncells;
+    for (size_t i = 0; i < 2 * ncells; i++)
+        g.have[i] = WF_NO_DEP;
+    if (g.vr == 0 && !a->in_place)
+        wf_plan_copy(plan, wf_bref(WF_BUF_RECV, 0), wf_bref(WF_BUF_SEND, 0),
+                     bytes, WF_NO_DEP, WF_NO_DEP, WF_NO_DEP);
+    scatter(&g);
+    for (int t = 0; t < g.n - 1; t++)
+        ring_step(&g, t);
+    free(g.have);
+    if (plan->failed) {
+        WEFT_WARN(COLL, "out of memory building a scatter-allgather "
+                  "broadcast plan for %zu elements", a->count);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    return WEFT_OK;
+}
+
+static bool sag_supports(const wf_coll_args_t *a)
+{
+    return a->coll == WF_COLL_BROADCAST;
+}
+
+static double sag_cost(const wf_coll_args_t *a)
+{
+    if (a->size == 1)
+        return wf_rtree_single_cost(a);
+    double n = a->size, bytes = (double)a->count * (double)a->elem_size;
+    return wf_cost(wf_ceil_log2(a->size) + n - 1, 2 * (n - 1) / n * bytes, 0);
+}
+
+const wf_algo_t wf_algo_bcast_sag = {
+    .name = "sag",
+    .coll = WF_COLL_BROADCAST,
+    .id = 22,
+    .supports = sag_supports,
+    .cost = sag_cost,
+    .build = sag_build,
+};

@@ -1,0 +1,97 @@
+/*
+ * bcast_tree.c - binomial-tree broadcast, pipelined in chunks.
+ *
+ * Ranks are renumbered relative to the root (rtree.h).  In round k of the
+ * classic binomial broadcast every rank that has the data sends it to the
+ * rank 2^k further on, so ceil(log2 n) rounds reach everyone: the latency
+ * optimum for small messages.  For larger messages the buffer is cut into
+ * chunks of WEFT_CHUNK_SIZE and every chunk travels the same tree: a rank
+ * forwards chunk c to its children as soon as chunk c has arrived, so
+ * deeper levels work on early chunks while the root still sends later
+ * ones.  Children are served largest subtree first, chunk by chunk.
+ *
+ * Dependencies: a forwarding send of chunk c waits for the receive of
+ * chunk c; nothing else is needed, because every region of the receive
+ * buffer is written exactly once (by that receive, or on the root by the
+ * one copy out of the send buffer, which the root's sends do not read:
+ * they read the send buffer itself).  Chunk c travels with tag c; a pair
+ * of ranks shares at most one tree edge, so tags are unique per pair.
+ *
+ * Cost: the root sends each of the C chunks to its ceil(log2 n) = L
+ * children, one after the other, and the deepest path is L hops, so
+ * rounds = L * C and bytes = L * bytes.  Cheapest for small messages;
+ * for large ones the chain (ring) and scatter-allgather (sag) send each
+ * byte about once per link and win.
+ */
+#include "algo/algo.h"
+#include "algo/cost.h"
+#include "algo/rtree.h"
+#include "common.h"
+
+static weft_status_t tree_build(const wf_coll_args_t *a, wf_plan_t *plan)
+{
+    int n = a->size, vr = wf_rtree_vrank(a->rank, a->root, n);
+    size_t es = a->elem_size;
+    uint64_t bytes = (uint64_t)a->count * es;
+    if (n == 1)
+        return wf_rtree_build_single(a, plan, wf_bref(WF_BUF_RECV, 0),
+                                     wf_bref(WF_BUF_SEND, 0), bytes);
+    if (a->count == 0)
+        return wf_rtree_build_empty(a, plan, true);
+    int kids[WF_RTREE_MAX_CHILDREN], peers[WF_RTREE_MAX_CHILDREN];
+    int nk = wf_rtree_children(vr, n, true, kids);
+    for (int i = 0; i < nk; i++)
+        peers[i] = wf_rtree_rank(kids[i], a->root, n);
+    int parent = vr ? wf_rtree_rank(wf_rtree_parent(vr), a->root, n) : -1;
+    size_t ce = wf_rtree_chunk_elems(a);
+    size_t nc = wf_rtree_nchunks(a->count, ce);
+    /* The root sends out of its send buffer (in place or not), so the one
+     * copy into its receive buffer is independent of everything else. */
+    if (vr == 0 && !a->in_place)
+        wf_plan_copy(plan, wf_bref(WF_BUF_RECV, 0), wf_bref(WF_BUF_SEND, 0),
+                     bytes, WF_NO_DEP, WF_NO_DEP, WF_NO_DEP);
+    for (size_t c = 0; c < nc; c++) {
+        uint64_t off = c * ce * es;
+        uint64_t len = WF_MIN(ce, a->count - c * ce) * es;
+        wf_bref_t src = wf_bref(vr == 0 ? WF_BUF_SEND : WF_BUF_RECV, off);
+        int32_t got = WF_NO_DEP;
+        if (vr != 0)
+            got = wf_plan_recv(plan, parent, (uint32_t)c,
+                               wf_bref(WF_BUF_RECV, off), len, WF_NO_DEP,
+                               WF_NO_DEP, WF_NO_DEP);
+        for (int i = 0; i < nk; i++)
+            wf_plan_send(plan, peers[i], (uint32_t)c, src, len, got,
+                         WF_NO_DEP, WF_NO_DEP);
+    }
+    if (plan->failed) {
+        WEFT_WARN(COLL, "out of memory building a tree broadcast plan for "
+                  "%zu elements", a->count);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    return WEFT_OK;
+}
+
+static bool tree_supports(const wf_coll_args_t *a)
+{
+    return a->coll == WF_COLL_BROADCAST;
+}
+
+static double tree_cost(const wf_coll_args_t *a)
+{
+    if (a->size == 1)
+        return wf_rtree_single_cost(a);
+    double L = wf_ceil_log2(a->size);
+    double bytes = (double)a->count * (double)a->elem_size;
+    double nc = (double)WF_MAX((size_t)1, wf_rtree_nchunks(
+                                   a->count, wf_rtree_chunk_elems(a)));
+    return wf_cost(L * nc, L * bytes, 0);
+}
+
+const wf_algo_t wf_algo_bcast_tree = {
+    .name = "tree",
+    .coll = WF_COLL_BROADCAST,
+    .id = 20,
+    .supports = tree_supports,
+    .cost = tree_cost,
+    .build = tree_build,
+};

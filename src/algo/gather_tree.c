@@ -1,0 +1,138 @@
+/*
+ * gather_tree.c - binomial-tree gather to the root.
+ *
+ * In the binomial tree over relative ranks (rtree.h) the subtree of vr is
+ * the contiguous range [vr, vr + subtree(vr)).  A leaf sends its block to
+ * its parent; an inner rank collects its own block and its children's
+ * subtrees in scratch, in relative order, and forwards the whole subtree
+ * in one message; the root receives each child's subtree straight into
+ * its receive buffer.  ceil(log2 n) rounds and n-1 messages in all, versus
+ * n-1 rounds at the root for a linear gather: the choice for small and
+ * medium blocks.  The root's receive buffer is in absolute rank order, so
+ * a child subtree that wraps past rank n-1 arrives as two messages, one
+ * per contiguous range; the child splits its scratch the same way.
+ *
+ * Dependencies: an inner rank's send waits for the copy of its own block
+ * and for every child's receive (joined with empty copies when there are
+ * more than three).  Nothing is overwritten: each scratch or receive
+ * region is written once.  The root's own block is one copy (none in
+ * place).  Tags: 0, and 1 for the second half of a wrapped subtree.
+ * Messages are not chunked: the data only goes up the tree, and the root
+ * receives all of it whatever the chunking.
+ *
+ * Cost: wf_cost(ceil(log2 n), (n-1) * block, 0), the root's link
+ * carrying all other blocks.
+ */
+#include "algo/algo.h"
+#include "algo/cost.h"
+#include "algo/rtree.h"
+#include "common.h"
+
+typedef struct {
+    const wf_coll_args_t *a;
+    wf_plan_t *plan;
+    int n, vr;
+    uint64_t blk;
+} gtree_t;
+
+/* The root: its own block, then each child's subtree in place. */
+static void build_root(gtree_t *g)
+{
+    const wf_coll_args_t *a = g->a;
+    int kids[WF_RTREE_MAX_CHILDREN], abs[2], len[2];
+    int nk = wf_rtree_children(0, g->n, false, kids);
+    if (!a->in_place)
+        wf_plan_copy(g->plan, wf_bref(WF_BUF_RECV, (uint64_t)a->root * g->blk),
+                     wf_bref(WF_BUF_SEND, 0), g->blk, WF_NO_DEP, WF_NO_DEP,
+                     WF_NO_DEP);
+    for (int i = 0; i < nk; i++) {
+        int peer = wf_rtree_rank(kids[i], a->root, g->n);
+        int np = wf_rtree_wrap(kids[i], wf_rtree_subtree(kids[i], g->n),
+                               a->root, g->n, abs, len);
+        for (int p = 0; p < np; p++)
+            wf_plan_recv(g->plan, peer, (uint32_t)p,
+                         wf_bref(WF_BUF_RECV, (uint64_t)abs[p] * g->blk),
+                         (uint64_t)len[p] * g->blk, WF_NO_DEP, WF_NO_DEP,
+                         WF_NO_DEP);
+    }
+}
+
+/* An inner non-root rank: collect the subtree in scratch, forward it. */
+static void build_inner(gtree_t *g, const int *kids, int nk, int parent)
+{
+    const wf_coll_args_t *a = g->a;
+    int32_t deps[WF_RTREE_MAX_CHILDREN + 1];
+    int sz = wf_rtree_subtree(g->vr, g->n), abs[2], len[2];
+    g->plan->scratch_bytes = (uint64_t)sz * g->blk;
+    deps[0] = wf_plan_copy(g->plan, wf_bref(WF_BUF_SCRATCH, 0),
+                           wf_bref(WF_BUF_SEND, 0), g->blk, WF_NO_DEP,
+                           WF_NO_DEP, WF_NO_DEP);
+    for (int i = 0; i < nk; i++)
+        deps[i + 1] = wf_plan_recv(
+            g->plan, wf_rtree_rank(kids[i], a->root, g->n), 0,
+            wf_bref(WF_BUF_SCRATCH, (uint64_t)(kids[i] - g->vr) * g->blk),
+            (uint64_t)wf_rtree_subtree(kids[i], g->n) * g->blk, WF_NO_DEP,
+            WF_NO_DEP, WF_NO_DEP);
+    int32_t all = wf_rtree_join(g->plan, deps, nk + 1,
+                                wf_bref(WF_BUF_SCRATCH, 0));
+    int np = 1;
+    len[0] = sz;
+    if (wf_rtree_parent(g->vr) == 0) /* the root's layout: maybe split */
+        np = wf_rtree_wrap(g->vr, sz, a->root, g->n, abs, len);
+    for (int p = 0, first = 0; p < np; first += len[p], p++)
+        wf_plan_send(g->plan, parent, (uint32_t)p,
+                     wf_bref(WF_BUF_SCRATCH, (uint64_t)first * g->blk),
+                     (uint64_t)len[p] * g->blk, all, WF_NO_DEP, WF_NO_DEP);
+}
+
+static weft_status_t gtree_build(const wf_coll_args_t *a, wf_plan_t *plan)
+{
+    gtree_t g = {.a = a, .plan = plan, .n = a->size,
+                 .vr = wf_rtree_vrank(a->rank, a->root, a->size),
+                 .blk = (uint64_t)a->count * a->elem_size};
+    if (g.n == 1)
+        return wf_rtree_build_single(a, plan, wf_bref(WF_BUF_RECV, 0),
+                                     wf_bref(WF_BUF_SEND, 0), g.blk);
+    if (a->count == 0)
+        return wf_rtree_build_empty(a, plan, false);
+    if (g.vr == 0) {
+        build_root(&g);
+    } else {
+        int kids[WF_RTREE_MAX_CHILDREN];
+        int nk = wf_rtree_children(g.vr, g.n, false, kids);
+        int parent = wf_rtree_rank(wf_rtree_parent(g.vr), a->root, g.n);
+        if (nk == 0) /* a leaf: one block, never split */
+            wf_plan_send(plan, parent, 0, wf_bref(WF_BUF_SEND, 0), g.blk,
+                         WF_NO_DEP, WF_NO_DEP, WF_NO_DEP);
+        else
+            build_inner(&g, kids, nk, parent);
+    }
+    if (plan->failed) {
+        WEFT_WARN(COLL, "out of memory building a tree gather plan for %zu "
+                  "elements per rank", a->count);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    return WEFT_OK;
+}
+
+static bool gtree_supports(const wf_coll_args_t *a)
+{
+    return a->coll == WF_COLL_GATHER;
+}
+
+static double gtree_cost(const wf_coll_args_t *a)
+{
+    if (a->size == 1)
+        return wf_rtree_single_cost(a);
+    double blk = (double)a->count * (double)a->elem_size;
+    return wf_cost(wf_ceil_log2(a->size), (a->size - 1) * blk, 0);
+}
+
+const wf_algo_t wf_algo_gather_tree = {
+    .name = "tree",
+    .coll = WF_COLL_GATHER,
+    .id = 25,
+    .supports = gtree_supports,
+    .cost = gtree_cost,
+    .build = gtree_build,
+};

@@ -1,0 +1,266 @@
+/*
+ * reducescatter_rhd.c - reduce-scatter by recursive halving.  On a power
+ * of two each rank starts responsible for all blocks; in each round
+ * (distance d = size/2, size/4, ..., 1) it splits its range of blocks in
+ * two, sends the half its partner r ^ d keeps and receives the partner's
+ * contribution to the half it keeps, adding it to its partial sums.
+ * After log2(size) rounds it holds the sum of block r.
+ *
+ * Other sizes fold (unrooted_util.h): rank p + i sends its whole input to
+ * rank i, which adds it to its own first; ranks 0..p-1 halve over
+ * "virtual ranks", rank v standing for blocks v and v + p (contiguous in
+ * the virtual block order, so every range is one virtual interval); at
+ * the end rank i sends the finished block p + i to rank p + i.
+ *
+ * Buffers: Q (incoming contributions) and P (partial sums), each as large
+ * as the half kept after the first round, both indexed by virtual offset
+ * minus that half's start; F (only on a rank that folds in) the sum of
+ * its own and the folded rank's input, indexed by virtual offset.  The
+ * caller's send buffer is only read; the last round writes block r of the
+ * result straight into the receive buffer.
+ *
+ * Pieces: every range is cut at the chunk grid (aligned at virtual 0) and
+ * at the non-contiguous virtual boundaries, so a piece of a later, nested
+ * range lies inside one piece of the earlier one: each dependency below
+ * is a single step, found through per-round traces.
+ *  - the send of round i reads the partial of round i-1 (its reduce), or
+ *    F (its reduce) or the send buffer (nothing) in round 0;
+ *  - the receive of round i overwrites Q where round i-1's reduce read,
+ *    so it waits for that reduce;
+ *  - the reduce waits for its receive and for the step that produced its
+ *    other operand; the P region it writes was last read by that same
+ *    step (sends read only the other half);
+ *  - in place the folded rank's final receive overwrites its own input
+ *    block, which its fold sends read: it waits for them.
+ *  - WEFT_AVG: the owner of each result block divides it once.
+ * Tags restart at 0 per pair: partners differ each round; the fold goes
+ * p+i -> i and the result i -> p+i.
+ *
+ * Cost: power of two: log2(size) rounds, (size-1) blocks sent and
+ * reduced.  Other sizes: two more rounds and a whole input more.
+ */
+#include "algo/algo.h"
+#include "algo/cost.h"
+#include "algo/unrooted_util.h"
+#include "common.h"
+
+typedef struct {
+    const wf_coll_args_t *a;
+    wf_plan_t *plan;
+    wf_unr_fold_t f;
+    wf_unr_cuts_t cuts;
+    uint64_t base;            /* virtual start of the first kept half */
+    uint64_t q_off, p_off, f_off;
+    wf_unr_trace_t prev, cur; /* reduces of the last and this round */
+    wf_unr_trace_t fold;      /* F's reduces, or the folded rank's sends */
+    bool folds_in;
+} rhd_t;
+
+static uint64_t vbyte(const rhd_t *g, int v)
+{
+    return wf_unr_vstart(&g->f, v) * g->f.block;
+}
+
+/* Where round `round` reads this rank's running value of virtual byte x,
+ * adding the step that wrote it to *d. */
+static wf_bref_t operand(rhd_t *g, int round, uint64_t x, uint64_t len,
+                         wf_unr_deps_t *d)
+{
+    wf_bref_t anchor = wf_bref(WF_BUF_SCRATCH, 0);
+    if (round > 0) {
+        wf_unr_trace_deps(&g->prev, x, len, d, g->plan, anchor);
+        return wf_bref(WF_BUF_SCRATCH, g->p_off + x - g->base);
+    }
+    if (g->folds_in) {
+        wf_unr_trace_deps(&g->fold, x, len, d, g->plan, anchor);
+        return wf_bref(WF_BUF_SCRATCH, g->f_off + x);
+    }
+    return wf_bref(WF_BUF_SEND, wf_unr_vreal(&g->f, x));
+}
+
+/* Rank i < e: receive rank p+i's input into F and add the own input. */
+static void rhd_fold_in(rhd_t *g)
+{
+    int from = g->a->rank + g->f.p;
+    wf_unr_iter_t it = wf_unr_pieces(&g->cuts, 0, vbyte(g, g->f.p));
+    uint64_t x, len;
+    uint32_t tag = 0;
+    wf_unr_trace_batch(&g->fold);
+    while (wf_unr_next(&it, &x, &len)) {
+        wf_bref_t fx = wf_bref(WF_BUF_SCRATCH, g->f_off + x);
+        int32_t rv = wf_plan_recv(g->plan, from, tag++, fx, len, WF_NO_DEP,
+                                  WF_NO_DEP, WF_NO_DEP);
+        int32_t red = wf_plan_reduce(
+            g->plan, fx, wf_bref(WF_BUF_SEND, wf_unr_vreal(&g->f, x)), fx,
+            len / g->a->elem_size, rv, WF_NO_DEP, WF_NO_DEP);
+        wf_unr_trace_add(&g->fold, x, len, red);
+    }
+}
+
+static void rhd_send(rhd_t *g, int round, int peer, uint64_t lo, uint64_t hi)
+{
+    wf_unr_iter_t it = wf_unr_pieces(&g->cuts, lo, hi);
+    uint64_t x, len;
+    uint32_t tag = 0;
+    while (wf_unr_next(&it, &x, &len)) {
+        wf_unr_deps_t d = wf_unr_deps_none();
+        wf_bref_t src = operand(g, round, x, len, &d);
+        wf_plan_send(g->plan, peer, tag++, src, len, d.d[0], d.d[1],
+                     d.d[2]);
+    }
+}
+
+/* Receives the partner's part of [lo, hi) and adds it; in the last round
+ * the own block goes to the receive buffer. */
+static void rhd_recv(rhd_t *g, int round, bool last, int peer, uint64_t lo,
+                     uint64_t hi)
+{
+    const wf_coll_args_t *a = g->a;
+    wf_bref_t anchor = wf_bref(WF_BUF_SCRATCH, 0);
+    uint64_t own = vbyte(g, a->rank);
+    wf_unr_iter_t it = wf_unr_pieces(&g->cuts, lo, hi);
+    uint64_t x, len;
+    uint32_t tag = 0;
+    wf_unr_trace_clear(&g->cur);
+    while (wf_unr_next(&it, &x, &len)) {
+        wf_unr_deps_t war = wf_unr_deps_none(), d = wf_unr_deps_none();
+        if (round > 0)
+            wf_unr_trace_deps(&g->prev, x, len, &war, g->plan, anchor);
+        wf_bref_t q = wf_bref(WF_BUF_SCRATCH, g->q_off + x - g->base);
+        int32_t rv = wf_plan_recv(g->plan, peer, tag++, q, len, war.d[0],
+                                  war.d[1], war.d[2]);
+        wf_unr_deps_add(&d, g->plan, anchor, rv);
+        wf_bref_t src = operand(g, round, x, len, &d);
+        bool result = last && x < own + g->f.block;
+        wf_bref_t dst = result ? wf_bref(WF_BUF_RECV, x - own)
+                               : wf_bref(WF_BUF_SCRATCH,
+                                         g->p_off + x - g->base);
+        size_t elems = len / a->elem_size;
+        int32_t red = wf_plan_reduce(g->plan, dst, src, q, elems, d.d[0],
+                                     d.d[1], d.d[2]);
+        wf_unr_trace_add(&g->cur, x, len, red);
+        if (result && a->op == WEFT_AVG)
+            wf_plan_avg(g->plan, dst, elems, red, WF_NO_DEP, WF_NO_DEP);
+    }
+    wf_unr_trace_t t = g->prev;
+    g->prev = g->cur;
+    g->cur = t;
+}
+
+static void rhd_main(rhd_t *g)
+{
+    int v = g->a->rank, p = g->f.p;
+    if (g->folds_in)
+        rhd_fold_in(g);
+    int lo = 0, round = 0;
+    for (int d = p / 2; d >= 1; d /= 2, round++) {
+        int keep = (v & d) ? lo + d : lo, give = (v & d) ? lo : lo + d;
+        rhd_send(g, round, v ^ d, vbyte(g, give), vbyte(g, give + d));
+        rhd_recv(g, round, d == 1, v ^ d, vbyte(g, keep),
+                 vbyte(g, keep + d));
+        lo = keep;
+    }
+    if (v < g->f.e) /* hand block v + p to its owner */
+        rhd_send(g, round, v + p, vbyte(g, v) + g->f.block,
+                 vbyte(g, v + 1));
+}
+
+/* Rank p + i: send the whole input to rank i, receive the result. */
+static void rhd_folded(rhd_t *g)
+{
+    const wf_coll_args_t *a = g->a;
+    int host = a->rank - g->f.p;
+    wf_unr_iter_t it = wf_unr_pieces(&g->cuts, 0, vbyte(g, g->f.p));
+    uint64_t x, len, mine = vbyte(g, host) + g->f.block;
+    uint32_t tag = 0;
+    wf_unr_trace_batch(&g->fold);
+    while (wf_unr_next(&it, &x, &len)) {
+        int32_t s = wf_plan_send(
+            g->plan, host, tag++, wf_bref(WF_BUF_SEND, wf_unr_vreal(&g->f, x)),
+            len, WF_NO_DEP, WF_NO_DEP, WF_NO_DEP);
+        wf_unr_trace_add(&g->fold, x, len, s);
+    }
+    it = wf_unr_pieces(&g->cuts, mine, mine + g->f.block);
+    tag = 0;
+    while (wf_unr_next(&it, &x, &len)) {
+        wf_unr_deps_t d = wf_unr_deps_none();
+        wf_bref_t dst = wf_bref(WF_BUF_RECV, x - mine);
+        if (a->in_place) /* the fold sends read these bytes */
+            wf_unr_trace_deps(&g->fold, x, len, &d, g->plan, dst);
+        int32_t rv = wf_plan_recv(g->plan, host, tag++, dst, len, d.d[0],
+                                  d.d[1], d.d[2]);
+        if (a->op == WEFT_AVG)
+            wf_plan_avg(g->plan, dst, len / a->elem_size, rv, WF_NO_DEP,
+                        WF_NO_DEP);
+    }
+}
+
+static void rhd_layout(rhd_t *g)
+{
+    int v = g->a->rank, half = g->f.p / 2;
+    int lo = v < half ? 0 : half;
+    g->base = vbyte(g, lo);
+    uint64_t kept = vbyte(g, lo + half) - g->base;
+    g->folds_in = v < g->f.e;
+    g->q_off = 0;
+    g->p_off = kept;
+    g->f_off = 2 * kept;
+    g->plan->scratch_bytes = 2 * kept + (g->folds_in ? vbyte(g, g->f.p) : 0);
+}
+
+static weft_status_t rhd_build(const wf_coll_args_t *a, wf_plan_t *plan)
+{
+    bool done;
+    WEFT_CHECK(wf_unr_build_trivial(a, plan, &done));
+    if (done)
+        return WEFT_OK;
+    rhd_t g = {.a = a, .plan = plan, .f = wf_unr_fold(a)};
+    g.cuts = wf_unr_vcuts(&g.f, wf_unr_grid(a));
+    wf_unr_trace_init(&g.prev);
+    wf_unr_trace_init(&g.cur);
+    wf_unr_trace_init(&g.fold);
+    if (a->rank >= g.f.p) {
+        rhd_folded(&g);
+    } else {
+        rhd_layout(&g);
+        rhd_main(&g);
+    }
+    bool failed = g.prev.failed || g.cur.failed || g.fold.failed ||
+                  plan->failed;
+    wf_unr_trace_free(&g.prev);
+    wf_unr_trace_free(&g.cur);
+    wf_unr_trace_free(&g.fold);
+    if (failed) {
+        WEFT_WARN(COLL, "out of memory building a recursive-halving "
+                  "reduce-scatter of %zu elements", a->count);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    return WEFT_OK;
+}
+
+static bool rhd_supports(const wf_coll_args_t *a)
+{
+    return a->coll == WF_COLL_REDUCE_SCATTER;
+}
+
+static double rhd_cost(const wf_coll_args_t *a)
+{
+    double n = a->size, block = (double)a->count * (double)a->elem_size;
+    int p = 1;
+    while (p * 2 <= a->size)
+        p *= 2;
+    double lg = wf_ceil_log2(p), moved = (n - 1) * block;
+    if (p != a->size) /* the fold in, the result out */
+        return wf_cost(lg + 2, WF_UNR_FAR_FACTOR * (moved + n * block),
+                       moved + n * block);
+    return wf_cost(lg, WF_UNR_FAR_FACTOR * moved, moved);
+}
+
+const wf_algo_t wf_algo_reducescatter_rhd = {
+    .name = "rhd",
+    .coll = WF_COLL_REDUCE_SCATTER,
+    .id = 46,
+    .supports = rhd_supports,
+    .cost = rhd_cost,
+    .build = rhd_build,
+};

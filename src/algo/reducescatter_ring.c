@@ -1,0 +1,134 @@
+/*
+ * reducescatter_ring.c - ring reduce-scatter, the first half of the ring
+ * allreduce with whole blocks as segments.  In step s (0 <= s < size-1)
+ * rank r sends its partial sum of block r-s-1 to its right neighbour and
+ * receives the left neighbour's partial of block r-s-2, which it adds to
+ * its own contribution; the partial received in the last step is block r,
+ * whose sum goes to the receive buffer.  Blocks are cut into chunks
+ * (WEFT_CHUNK_SIZE) so receiving, reducing and forwarding pipeline.
+ *
+ * Buffers: the caller's send buffer is only read (in place, recvbuf ==
+ * sendbuf + r * block, block r of the input is read just once, by the
+ * final reduction that writes the same bytes).  Partial sums live in two
+ * scratch slots of one block each, alternating by step parity: the
+ * receive of step s lands in slot s%2, is reduced there in place, and is
+ * sent from there in step s+1.
+ *
+ * Dependencies per chunk:
+ *  - the send of step s waits for the reduce of step s-1 (step 0 sends the
+ *    own contribution from the send buffer: no wait);
+ *  - the receive of step s overwrites slot s%2, last read by the send of
+ *    step s-1, so it waits for that send (which itself waited for the
+ *    reduce that wrote the slot);
+ *  - the reduce waits for its receive;
+ *  - WEFT_AVG: each rank divides its own result block once, after the
+ *    final reduce.
+ * Tags: one running number per direction, both sides enumerate (step,
+ * chunk) alike.
+ *
+ * Cost: size-1 rounds, (size-1) blocks sent and reduced per rank.
+ */
+#include <stdlib.h>
+
+#include "algo/algo.h"
+#include "algo/cost.h"
+#include "algo/unrooted_util.h"
+#include "common.h"
+
+typedef struct {
+    const wf_coll_args_t *a;
+    wf_plan_t *plan;
+    uint64_t block, grid, nchunks;
+    int32_t *red;      /* per chunk: the reduce of the previous step */
+    int32_t *sent[2];  /* per chunk: the sends of this and the last step */
+} rsring_t;
+
+static void rsring_send(rsring_t *g, int s, uint32_t *tag)
+{
+    const wf_coll_args_t *a = g->a;
+    int right = wf_unr_mod(a->rank + 1, a->size);
+    uint64_t blk = (uint64_t)wf_unr_mod(a->rank - s - 1, a->size) * g->block;
+    uint64_t slot = (uint64_t)((s + 1) % 2) * g->block; /* step s-1's */
+    int32_t *sent = g->sent[s % 2];
+    for (uint64_t c = 0; c < g->nchunks; c++) {
+        uint64_t off = c * g->grid, len = WF_MIN(g->grid, g->block - off);
+        wf_bref_t src = s == 0 ? wf_bref(WF_BUF_SEND, blk + off)
+                               : wf_bref(WF_BUF_SCRATCH, slot + off);
+        sent[c] = wf_plan_send(g->plan, right, (*tag)++, src, len,
+                               s == 0 ? WF_NO_DEP : g->red[c], WF_NO_DEP,
+                               WF_NO_DEP);
+    }
+}
+
+static void rsring_recv(rsring_t *g, int s, uint32_t *tag)
+{
+    const wf_coll_args_t *a = g->a;
+    size_t es = a->elem_size;
+    int left = wf_unr_mod(a->rank - 1, a->size);
+    bool last = s == a->size - 2;
+    uint64_t blk = (uint64_t)wf_unr_mod(a->rank - s - 2, a->size) * g->block;
+    uint64_t slot = (uint64_t)(s % 2) * g->block;
+    const int32_t *reader = g->sent[(s + 1) % 2]; /* step s-1's sends */
+    for (uint64_t c = 0; c < g->nchunks; c++) {
+        uint64_t off = c * g->grid, len = WF_MIN(g->grid, g->block - off);
+        wf_bref_t tmp = wf_bref(WF_BUF_SCRATCH, slot + off);
+        int32_t rv = wf_plan_recv(g->plan, left, (*tag)++, tmp, len,
+                                  s == 0 ? WF_NO_DEP : reader[c], WF_NO_DEP,
+                                  WF_NO_DEP);
+        wf_bref_t dst = last ? wf_bref(WF_BUF_RECV, off) : tmp;
+        g->red[c] = wf_plan_reduce(g->plan, dst,
+                                   wf_bref(WF_BUF_SEND, blk + off), tmp,
+                                   len / es, rv, WF_NO_DEP, WF_NO_DEP);
+        if (last && a->op == WEFT_AVG)
+            wf_plan_avg(g->plan, dst, len / es, g->red[c], WF_NO_DEP,
+                        WF_NO_DEP);
+    }
+}
+
+static weft_status_t rsring_build(const wf_coll_args_t *a, wf_plan_t *plan)
+{
+    bool done;
+    WEFT_CHECK(wf_unr_build_trivial(a, plan, &done));
+    if (done)
+        return WEFT_OK;
+    rsring_t g = {.a = a, .plan = plan};
+    g.block = (uint64_t)a->count * a->elem_size;
+    g.grid = wf_unr_grid(a);
+    g.nchunks = (g.block + g.grid - 1) / g.grid;
+    g.red = malloc(3 * g.nchunks * sizeof(*g.red));
+    if (!g.red) {
+        WEFT_WARN(COLL, "out of memory building a ring reduce-scatter of "
+                  "%zu elements", a->count);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    g.sent[0] = g.red + g.nchunks;
+    g.sent[1] = g.sent[0] + g.nchunks;
+    plan->scratch_bytes = 2 * g.block;
+    uint32_t send_tag = 0, recv_tag = 0;
+    for (int s = 0; s < a->size - 1; s++) {
+        rsring_send(&g, s, &send_tag);
+        rsring_recv(&g, s, &recv_tag);
+    }
+    free(g.red);
+    return plan->failed ? WEFT_ERR_NO_MEMORY : WEFT_OK;
+}
+
+static bool rsring_supports(const wf_coll_args_t *a)
+{
+    return a->coll == WF_COLL_REDUCE_SCATTER;
+}
+
+static double rsring_cost(const wf_coll_args_t *a)
+{
+    double n = a->size, block = (double)a->count * (double)a->elem_size;
+    return wf_cost(n - 1, (n - 1) * block, (n - 1) * block);
+}
+
+const wf_algo_t wf_algo_reducescatter_ring = {
+    .name = "ring",
+    .coll = WF_COLL_REDUCE_SCATTER,
+    .id = 45,
+    .supports = rsring_supports,
+    .cost = rsring_cost,
+    .build = rsring_build,
+};

@@ -1,0 +1,87 @@
+/*
+ * rtree.h - shared pieces of the rooted collectives (broadcast, reduce,
+ * gather, scatter): binomial trees over ranks renumbered relative to the
+ * root, the chunk grid, dependency joins, and the trivial plans (one rank,
+ * zero elements).
+ *
+ * Relative rank vr = (rank - root) mod n, so the root is 0.  In the
+ * binomial tree the parent of vr > 0 is vr with its lowest set bit
+ * cleared; the children of vr are vr + 2^k for every 2^k below that bit
+ * (every 2^k < n for the root), and the subtree of vr is the contiguous
+ * range [vr, vr + wf_rtree_subtree(vr)) of relative ranks.  The tree has
+ * depth ceil(log2 n) and the root has that many children.
+ */
+#ifndef WF_RTREE_H
+#define WF_RTREE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "algo/algo.h"
+
+/* Enough for every child of a binomial root of INT_MAX ranks. */
+#define WF_RTREE_MAX_CHILDREN 32
+
+static inline int wf_rtree_vrank(int rank, int root, int n)
+{
+    return (rank - root + n) % n;
+}
+
+static inline int wf_rtree_rank(int vr, int root, int n)
+{
+    return (vr + root) % n;
+}
+
+/* Relative parent of vr > 0. */
+static inline int wf_rtree_parent(int vr)
+{
+    return vr & (vr - 1);
+}
+
+/* Number of relative ranks in the subtree rooted at vr. */
+int wf_rtree_subtree(int vr, int n);
+
+/* Children of vr, relative, in descending subtree size (largest first:
+ * the order a broadcast or scatter serves them) or ascending (smallest
+ * first: the order their reductions or blocks arrive).  Returns the count. */
+int wf_rtree_children(int vr, int n, bool largest_first, int *children);
+
+/* Blocks [lo, lo + cnt) in relative order, as absolute ranks: one range,
+ * or two when they wrap past rank n-1 (at the root's children in gather
+ * and scatter, whose user buffers are in absolute order).  Fills abs[i]
+ * (first absolute rank) and len[i]; returns the number of ranges. */
+int wf_rtree_wrap(int lo, int cnt, int root, int n, int abs[2], int len[2]);
+
+/* Elements per pipelined chunk: WEFT_CHUNK_SIZE rounded down to whole
+ * elements, raised where needed so that a buffer has at most 2^28 chunks
+ * (tags stay far below 2^32 even when a plan numbers two phases). */
+size_t wf_rtree_chunk_elems(const wf_coll_args_t *a);
+
+/* ceil(count / chunk_elems), at least 1 when count > 0. */
+size_t wf_rtree_nchunks(size_t count, size_t chunk_elems);
+
+/* One step that completes when all `n` steps in deps are done (WF_NO_DEP
+ * entries are ignored): the step itself when there is one, else a chain of
+ * empty copies on `anchor`, which must name a buffer that exists on this
+ * rank (the engine passes its pointer to memmove, even for 0 bytes). */
+int32_t wf_rtree_join(wf_plan_t *plan, const int32_t *deps, int n,
+                      wf_bref_t anchor);
+
+/* Plans for one rank: the local copy from `src` to `dst` (bytes) unless in
+ * place, and nothing else.  Returns the plan's status. */
+weft_status_t wf_rtree_build_single(const wf_coll_args_t *a, wf_plan_t *plan,
+                                    wf_bref_t dst, wf_bref_t src,
+                                    uint64_t bytes);
+
+/* Zero elements on several ranks: one empty message along every edge of
+ * the binomial tree (towards the leaves when `down`, else towards the
+ * root, a parent waiting for its children first), tag 0, so that a rank
+ * whose count differs is told by the signature check. */
+weft_status_t wf_rtree_build_empty(const wf_coll_args_t *a, wf_plan_t *plan,
+                                   bool down);
+
+/* Cost of a plan that only copies or does nothing (one rank). */
+double wf_rtree_single_cost(const wf_coll_args_t *a);
+
+#endif /* WF_RTREE_H */

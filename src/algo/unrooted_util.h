@@ -1,0 +1,166 @@
+/*
+ * unrooted_util.h - helpers shared by the unrooted collectives (allgather,
+ * reduce-scatter, alltoall, barrier): the trivial cases, cutting byte
+ * ranges into messages, tracking which step last wrote a range, and
+ * joining many dependencies into the three a step can hold.
+ *
+ * Cutting: a range [lo, hi) of some logical byte space is cut into pieces
+ * at every multiple of the grid (the chunk size, rounded to whole
+ * elements), at a set of break points (where the logical space stops
+ * being contiguous in the real buffer), and at its own ends.  Both sides
+ * of a message compute the pieces from the same inputs, so the pieces
+ * (and their running tags) match without negotiation.  A range inside
+ * another range is cut into pieces that each lie inside one piece of the
+ * outer range, which is what makes the recursive halving's dependencies
+ * exact.
+ *
+ * Tracing: algorithms that forward data they received (recursive
+ * doubling, Bruck) send pieces that can span several received pieces; a
+ * trace records (range, step) for every write and returns the steps a
+ * later read of a range must wait for.
+ */
+#ifndef WF_ALGO_UNROOTED_UTIL_H
+#define WF_ALGO_UNROOTED_UTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "algo/algo.h"
+
+/*
+ * Bandwidth factor for the log-round algorithms (recursive doubling,
+ * Bruck, recursive halving).  In the plain alpha-beta model they send the
+ * same bytes as a ring in fewer rounds, so they would win at every size;
+ * in practice they lose for large messages: each round talks to a farther
+ * peer (no neighbour locality, more connections), and a round forwards
+ * data only once the previous round's pieces have landed, so consecutive
+ * rounds overlap less than the ring's chunk pipeline.  This factor on
+ * their byte term puts the crossover with the ring in the hundreds of
+ * kilobytes per rank on 8 ranks; calibrate it with the other constants.
+ */
+#define WF_UNR_FAR_FACTOR 1.1
+
+static inline int wf_unr_mod(int x, int n) { return ((x % n) + n) % n; }
+
+/* The chunk size in bytes, a whole number of elements, at least one. */
+static inline uint64_t wf_unr_grid(const wf_coll_args_t *a)
+{
+    uint64_t elems = a->chunk_bytes / a->elem_size;
+    return (elems ? elems : 1) * a->elem_size;
+}
+
+/*
+ * The cases every unrooted collective treats alike: one rank (copy the
+ * block unless in place) and zero elements on several ranks (one empty
+ * message to the right neighbour, so a rank whose count differs is told:
+ * the signature carries the count).  Sets *done when it built the plan.
+ */
+weft_status_t wf_unr_build_trivial(const wf_coll_args_t *a, wf_plan_t *plan,
+                                   bool *done);
+
+/* Break points b0 + i * step for 0 <= i < nbreaks (none when 0). */
+typedef struct {
+    uint64_t grid;
+    uint64_t b0, step;
+    uint64_t nbreaks;
+} wf_unr_cuts_t;
+
+/* Iterates over the pieces of [lo, hi). */
+typedef struct {
+    const wf_unr_cuts_t *cuts;
+    uint64_t pos, hi;
+} wf_unr_iter_t;
+
+static inline wf_unr_iter_t wf_unr_pieces(const wf_unr_cuts_t *cuts,
+                                          uint64_t lo, uint64_t hi)
+{
+    wf_unr_iter_t it = {cuts, lo, hi};
+    return it;
+}
+
+/* The next piece as [*start, *start + *len); false at the end. */
+bool wf_unr_next(wf_unr_iter_t *it, uint64_t *start, uint64_t *len);
+
+/*
+ * At most three dependencies, folding more into zero-byte copies (a copy
+ * of nothing that waits for three steps stands for all three).  `anchor`
+ * is any valid, non-NULL buffer reference for those copies.
+ */
+typedef struct {
+    int32_t d[WF_STEP_MAX_DEPS];
+    int n;
+} wf_unr_deps_t;
+
+static inline wf_unr_deps_t wf_unr_deps_none(void)
+{
+    wf_unr_deps_t d = {{WF_NO_DEP, WF_NO_DEP, WF_NO_DEP}, 0};
+    return d;
+}
+
+void wf_unr_deps_add(wf_unr_deps_t *d, wf_plan_t *plan, wf_bref_t anchor,
+                     int32_t step);
+
+/*
+ * Which step wrote which range: batches of pieces, each batch sorted by
+ * position and free of overlaps (a new batch per round or per run).
+ * Ranges in different batches may overlap only where the caller queries
+ * one trace per generation (the recursive halving keeps one per round).
+ */
+typedef struct {
+    uint64_t lo, hi;
+    int32_t step;
+} wf_unr_piece_t;
+
+#define WF_UNR_MAX_BATCHES 160
+
+typedef struct {
+    wf_unr_piece_t *p;
+    size_t n, cap;
+    size_t start[WF_UNR_MAX_BATCHES + 1];
+    int nbatch;
+    bool failed;
+} wf_unr_trace_t;
+
+void wf_unr_trace_init(wf_unr_trace_t *t);
+void wf_unr_trace_free(wf_unr_trace_t *t);
+/* Empties the trace (keeps its memory). */
+void wf_unr_trace_clear(wf_unr_trace_t *t);
+/* Starts a new batch; later adds go there. */
+void wf_unr_trace_batch(wf_unr_trace_t *t);
+void wf_unr_trace_add(wf_unr_trace_t *t, uint64_t lo, uint64_t len,
+                      int32_t step);
+/* Adds every step that wrote part of [lo, lo + len) to *d. */
+void wf_unr_trace_deps(const wf_unr_trace_t *t, uint64_t lo, uint64_t len,
+                       wf_unr_deps_t *d, wf_plan_t *plan, wf_bref_t anchor);
+
+/*
+ * The fold used by recursive doubling and halving on a size that is not a
+ * power of two: p is the largest power of two <= size, e = size - p, and
+ * rank p + i (i < e) hands its work to rank i.  Rank v < p then stands
+ * for the blocks v and, when v < e, v + p.  In the "virtual" block order
+ * 0, p, 1, p + 1, ..., e - 1, e - 1 + p, e, e + 1, ..., p - 1 the blocks
+ * of any range of virtual ranks are contiguous; the first 2e virtual
+ * blocks are not contiguous in the real buffer, so pieces break at each
+ * of their boundaries.
+ */
+typedef struct {
+    int n, p, e;
+    uint64_t block; /* bytes */
+} wf_unr_fold_t;
+
+wf_unr_fold_t wf_unr_fold(const wf_coll_args_t *a);
+
+/* First virtual block of virtual rank v (v <= p; v == p gives n). */
+static inline uint64_t wf_unr_vstart(const wf_unr_fold_t *f, int v)
+{
+    return (uint64_t)v + (uint64_t)(v < f->e ? v : f->e);
+}
+
+/* The byte offset in the real buffer of virtual byte offset x. */
+uint64_t wf_unr_vreal(const wf_unr_fold_t *f, uint64_t x);
+
+/* Cuts for virtual byte ranges: the grid plus the non-contiguous
+ * boundaries. */
+wf_unr_cuts_t wf_unr_vcuts(const wf_unr_fold_t *f, uint64_t grid);
+
+#endif /* WF_ALGO_UNROOTED_UTIL_H */

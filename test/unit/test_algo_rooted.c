@@ -1,0 +1,267 @@
+/*
+ * test_algo_rooted.c - the rooted collectives (broadcast tree/ring/sag,
+ * reduce tree/rsg, gather tree, scatter tree): the simulator matrix for
+ * each, odd sizes and chunkings beyond it, and closed-form properties of
+ * their plans (who sends how much, every byte received exactly once, the
+ * cost model's order across message sizes).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/algo.h"
+#include "algo/cost.h"
+#include "algo/rtree.h"
+#include "sim.h"
+#include "test.h"
+
+static const wf_algo_t *const rooted[] = {
+    &wf_algo_bcast_tree,  &wf_algo_bcast_ring, &wf_algo_bcast_sag,
+    &wf_algo_reduce_tree, &wf_algo_reduce_rsg, &wf_algo_gather_tree,
+    &wf_algo_scatter_tree,
+};
+#define NROOTED (sizeof(rooted) / sizeof(rooted[0]))
+
+/* One test per algorithm, so a failure names it and each has its own
+ * timeout. */
+#define SIM_TEST(sym)                                                          \
+    WF_TEST(algo_rooted_sim_##sym, 300) { wf_sim_matrix(&wf_algo_##sym, 9); }
+SIM_TEST(bcast_tree)
+SIM_TEST(bcast_ring)
+SIM_TEST(bcast_sag)
+SIM_TEST(reduce_tree)
+SIM_TEST(reduce_rsg)
+SIM_TEST(gather_tree)
+SIM_TEST(scatter_tree)
+
+/* Sizes, roots and chunkings the standard matrix does not reach: 32 and
+ * 33 ranks, every root of 6, chunks that are not a multiple of the
+ * element size, and many chunks per slot ring. */
+WF_TEST(algo_rooted_sim_extra, 300)
+{
+    static const int sizes[] = {6, 11, 32, 33};
+    static const size_t counts[] = {3, 64, 1000};
+    static const size_t chunks[] = {6, 40, 1 << 20};
+    unsigned seed = 1;
+    for (size_t k = 0; k < NROOTED; k++)
+        for (size_t si = 0; si < 4; si++)
+            for (int root = 0; root < sizes[si];
+                 root += sizes[si] > 6 ? 7 : 1)
+                for (size_t ci = 0; ci < 3; ci++)
+                    for (int ip = 0; ip < 2; ip++) {
+                        wf_sim_case_t c = {
+                            .coll = rooted[k]->coll, .size = sizes[si],
+                            .count = counts[ci], .dtype = WEFT_FLOAT32,
+                            .op = ci == 1 ? WEFT_AVG : WEFT_SUM,
+                            .root = root, .in_place = ip,
+                            .chunk_bytes = chunks[(ci + si) % 3]};
+                        ASSERT_TRUE(wf_sim_check(rooted[k], &c, seed++));
+                    }
+}
+
+/* Plans of every rank of one call. */
+typedef struct {
+    wf_plan_t plan[64];
+    wf_coll_args_t args[64];
+    int n;
+} plans_t;
+
+static void build_all(plans_t *p, const wf_algo_t *algo, wf_coll_t coll,
+                      int n, size_t count, int root, size_t chunk)
+{
+    ASSERT_TRUE(n <= 64);
+    p->n = n;
+    for (int r = 0; r < n; r++) {
+        wf_coll_args_t *a = &p->args[r];
+        *a = (wf_coll_args_t){.coll = coll, .count = count,
+                              .dtype = WEFT_FLOAT32, .op = WEFT_SUM,
+                              .elem_size = 4, .peer = -1, .root = root,
+                              .rank = r, .size = n, .chunk_bytes = chunk};
+        uint64_t sb, rb;
+        wf_coll_buffer_bytes(a, &sb, &rb);
+        wf_plan_init(&p->plan[r], a->dtype, a->op, 4, n);
+        ASSERT_OK(algo->build(a, &p->plan[r]));
+        ASSERT_OK(wf_plan_validate(&p->plan[r], n, sb, rb));
+    }
+}
+
+static void free_all(plans_t *p)
+{
+    for (int r = 0; r < p->n; r++)
+        wf_plan_free(&p->plan[r]);
+}
+
+/* Messages and bytes rank r sends (kind WF_STEP_SEND) or receives. */
+static void traffic(const plans_t *p, int r, int kind, uint64_t *msgs,
+                    uint64_t *bytes)
+{
+    *msgs = *bytes = 0;
+    for (uint32_t i = 0; i < p->plan[r].nsteps; i++)
+        if (p->plan[r].steps[i].kind == kind) {
+            (*msgs)++;
+            *bytes += p->plan[r].steps[i].count;
+        }
+}
+
+/* Every byte of rank r's receive buffer [0, len) is written by exactly one
+ * receive. */
+static void expect_received_once(const plans_t *p, int r, uint64_t len)
+{
+    unsigned char *hit = calloc(len + 1, 1);
+    for (uint32_t i = 0; i < p->plan[r].nsteps; i++) {
+        const wf_step_t *s = &p->plan[r].steps[i];
+        if (s->kind != WF_STEP_RECV || s->dst.buf != WF_BUF_RECV)
+            continue;
+        for (uint64_t b = 0; b < s->count; b++)
+            hit[s->dst.off + b]++;
+    }
+    for (uint64_t b = 0; b < len; b++)
+        if (hit[b] != 1)
+            wf_test_fail(__FILE__, __LINE__, "rank %d: byte %llu received "
+                         "%d times", r, (unsigned long long)b, hit[b]);
+    free(hit);
+}
+
+WF_TEST(algo_rooted_bcast_closed_form, 60)
+{
+    static const int sizes[] = {2, 5, 8, 13, 16, 33};
+    for (size_t si = 0; si < 6; si++) {
+        int n = sizes[si], root = n / 2, L = wf_ceil_log2(n);
+        size_t count = 1000, chunk = 256; /* 16 chunks of 64 elements */
+        uint64_t bytes = count * 4, nc = 16, m, b;
+        plans_t p;
+        build_all(&p, &wf_algo_bcast_tree, WF_COLL_BROADCAST, n, count, root,
+                  chunk);
+        traffic(&p, root, WF_STEP_SEND, &m, &b);
+        ASSERT_EQ(m, (uint64_t)L * nc); /* every chunk to L children */
+        ASSERT_EQ(b, (uint64_t)L * bytes);
+        for (int r = 0; r < n; r++)
+            if (r != root) {
+                traffic(&p, r, WF_STEP_RECV, &m, &b);
+                ASSERT_EQ(m, nc);
+                expect_received_once(&p, r, bytes);
+            }
+        free_all(&p);
+        build_all(&p, &wf_algo_bcast_ring, WF_COLL_BROADCAST, n, count, root,
+                  chunk);
+        for (int r = 0; r < n; r++) {
+            traffic(&p, r, WF_STEP_SEND, &m, &b);
+            /* The last rank of the chain, root-1, sends nothing. */
+            ASSERT_EQ(b, r == (root + n - 1) % n ? 0 : bytes);
+            if (r != root)
+                expect_received_once(&p, r, bytes);
+        }
+        free_all(&p);
+        build_all(&p, &wf_algo_bcast_sag, WF_COLL_BROADCAST, n, count, root,
+                  chunk);
+        for (int r = 0; r < n; r++) {
+            traffic(&p, r, WF_STEP_SEND, &m, &b);
+            /* Scatter plus allgather: at most 2 (n-1)/n of the buffer
+             * (plus rounding of uneven segments). */
+            ASSERT_TRUE(b <= 2 * (uint64_t)(n - 1) * (bytes / n + 4));
+            if (r != root)
+                expect_received_once(&p, r, bytes);
+        }
+        traffic(&p, root, WF_STEP_RECV, &m, &b);
+        ASSERT_EQ(m, 0);
+        free_all(&p);
+    }
+}
+
+WF_TEST(algo_rooted_reduce_closed_form, 60)
+{
+    static const int sizes[] = {2, 5, 8, 13, 16, 33};
+    for (size_t si = 0; si < 6; si++) {
+        int n = sizes[si], root = n - 1, L = wf_ceil_log2(n);
+        size_t count = 1000, chunk = 256;
+        uint64_t bytes = count * 4, nc = 16, m, b;
+        plans_t p;
+        build_all(&p, &wf_algo_reduce_tree, WF_COLL_REDUCE, n, count, root,
+                  chunk);
+        traffic(&p, root, WF_STEP_RECV, &m, &b);
+        ASSERT_EQ(m, (uint64_t)L * nc);
+        ASSERT_EQ(b, (uint64_t)L * bytes);
+        for (int r = 0; r < n; r++) {
+            traffic(&p, r, WF_STEP_SEND, &m, &b);
+            ASSERT_EQ(b, r == root ? 0 : bytes); /* once, to the parent */
+            /* Scratch: slot rings, independent of the message size. */
+            ASSERT_TRUE(p.plan[r].scratch_bytes <=
+                        (uint64_t)(L + 1) * 8 * chunk);
+        }
+        free_all(&p);
+        build_all(&p, &wf_algo_reduce_rsg, WF_COLL_REDUCE, n, count, root,
+                  chunk);
+        uint64_t seg = (bytes + 4 * n - 1) / (4 * n) * 4;
+        for (int r = 0; r < n; r++) {
+            traffic(&p, r, WF_STEP_SEND, &m, &b);
+            /* n-1 segments in the ring, then its own to the root. */
+            ASSERT_TRUE(b <= (uint64_t)(r == root ? n - 1 : n) * seg);
+            ASSERT_TRUE(p.plan[r].scratch_bytes <= 2 * seg);
+        }
+        traffic(&p, root, WF_STEP_RECV, &m, &b);
+        ASSERT_TRUE(b <= 2 * (uint64_t)(n - 1) * seg);
+        free_all(&p);
+    }
+}
+
+WF_TEST(algo_rooted_gather_scatter_closed_form, 60)
+{
+    for (int n = 2; n <= 33; n++)
+        for (int root = 0; root < n; root += 3) {
+            size_t count = 5;
+            uint64_t blk = count * 4, m, b, total = 0;
+            plans_t p;
+            build_all(&p, &wf_algo_gather_tree, WF_COLL_GATHER, n, count,
+                      root, 64);
+            traffic(&p, root, WF_STEP_RECV, &m, &b);
+            ASSERT_EQ(b, (uint64_t)(n - 1) * blk); /* all others, once */
+            ASSERT_TRUE(m <= (uint64_t)wf_ceil_log2(n) + 1);
+            for (int r = 0; r < n; r++) {
+                traffic(&p, r, WF_STEP_SEND, &m, &b);
+                total += m;
+                ASSERT_TRUE(m <= (r == root ? 0u : 2u));
+            }
+            ASSERT_TRUE(total <= (uint64_t)n); /* n-1, one split at most */
+            free_all(&p);
+            build_all(&p, &wf_algo_scatter_tree, WF_COLL_SCATTER, n, count,
+                      root, 64);
+            traffic(&p, root, WF_STEP_SEND, &m, &b);
+            ASSERT_EQ(b, (uint64_t)(n - 1) * blk);
+            for (int r = 0; r < n; r++) {
+                /* Each rank receives its whole subtree once. */
+                int sub = wf_rtree_subtree(wf_rtree_vrank(r, root, n), n);
+                traffic(&p, r, WF_STEP_RECV, &m, &b);
+                ASSERT_EQ(b, r == root ? 0 : (uint64_t)sub * blk);
+            }
+            free_all(&p);
+        }
+}
+
+static const char *pick(wf_coll_t coll, int n, size_t bytes)
+{
+    wf_coll_args_t a = {.coll = coll, .count = bytes / 4,
+                        .dtype = WEFT_FLOAT32, .op = WEFT_SUM, .elem_size = 4,
+                        .peer = -1, .root = 0, .rank = 0, .size = n,
+                        .chunk_bytes = 256 << 10};
+    const wf_algo_t *algo;
+    ASSERT_OK(wf_algo_select(&a, "auto", &algo));
+    return algo->name;
+}
+
+/* The cost model orders them as their structure says: trees for small
+ * messages; for broadcast scatter-allgather in the middle and the chain
+ * once the message is many chunks long; Rabenseifner for large reduces. */
+WF_TEST(algo_rooted_cost_order, 30)
+{
+    static const int sizes[] = {4, 8, 16, 64};
+    for (size_t si = 0; si < 4; si++) {
+        int n = sizes[si];
+        ASSERT_STR_CONTAINS(pick(WF_COLL_BROADCAST, n, 1024), "tree");
+        ASSERT_STR_CONTAINS(pick(WF_COLL_BROADCAST, n, 1 << 20), "sag");
+        ASSERT_STR_CONTAINS(pick(WF_COLL_BROADCAST, n, (size_t)n << 22),
+                            "ring");
+        ASSERT_STR_CONTAINS(pick(WF_COLL_REDUCE, n, 1024), "tree");
+        ASSERT_STR_CONTAINS(pick(WF_COLL_REDUCE, n, 64 << 20), "rsg");
+        ASSERT_STR_CONTAINS(pick(WF_COLL_GATHER, n, 1024), "tree");
+        ASSERT_STR_CONTAINS(pick(WF_COLL_SCATTER, n, 1024), "tree");
+    }
+}
