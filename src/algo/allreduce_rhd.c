@@ -18,9 +18,13 @@
  * ranks end with the same bits; the reduce order is still canonical (lower
  * virtual rank's operand first).
  *
- * Units and dependencies.  Transfers are cut into units: chunks of
- * WEFT_CHUNK_SIZE inside each segment, so that every exchanged range is a
- * whole number of units and each unit has one writer at a time.  A unit
+ * Units and dependencies.  The vector is cut into units on one grid of
+ * WEFT_CHUNK_SIZE chunks, and segment s is the units [s*n/p, (s+1)*n/p)
+ * of the n units, so every exchanged range is a whole number of units,
+ * each unit has one writer at a time, and a rank sends at most one message
+ * per unit in each step: about 2 log2(p) messages for a small vector
+ * rather than one per segment (segments of a vector shorter than p chunks
+ * are partly empty; their exchanges send nothing).  A unit
  * lives in SEND until first reduced, then in RECV; partner data lands in
  * scratch at the unit's own offset (less the start of the half kept in
  * the first step, the only one received into: half a vector of scratch,
@@ -53,14 +57,19 @@ typedef struct {
     size_t *seg_unit; /* [p + 1]: first unit of each segment */
 } rhd_t;
 
-/* Element offset and length of unit u of segment s. */
+/* Element offset and length of unit u (of segment s). */
 static void unit_range(const rhd_t *g, int s, size_t u, size_t *off,
                        size_t *len)
 {
-    size_t start, slen, c = u - g->seg_unit[s];
-    wf_algo_segment(g->x.a->count, g->f.p, s, &start, &slen);
-    *off = start + c * g->chunk;
-    *len = WF_MIN(g->chunk, slen - c * g->chunk);
+    (void)s;
+    *off = u * g->chunk;
+    *len = WF_MIN(g->chunk, g->x.a->count - *off);
+}
+
+/* First element of segment s. */
+static size_t seg_start(const rhd_t *g, int s)
+{
+    return WF_MIN(g->seg_unit[s] * g->chunk, g->x.a->count);
 }
 
 static bool rhd_units(rhd_t *g)
@@ -70,12 +79,9 @@ static bool rhd_units(rhd_t *g)
         g->x.plan->failed = true;
         return false;
     }
-    g->seg_unit[0] = 0;
-    for (int s = 0; s < g->f.p; s++) {
-        size_t start, len;
-        wf_algo_segment(g->x.a->count, g->f.p, s, &start, &len);
-        g->seg_unit[s + 1] = g->seg_unit[s] + (len + g->chunk - 1) / g->chunk;
-    }
+    size_t n = (g->x.a->count + g->chunk - 1) / g->chunk;
+    for (int s = 0; s <= g->f.p; s++)
+        g->seg_unit[s] = (size_t)s * n / (size_t)g->f.p;
     return wf_arx_init(&g->x, g->x.a, g->x.plan, g->seg_unit[g->f.p]);
 }
 
@@ -146,16 +152,16 @@ static void rhd_run(rhd_t *g)
         for_units(g, 0, p, RHD_RECV, partner, out_base, false);
         return;
     }
-    size_t lo = 0, hi = g->x.a->count, len;
+    size_t lo = 0, hi = g->x.a->count;
     if (partner >= 0) {
         for_units(g, 0, p, RHD_RECV_REDUCE, partner, 0, true);
     } else {
         /* Without a fold only the half kept in the first step is ever
          * received into: scratch for that half alone. */
         if (g->f.vrank < p / 2)
-            wf_algo_segment(g->x.a->count, p, p / 2, &hi, &len);
+            hi = seg_start(g, p / 2);
         else
-            wf_algo_segment(g->x.a->count, p, p / 2, &lo, &len);
+            lo = seg_start(g, p / 2);
         g->x.sc_base = lo;
     }
     reduce_scatter(g);

@@ -94,23 +94,28 @@ static shape_t plan_shape(const wf_algo_t *algo, int rank, int size,
 WF_TEST(algo_allreduce_rhd_shape, 60)
 {
     size_t count = 1 << 12; /* divisible by every p below */
-    uint64_t bytes = count * 4;
+    uint64_t bytes = count * 4, chunk = bytes / 32; /* 32 units */
     for (int p = 2; p <= 32; p *= 2)
         for (int r = 0; r < p; r++) {
             shape_t sh = plan_shape(&wf_algo_allreduce_rhd, r, p, count,
-                                    1 << 20);
+                                    chunk);
             ASSERT_EQ(sh.sent, 2 * (uint64_t)(p - 1) * bytes / (uint64_t)p);
             ASSERT_EQ(sh.received, sh.sent);
             ASSERT_EQ(sh.peers_sent, wf_ceil_log2(p));
-            /* One chunk per segment: 2(p-1) messages each way. */
-            ASSERT_EQ(sh.nsend, 2 * (uint64_t)(p - 1));
+            /* One message per unit exchanged: 2(p-1) segments of 32/p. */
+            ASSERT_EQ(sh.nsend, 2 * (uint64_t)(p - 1) * (32 / (uint64_t)p));
             /* Scratch for the half kept in the first step. */
             ASSERT_EQ(sh.scratch, bytes / 2);
+            /* A vector of one chunk: at most one message per step and
+             * direction, not one per segment. */
+            shape_t small = plan_shape(&wf_algo_allreduce_rhd, r, p, count,
+                                       1 << 20);
+            ASSERT_TRUE(small.nsend <= 2 * (uint64_t)wf_ceil_log2(p));
         }
     /* 6 ranks: p = 4, ranks 0 and 2 fold out into 1 and 3. */
-    shape_t out = plan_shape(&wf_algo_allreduce_rhd, 0, 6, count, 1 << 20);
-    shape_t in = plan_shape(&wf_algo_allreduce_rhd, 1, 6, count, 1 << 20);
-    shape_t plain = plan_shape(&wf_algo_allreduce_rhd, 5, 6, count, 1 << 20);
+    shape_t out = plan_shape(&wf_algo_allreduce_rhd, 0, 6, count, chunk);
+    shape_t in = plan_shape(&wf_algo_allreduce_rhd, 1, 6, count, chunk);
+    shape_t plain = plan_shape(&wf_algo_allreduce_rhd, 5, 6, count, chunk);
     ASSERT_EQ(out.sent, bytes);
     ASSERT_EQ(out.received, bytes);
     ASSERT_EQ(plain.sent, 2 * 3 * bytes / 4);
