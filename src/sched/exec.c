@@ -21,9 +21,7 @@ typedef struct {
 
 struct wf_exec {
     uint8_t *state;
-    uint32_t *pending;   /* unfinished dependencies per step */
-    uint32_t *dep_off;   /* dependents of step i: dep_list[dep_off[i]..] */
-    uint32_t *dep_list;
+    wf_plan_index_t ix;  /* pending dependencies and dependents */
     uint32_t *queue;     /* ready FIFO, ring of nsteps entries */
     uint32_t q_head, q_len;
     uint32_t *blocked;   /* ready transfers waiting for a flow slot */
@@ -41,35 +39,13 @@ static void push_ready(wf_exec_t *x, uint32_t nsteps, uint32_t i)
     x->queue[(x->q_head + x->q_len++) % nsteps] = i;
 }
 
-/* Builds the dependents lists (CSR) and seeds the ready queue. */
+/* Indexes the dependencies and seeds the ready queue. */
 static weft_status_t exec_index(wf_exec_t *x, const wf_plan_t *plan)
 {
-    uint32_t n = plan->nsteps, ndeps = 0;
-    for (uint32_t i = 0; i < n; i++)
-        for (int d = 0; d < WF_STEP_MAX_DEPS; d++)
-            if (plan->steps[i].deps[d] != WF_NO_DEP) {
-                x->dep_off[plan->steps[i].deps[d] + 1]++;
-                x->pending[i]++;
-                ndeps++;
-            }
-    for (uint32_t i = 0; i < n; i++)
-        x->dep_off[i + 1] += x->dep_off[i];
-    x->dep_list = malloc((ndeps ? ndeps : 1) * sizeof(uint32_t));
-    uint32_t *fill = calloc(n + 1, sizeof(uint32_t));
-    if (!x->dep_list || !fill) {
-        free(fill);
-        return WEFT_ERR_NO_MEMORY;
-    }
-    for (uint32_t i = 0; i < n; i++)
-        for (int d = 0; d < WF_STEP_MAX_DEPS; d++) {
-            int32_t p = plan->steps[i].deps[d];
-            if (p != WF_NO_DEP)
-                x->dep_list[x->dep_off[p] + fill[p]++] = i;
-        }
-    free(fill);
-    for (uint32_t i = 0; i < n; i++)
-        if (x->pending[i] == 0)
-            push_ready(x, n, i);
+    WEFT_CHECK(wf_plan_index(plan, &x->ix));
+    for (uint32_t i = 0; i < plan->nsteps; i++)
+        if (x->ix.pending[i] == 0)
+            push_ready(x, plan->nsteps, i);
     return WEFT_OK;
 }
 
@@ -82,13 +58,11 @@ weft_status_t wf_exec_start(wf_engine_t *e, struct weft_request *req)
     req->exec = x;
     size_t slots = (size_t)n + 1;
     x->state = calloc(slots, 1);
-    x->pending = calloc(slots, sizeof(uint32_t));
-    x->dep_off = calloc(slots + 1, sizeof(uint32_t));
     x->queue = calloc(slots, sizeof(uint32_t));
     x->blocked = calloc(slots, sizeof(uint32_t));
     if (req->plan.scratch_bytes)
         x->scratch = malloc(req->plan.scratch_bytes);
-    if (!x->state || !x->pending || !x->dep_off || !x->queue ||
+    if (!x->state || !x->queue ||
         !x->blocked || (req->plan.scratch_bytes && !x->scratch))
         goto err_nomem;
     wf_sig_make(req, x->sig);
@@ -118,9 +92,7 @@ void wf_exec_free(wf_engine_t *e, struct weft_request *req)
         inflight[s->peer]--;
     }
     free(x->state);
-    free(x->pending);
-    free(x->dep_off);
-    free(x->dep_list);
+    wf_plan_index_free(&x->ix);
     free(x->queue);
     free(x->blocked);
     free(x->posted);
@@ -142,9 +114,9 @@ static void mark_done(struct weft_request *req, uint32_t i)
     wf_exec_t *x = req->exec;
     x->state[i] = ST_DONE;
     x->ndone++;
-    for (uint32_t k = x->dep_off[i]; k < x->dep_off[i + 1]; k++) {
-        uint32_t j = x->dep_list[k];
-        if (--x->pending[j] == 0)
+    for (uint32_t k = x->ix.off[i]; k < x->ix.off[i + 1]; k++) {
+        uint32_t j = x->ix.list[k];
+        if (--x->ix.pending[j] == 0)
             push_ready(x, req->plan.nsteps, j);
     }
 }

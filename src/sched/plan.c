@@ -162,3 +162,46 @@ weft_status_t wf_plan_validate(const wf_plan_t *plan, int nranks,
     }
     return WEFT_OK;
 }
+
+void wf_plan_index_free(wf_plan_index_t *ix)
+{
+    free(ix->pending);
+    free(ix->off);
+    free(ix->list);
+    ix->pending = ix->off = ix->list = NULL;
+}
+
+weft_status_t wf_plan_index(const wf_plan_t *plan, wf_plan_index_t *ix)
+{
+    uint32_t n = plan->nsteps, total = 0;
+    ix->pending = calloc((size_t)n + 1, sizeof(uint32_t));
+    ix->off = calloc((size_t)n + 2, sizeof(uint32_t));
+    ix->list = NULL;
+    uint32_t *fill = calloc((size_t)n + 1, sizeof(uint32_t));
+    if (!ix->pending || !ix->off || !fill)
+        goto err;
+    for (uint32_t i = 0; i < n; i++)
+        for (int d = 0; d < WF_STEP_MAX_DEPS; d++)
+            if (plan->steps[i].deps[d] != WF_NO_DEP) {
+                ix->off[plan->steps[i].deps[d] + 1]++;
+                ix->pending[i]++;
+                total++;
+            }
+    for (uint32_t i = 0; i < n; i++)
+        ix->off[i + 1] += ix->off[i];
+    ix->list = malloc(((size_t)total + 1) * sizeof(uint32_t));
+    if (!ix->list)
+        goto err;
+    for (uint32_t i = 0; i < n; i++)
+        for (int d = 0; d < WF_STEP_MAX_DEPS; d++) {
+            int32_t p = plan->steps[i].deps[d];
+            if (p != WF_NO_DEP)
+                ix->list[ix->off[p] + fill[p]++] = i;
+        }
+    free(fill);
+    return WEFT_OK;
+err:
+    free(fill);
+    wf_plan_index_free(ix);
+    return WEFT_ERR_NO_MEMORY;
+}

@@ -97,4 +97,18 @@ weft_status_t wf_plan_validate(const wf_plan_t *plan, int nranks,
 
 const char *wf_step_kind_name(wf_step_kind_t kind);
 
+/* The reverse of the dependency lists, for executing a plan: pending[i] is
+ * the number of unfinished dependencies of step i, and the steps that
+ * depend on step i are list[off[i]] .. list[off[i + 1] - 1]. */
+typedef struct {
+    uint32_t *pending;
+    uint32_t *off;
+    uint32_t *list;
+} wf_plan_index_t;
+
+/* Fills `ix` for `plan`; WEFT_ERR_NO_MEMORY (nothing allocated) on
+ * failure.  Release with wf_plan_index_free. */
+weft_status_t wf_plan_index(const wf_plan_t *plan, wf_plan_index_t *ix);
+void wf_plan_index_free(wf_plan_index_t *ix);
+
 #endif /* WF_PLAN_H */

@@ -28,7 +28,7 @@ typedef struct {
 
 typedef struct {
     wf_plan_t plan;
-    uint32_t *pending, *dep_off, *dep_list;
+    wf_plan_index_t ix;
     uint32_t ndone;
     double link_free, cpu_free, finish;
     uint64_t msgs, bytes;
@@ -137,45 +137,11 @@ static void make_ready(vsim_t *v, uint32_t r, uint32_t i, double t)
     }
 }
 
-static bool index_plan(vrank_t *k)
-{
-    uint32_t n = k->plan.nsteps, total = 0;
-    k->pending = calloc(n + 1, 4);
-    k->dep_off = calloc(n + 2, 4);
-    if (!k->pending || !k->dep_off)
-        return false;
-    for (uint32_t i = 0; i < n; i++)
-        for (int d = 0; d < WF_STEP_MAX_DEPS; d++)
-            if (k->plan.steps[i].deps[d] != WF_NO_DEP) {
-                k->dep_off[k->plan.steps[i].deps[d] + 1]++;
-                k->pending[i]++;
-                total++;
-            }
-    for (uint32_t i = 0; i < n; i++)
-        k->dep_off[i + 1] += k->dep_off[i];
-    k->dep_list = calloc(total + 1, 4);
-    uint32_t *fill = calloc(n + 1, 4);
-    if (!k->dep_list || !fill) {
-        free(fill);
-        return false;
-    }
-    for (uint32_t i = 0; i < n; i++)
-        for (int d = 0; d < WF_STEP_MAX_DEPS; d++) {
-            int32_t p = k->plan.steps[i].deps[d];
-            if (p != WF_NO_DEP)
-                k->dep_list[k->dep_off[p] + fill[p]++] = i;
-        }
-    free(fill);
-    return true;
-}
-
 static void vsim_free(vsim_t *v)
 {
     for (int r = 0; v->ranks && r < v->size; r++) {
         wf_plan_free(&v->ranks[r].plan);
-        free(v->ranks[r].pending);
-        free(v->ranks[r].dep_off);
-        free(v->ranks[r].dep_list);
+        wf_plan_index_free(&v->ranks[r].ix);
     }
     free(v->ranks);
     free(v->heap);
@@ -193,8 +159,7 @@ static weft_status_t build_all(vsim_t *v, const wf_algo_t *algo,
         a.rank = r;
         wf_plan_init(&k->plan, a.dtype, a.op, a.elem_size, a.size);
         WEFT_CHECK(algo->build(&a, &k->plan));
-        if (!index_plan(k))
-            return WEFT_ERR_NO_MEMORY;
+        WEFT_CHECK(wf_plan_index(&k->plan, &k->ix));
         for (uint32_t i = 0; i < k->plan.nsteps; i++)
             sends += k->plan.steps[i].kind == WF_STEP_SEND;
     }
@@ -214,16 +179,16 @@ static weft_status_t simulate(vsim_t *v, const wf_algo_t *algo,
 {
     for (int r = 0; r < v->size; r++)
         for (uint32_t i = 0; i < v->ranks[r].plan.nsteps; i++)
-            if (!v->ranks[r].pending[i])
+            if (!v->ranks[r].ix.pending[i])
                 make_ready(v, (uint32_t)r, i, 0);
     while (v->nheap) {
         event_t e = heap_pop(v);
         vrank_t *k = &v->ranks[e.rank];
         k->ndone++;
         k->finish = WF_MAX(k->finish, e.t);
-        for (uint32_t d = k->dep_off[e.step]; d < k->dep_off[e.step + 1]; d++)
-            if (--k->pending[k->dep_list[d]] == 0)
-                make_ready(v, e.rank, k->dep_list[d], e.t);
+        for (uint32_t d = k->ix.off[e.step]; d < k->ix.off[e.step + 1]; d++)
+            if (--k->ix.pending[k->ix.list[d]] == 0)
+                make_ready(v, e.rank, k->ix.list[d], e.t);
     }
     for (int r = 0; r < v->size; r++) {
         vrank_t *k = &v->ranks[r];

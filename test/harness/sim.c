@@ -18,8 +18,7 @@ typedef struct {
     char *base;        /* the allocation behind send/recv */
     char *buf[3];      /* WF_BUF_SEND, WF_BUF_RECV, WF_BUF_SCRATCH */
     uint64_t sb, rb;
-    uint32_t *pending;
-    uint32_t *dep_off, *dep_list;
+    wf_plan_index_t ix;
     uint32_t ndone;
 } srank_t;
 
@@ -88,29 +87,9 @@ static void deps_done(sim_t *s, int r, uint32_t i)
 static void index_rank(sim_t *s, int r)
 {
     srank_t *k = &s->ranks[r];
-    uint32_t n = k->plan.nsteps, total = 0;
-    k->pending = calloc(n + 1, 4);
-    k->dep_off = calloc(n + 2, 4);
-    for (uint32_t i = 0; i < n; i++)
-        for (int d = 0; d < WF_STEP_MAX_DEPS; d++)
-            if (k->plan.steps[i].deps[d] != WF_NO_DEP) {
-                k->dep_off[k->plan.steps[i].deps[d] + 1]++;
-                k->pending[i]++;
-                total++;
-            }
-    for (uint32_t i = 0; i < n; i++)
-        k->dep_off[i + 1] += k->dep_off[i];
-    k->dep_list = calloc(total + 1, 4);
-    uint32_t *fill = calloc(n + 1, 4);
-    for (uint32_t i = 0; i < n; i++)
-        for (int d = 0; d < WF_STEP_MAX_DEPS; d++) {
-            int32_t p = k->plan.steps[i].deps[d];
-            if (p != WF_NO_DEP)
-                k->dep_list[k->dep_off[p] + fill[p]++] = i;
-        }
-    free(fill);
-    for (uint32_t i = 0; i < n; i++)
-        if (!k->pending[i])
+    ASSERT_OK(wf_plan_index(&k->plan, &k->ix));
+    for (uint32_t i = 0; i < k->plan.nsteps; i++)
+        if (!k->ix.pending[i])
             deps_done(s, r, i);
 }
 
@@ -153,9 +132,9 @@ static void exec_step(sim_t *s, int r, uint32_t i)
         wf_reduce_avg_finish(at(k, st->dst), st->count, p->dtype, p->nranks);
     }
     k->ndone++;
-    for (uint32_t d = k->dep_off[i]; d < k->dep_off[i + 1]; d++)
-        if (--k->pending[k->dep_list[d]] == 0)
-            deps_done(s, r, k->dep_list[d]);
+    for (uint32_t d = k->ix.off[i]; d < k->ix.off[i + 1]; d++)
+        if (--k->ix.pending[k->ix.list[d]] == 0)
+            deps_done(s, r, k->ix.list[d]);
 }
 
 /* Executes random ready steps until none is left (skipping the held
@@ -252,9 +231,7 @@ static void sim_free(sim_t *s)
         srank_t *k = &s->ranks[r];
         free(k->base);
         free(k->buf[WF_BUF_SCRATCH]);
-        free(k->pending);
-        free(k->dep_off);
-        free(k->dep_list);
+        wf_plan_index_free(&k->ix);
         wf_plan_free(&k->plan);
     }
     for (int h = 0; h < 4096; h++)
