@@ -1,6 +1,7 @@
 # weft - plain GNU make.  Knobs: CUDA=auto|0|1 IB=auto|0|1 HWLOC=auto|0|1
 # DEBUG=1 (no optimisation) ASAN=1 (address+undefined sanitizers) PREFIX=...
-# Targets: all lib tools bench test check install clean docs deps
+# Targets: all lib tools bench bench-report test check install clean docs
+# deps compare
 
 PREFIX ?= /usr/local
 BUILD ?= build
@@ -45,7 +46,8 @@ TEST_BIN := $(BUILD)/test/weft-test
 SONAME := libweft.so.0
 RPATH := -Wl,-rpath,'$$ORIGIN/../lib'
 
-.PHONY: all lib tools bench test check install clean docs deps
+.PHONY: all lib tools bench test check install clean docs deps compare \
+        bench-report
 all: lib tools
 
 lib: $(BUILD)/lib/libweft.so $(BUILD)/lib/libweft.a
@@ -104,6 +106,35 @@ BENCH_ARGS ?= allreduce -n 4 -b 8 -e 128M -f 4
 bench: deps
 	$(MAKE) all
 	$(BUILD)/bin/weft-bench $(BENCH_ARGS)
+
+# The same run kept as files: $(BUILD)/bench/report.json and report.png
+# (gnuplot-nox, which `make deps` installs).
+bench-report: deps
+	$(MAKE) all
+	@mkdir -p $(BUILD)/bench
+	$(BUILD)/bin/weft-bench $(BENCH_ARGS) --percentiles \
+	  --json $(BUILD)/bench/report.json --plot $(BUILD)/bench/report.png
+
+# weft against Open MPI and Gloo (bench/compare, docs/performance.md):
+# installs its own packages (scripts/install-compare-deps.sh), so `make
+# test` never needs MPI or Gloo.  COMPARE_RANKS, COMPARE_SIZES,
+# COMPARE_ITERS and COMPARE_REPEAT tune the sweep (bench/compare/compare.sh).
+COMPARE_DIR := $(BUILD)/compare
+MPICC ?= mpicc
+compare: all
+	@scripts/install-compare-deps.sh
+	$(MAKE) $(COMPARE_DIR)/mpi_allreduce $(COMPARE_DIR)/gloo_allreduce
+	COMPARE_RANKS="$(COMPARE_RANKS)" COMPARE_SIZES="$(COMPARE_SIZES)" \
+	  COMPARE_ITERS="$(COMPARE_ITERS)" COMPARE_REPEAT="$(COMPARE_REPEAT)" \
+	  bench/compare/compare.sh $(BUILD)
+
+$(COMPARE_DIR)/mpi_allreduce: bench/compare/mpi_allreduce.c
+	@mkdir -p $(dir $@)
+	$(MPICC) -O2 -g -std=c11 -Wall -Wextra -Werror $< -o $@
+
+$(COMPARE_DIR)/gloo_allreduce: bench/compare/gloo_allreduce.cc
+	@mkdir -p $(dir $@)
+	$(CXX) -O2 -g -std=c++17 -Wall -Wextra -Werror $< -o $@ -lgloo -pthread
 
 docs: $(BUILD)/bin/weft-info
 	$(BUILD)/bin/weft-info --env-markdown > docs/env.md

@@ -1,172 +1,31 @@
 /*
- * bench_colls.c - the collectives weft-bench measures, with their data
- * patterns and an independent element-wise check.
- *
- * Inputs are small integers so every result is exact in every dtype
- * (float16 and bfloat16 included) whatever order the library reduces in;
- * the expected value is computed here in int64/double arithmetic from the
- * same pattern, then wrapped to the element type.
+ * bench_colls.c - allreduce and the point-to-point measurements of
+ * weft-bench (sendrecv in its three modes, latency), each with an
+ * independent element-wise check, and the table of every collective.
  */
-#include <math.h>
 #include <string.h>
 
 #include "bench.h"
 
-static const struct {
-    const char *name; /* nccl-tests spelling */
-    size_t size;
-} dtypes[WEFT_DTYPE_COUNT] = {
-    [WEFT_INT8] = {"int8", 1},      [WEFT_UINT8] = {"uint8", 1},
-    [WEFT_INT32] = {"int32", 4},    [WEFT_UINT32] = {"uint32", 4},
-    [WEFT_INT64] = {"int64", 8},    [WEFT_UINT64] = {"uint64", 8},
-    [WEFT_FLOAT16] = {"half", 2},   [WEFT_BFLOAT16] = {"bfloat16", 2},
-    [WEFT_FLOAT32] = {"float", 4},  [WEFT_FLOAT64] = {"double", 8},
-};
-static const char *const ops[WEFT_OP_COUNT] = {"sum", "prod", "min", "max",
-                                               "avg"};
+#define NO_OP WEFT_OP_COUNT /* copy pattern: see bench_pattern */
+#define MAX_WINDOW 1024
 
-size_t bench_dtype_size(weft_dtype_t d) { return dtypes[d].size; }
-const char *bench_dtype_name(weft_dtype_t d) { return dtypes[d].name; }
-const char *bench_op_name(weft_op_t op) { return ops[op]; }
-
-bool bench_parse_dtype(const char *s, weft_dtype_t *d)
+double bench_factor_one(const bench_ctx_t *c)
 {
-    static const struct {
-        const char *alias;
-        weft_dtype_t d;
-    } aliases[] = {{"float32", WEFT_FLOAT32}, {"fp32", WEFT_FLOAT32},
-                   {"float16", WEFT_FLOAT16}, {"fp16", WEFT_FLOAT16},
-                   {"bf16", WEFT_BFLOAT16},   {"float64", WEFT_FLOAT64},
-                   {"fp64", WEFT_FLOAT64},    {"int", WEFT_INT32},
-                   {"char", WEFT_INT8}};
-    for (int i = 0; i < WEFT_DTYPE_COUNT; i++)
-        if (strcmp(s, dtypes[i].name) == 0)
-            return *d = (weft_dtype_t)i, true;
-    for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
-        if (strcmp(s, aliases[i].alias) == 0)
-            return *d = aliases[i].d, true;
-    return false;
+    (void)c;
+    return 1.0;
 }
 
-bool bench_parse_op(const char *s, weft_op_t *op)
+double bench_factor_n1n(const bench_ctx_t *c)
 {
-    for (int i = 0; i < WEFT_OP_COUNT; i++)
-        if (strcmp(s, ops[i]) == 0)
-            return *op = (weft_op_t)i, true;
-    return false;
+    return (double)(c->size - 1) / c->size;
 }
 
-/* Exact encodings of small integers (|v| < 256) as float16 / bfloat16. */
-static uint16_t small_to_half(double v)
-{
-    if (v == 0)
-        return 0;
-    uint16_t sign = v < 0 ? 0x8000 : 0;
-    int e;
-    double m = frexp(fabs(v), &e); /* v = m * 2^e, m in [0.5, 1) */
-    return sign | (uint16_t)((e + 14) << 10) |
-           (uint16_t)((m * 2 - 1) * 1024);
-}
+/* ---- allreduce ---------------------------------------------------------- */
 
-static double half_to_double(uint16_t h)
+static double allreduce_factor(const bench_ctx_t *c)
 {
-    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-    double v = e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
-    if (e == 31)
-        v = m ? NAN : INFINITY;
-    return h & 0x8000 ? -v : v;
-}
-
-static void put(void *buf, weft_dtype_t d, size_t i, double v)
-{
-    float f = (float)v;
-    uint32_t bits;
-    switch (d) {
-    case WEFT_INT8: ((int8_t *)buf)[i] = (int8_t)(int64_t)v; break;
-    case WEFT_UINT8: ((uint8_t *)buf)[i] = (uint8_t)(int64_t)v; break;
-    case WEFT_INT32: ((int32_t *)buf)[i] = (int32_t)(int64_t)v; break;
-    case WEFT_UINT32: ((uint32_t *)buf)[i] = (uint32_t)(int64_t)v; break;
-    case WEFT_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
-    case WEFT_UINT64: ((uint64_t *)buf)[i] = (uint64_t)(int64_t)v; break;
-    case WEFT_FLOAT16: ((uint16_t *)buf)[i] = small_to_half(v); break;
-    case WEFT_BFLOAT16:
-        memcpy(&bits, &f, 4);
-        ((uint16_t *)buf)[i] = (uint16_t)(bits >> 16);
-        break;
-    case WEFT_FLOAT32: ((float *)buf)[i] = f; break;
-    default: ((double *)buf)[i] = v; break;
-    }
-}
-
-static double get(const void *buf, weft_dtype_t d, size_t i)
-{
-    uint32_t bits;
-    float f;
-    switch (d) {
-    case WEFT_INT8: return ((const int8_t *)buf)[i];
-    case WEFT_UINT8: return ((const uint8_t *)buf)[i];
-    case WEFT_INT32: return ((const int32_t *)buf)[i];
-    case WEFT_UINT32: return ((const uint32_t *)buf)[i];
-    case WEFT_INT64: return (double)((const int64_t *)buf)[i];
-    case WEFT_UINT64: return (double)((const uint64_t *)buf)[i];
-    case WEFT_FLOAT16: return half_to_double(((const uint16_t *)buf)[i]);
-    case WEFT_BFLOAT16:
-        bits = (uint32_t)((const uint16_t *)buf)[i] << 16;
-        memcpy(&f, &bits, 4);
-        return f;
-    case WEFT_FLOAT32: return ((const float *)buf)[i];
-    default: return ((const double *)buf)[i];
-    }
-}
-
-/* The input of `rank` at element i for op `op`. */
-static double pattern(int rank, size_t i, weft_op_t op, weft_dtype_t d)
-{
-    bool is_unsigned = d == WEFT_UINT8 || d == WEFT_UINT32 || d == WEFT_UINT64;
-    switch (op) {
-    case WEFT_PROD: return (i + (size_t)rank) % 5 == 0 ? 2 : 1;
-    case WEFT_MIN:
-    case WEFT_MAX:
-        return (double)(((size_t)rank * 7 + i * 3) % 11) - (is_unsigned ? 0 : 5);
-    case WEFT_AVG: return (double)(i % 4); /* same on all ranks: exact */
-    default: return (double)((i + (size_t)rank) % 4);
-    }
-}
-
-/* Wraps an exact integer result to the element type, as the library does. */
-static double wrap(double v, weft_dtype_t d)
-{
-    char tmp[8];
-    put(tmp, d, 0, v);
-    return get(tmp, d, 0);
-}
-
-static void allreduce_fill(const bench_ctx_t *c, void *send, size_t count)
-{
-    for (size_t i = 0; i < count; i++)
-        put(send, c->o->dtype, i, pattern(c->rank, i, c->o->op, c->o->dtype));
-}
-
-static size_t allreduce_check(const bench_ctx_t *c, const void *recv,
-                              size_t count)
-{
-    size_t wrong = 0;
-    weft_op_t op = c->o->op;
-    for (size_t i = 0; i < count; i++) {
-        double acc = pattern(0, i, op, c->o->dtype);
-        for (int r = 1; r < c->size; r++) {
-            double v = pattern(r, i, op, c->o->dtype);
-            acc = op == WEFT_PROD  ? acc * v
-                  : op == WEFT_MIN ? fmin(acc, v)
-                  : op == WEFT_MAX ? fmax(acc, v)
-                                   : acc + v;
-        }
-        if (op == WEFT_AVG)
-            acc /= c->size;
-        if (get(recv, c->o->dtype, i) != wrap(acc, c->o->dtype))
-            wrong++;
-    }
-    return wrong;
+    return 2.0 * (c->size - 1) / c->size;
 }
 
 static weft_status_t allreduce_run(const bench_ctx_t *c, void *send,
@@ -175,59 +34,173 @@ static weft_status_t allreduce_run(const bench_ctx_t *c, void *send,
     return weft_allreduce(send, recv, count, c->o->dtype, c->o->op, c->comm);
 }
 
-static double allreduce_factor(int n) { return 2.0 * (n - 1) / n; }
+static void allreduce_fill(const bench_ctx_t *c, void *send, size_t count)
+{
+    bench_fill_pattern(c, send, count, c->rank, 0, c->o->op);
+}
 
-/* sendrecv: a ring shift, each rank sends to rank+1 and receives from
- * rank-1 at the same time (nccl-tests' sendrecv). */
+static size_t allreduce_check(const bench_ctx_t *c, const void *recv,
+                              size_t count)
+{
+    size_t wrong = 0;
+    for (size_t i = 0; i < count; i++)
+        if (bench_get(recv, c->o->dtype, i) != bench_reduce_expect(c, i))
+            wrong++;
+    return wrong;
+}
+
+/* ---- sendrecv ------------------------------------------------------------ */
+
+/* Waits for and releases n requests; returns the first failure. */
+static weft_status_t wait_all(weft_request_t *reqs, int n)
+{
+    weft_status_t first = WEFT_OK;
+    for (int i = 0; i < n; i++) {
+        weft_status_t st = weft_wait(reqs[i]);
+        if (first == WEFT_OK)
+            first = st;
+        weft_request_free(reqs[i]);
+    }
+    return first;
+}
+
+/* nccl-tests' sendrecv: a ring shift, each rank sends to rank+1 and
+ * receives from rank-1 at the same time. */
+static weft_status_t ring_run(const bench_ctx_t *c, void *send, void *recv,
+                              size_t count)
+{
+    weft_request_t r[2];
+    int right = (c->rank + 1) % c->size;
+    int left = (c->rank + c->size - 1) % c->size;
+    weft_status_t st = weft_irecv(recv, count, c->o->dtype, left, c->comm,
+                                  &r[0]);
+    if (st != WEFT_OK)
+        return st;
+    st = weft_isend(send, count, c->o->dtype, right, c->comm, &r[1]);
+    if (st != WEFT_OK) {
+        wait_all(r, 1);
+        return st;
+    }
+    return wait_all(r, 2);
+}
+
+/* Posts `window` receives (recv != NULL) and/or sends of one buffer to or
+ * from `peer`, then waits for all of them (osu_bw / osu_bibw). */
+static weft_status_t window_run(const bench_ctx_t *c, void *send, void *recv,
+                                size_t count, int peer)
+{
+    static weft_request_t reqs[2 * MAX_WINDOW];
+    int n = 0;
+    weft_status_t st = WEFT_OK;
+    for (int i = 0; recv && i < c->o->window && st == WEFT_OK; i++)
+        if ((st = weft_irecv(recv, count, c->o->dtype, peer, c->comm,
+                             &reqs[n])) == WEFT_OK)
+            n++;
+    for (int i = 0; send && i < c->o->window && st == WEFT_OK; i++)
+        if ((st = weft_isend(send, count, c->o->dtype, peer, c->comm,
+                             &reqs[n])) == WEFT_OK)
+            n++;
+    weft_status_t w = wait_all(reqs, n);
+    return st != WEFT_OK ? st : w;
+}
+
 static weft_status_t sendrecv_run(const bench_ctx_t *c, void *send,
                                   void *recv, size_t count)
 {
-    weft_request_t rq, sq;
-    int right = (c->rank + 1) % c->size;
-    int left = (c->rank + c->size - 1) % c->size;
-    weft_status_t st = weft_irecv(recv, count, c->o->dtype, left, c->comm, &rq);
-    if (st != WEFT_OK)
-        return st;
-    st = weft_isend(send, count, c->o->dtype, right, c->comm, &sq);
-    if (st != WEFT_OK) {
-        weft_request_free(rq);
-        return st;
+    static int32_t ack;
+    weft_status_t st;
+    if (c->o->p2p == BENCH_P2P_RING)
+        return ring_run(c, send, recv, count);
+    if (c->rank > 1)
+        return WEFT_OK; /* only ranks 0 and 1 take part */
+    if (c->o->p2p == BENCH_P2P_BIDIR)
+        return window_run(c, send, recv, count, 1 - c->rank);
+    /* One direction; the receiver's acknowledgement closes the window so
+     * the sender's clock covers the delivery of all of it. */
+    if (c->rank == 0) {
+        st = window_run(c, send, NULL, count, 1);
+        return st != WEFT_OK ? st
+                             : weft_recv(&ack, 1, WEFT_INT32, 1, c->comm);
     }
-    weft_status_t a = weft_wait(sq), b = weft_wait(rq);
-    weft_request_free(sq);
-    weft_request_free(rq);
-    return a != WEFT_OK ? a : b;
+    st = window_run(c, NULL, recv, count, 0);
+    return st != WEFT_OK ? st : weft_send(&ack, 1, WEFT_INT32, 0, c->comm);
 }
 
-static void sendrecv_fill(const bench_ctx_t *c, void *send, size_t count)
+static void copy_fill(const bench_ctx_t *c, void *send, size_t count)
 {
-    for (size_t i = 0; i < count; i++)
-        put(send, c->o->dtype, i, pattern(c->rank, i, WEFT_SUM, c->o->dtype));
+    bench_fill_pattern(c, send, count, c->rank, 0, NO_OP);
+}
+
+/* The rank whose data this rank should have received, or -1. */
+static int p2p_source(const bench_ctx_t *c)
+{
+    if (c->o->p2p == BENCH_P2P_RING)
+        return (c->rank + c->size - 1) % c->size;
+    if (c->rank > 1 || (c->o->p2p == BENCH_P2P_UNIDIR && c->rank == 0))
+        return -1;
+    return 1 - c->rank;
 }
 
 static size_t sendrecv_check(const bench_ctx_t *c, const void *recv,
                              size_t count)
 {
-    int left = (c->rank + c->size - 1) % c->size;
-    size_t wrong = 0;
-    for (size_t i = 0; i < count; i++)
-        if (get(recv, c->o->dtype, i) !=
-            pattern(left, i, WEFT_SUM, c->o->dtype))
-            wrong++;
-    return wrong;
+    int src = p2p_source(c);
+    return src < 0 ? 0 : bench_count_wrong(c, recv, count, src, 0, NO_OP);
 }
 
-static double one(int n)
+static double sendrecv_factor(const bench_ctx_t *c)
 {
-    (void)n;
-    return 1.0;
+    return c->o->p2p == BENCH_P2P_BIDIR ? 2.0 : 1.0; /* both directions */
+}
+
+static double sendrecv_msgs(const bench_ctx_t *c)
+{
+    return c->o->p2p == BENCH_P2P_RING ? 1.0 : (double)c->o->window;
+}
+
+/* ---- latency: ping-pong between ranks 0 and 1 (osu_latency) ------------- */
+
+static weft_status_t latency_run(const bench_ctx_t *c, void *send, void *recv,
+                                 size_t count)
+{
+    weft_status_t st;
+    weft_dtype_t d = c->o->dtype;
+    if (c->rank == 0) {
+        st = weft_send(send, count, d, 1, c->comm);
+        return st != WEFT_OK ? st : weft_recv(recv, count, d, 1, c->comm);
+    }
+    if (c->rank == 1) {
+        st = weft_recv(recv, count, d, 0, c->comm);
+        return st != WEFT_OK ? st : weft_send(send, count, d, 0, c->comm);
+    }
+    return WEFT_OK;
+}
+
+static size_t latency_check(const bench_ctx_t *c, const void *recv,
+                            size_t count)
+{
+    if (c->rank > 1)
+        return 0;
+    return bench_count_wrong(c, recv, count, 1 - c->rank, 0, NO_OP);
+}
+
+/* One iteration is a round trip: the one-way latency is half of it. */
+static double latency_msgs(const bench_ctx_t *c)
+{
+    (void)c;
+    return 2.0;
 }
 
 static const bench_coll_t colls[] = {
-    {"allreduce", allreduce_factor, 1, true, true, allreduce_run,
-     allreduce_fill, allreduce_check},
-    {"sendrecv", one, 2, false, false, sendrecv_run, sendrecv_fill,
-     sendrecv_check},
+    {.name = "allreduce", .bus_factor = allreduce_factor, .min_ranks = 1,
+     .has_in_place = true, .reduces = true, .run = allreduce_run,
+     .fill = allreduce_fill, .check = allreduce_check},
+    {.name = "sendrecv", .bus_factor = sendrecv_factor, .min_ranks = 2,
+     .msgs_per_iter = sendrecv_msgs, .run = sendrecv_run, .fill = copy_fill,
+     .check = sendrecv_check},
+    {.name = "latency", .bus_factor = bench_factor_one, .min_ranks = 2,
+     .msgs_per_iter = latency_msgs, .run = latency_run, .fill = copy_fill,
+     .check = latency_check},
 };
 
 const bench_coll_t *bench_coll_find(const char *name)
@@ -235,5 +208,11 @@ const bench_coll_t *bench_coll_find(const char *name)
     for (size_t i = 0; i < sizeof(colls) / sizeof(colls[0]); i++)
         if (strcmp(colls[i].name, name) == 0)
             return &colls[i];
-    return NULL;
+    return bench_colls2_find(name);
+}
+
+const char *bench_coll_names(void)
+{
+    return "allreduce broadcast reduce allgather reducescatter alltoall "
+           "gather scatter barrier sendrecv latency";
 }

@@ -5,8 +5,8 @@
 set -eu
 
 # build-essential: gcc, make; iproute2: network namespaces for multi-host
-# tests; procps: pkill/ps used by tests.
-PACKAGES="build-essential pkg-config iproute2 procps"
+# tests; procps: pkill/ps used by tests; gnuplot-nox: weft-bench --plot.
+PACKAGES="build-essential pkg-config iproute2 procps gnuplot-nox"
 
 missing=""
 for p in $PACKAGES; do

@@ -1,0 +1,251 @@
+/*
+ * bench_run.c - the timing loop of weft-bench: for each size, a checked
+ * run, warm-up, then every timed iteration clocked on its own so the
+ * report can give p50/p99 of the per-iteration maximum over ranks.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+
+typedef struct {
+    char *send, *recv; /* each `cap` bytes, 64-byte aligned */
+    size_t cap;
+    double *times;     /* per-iteration times of this rank (us) */
+} bench_bufs_t;
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static void die(const bench_ctx_t *c, const char *what, weft_status_t st)
+{
+    const char *msg = NULL;
+    bench_progress_clear();
+    if (c->comm)
+        weft_comm_get_error(c->comm, &msg);
+    fprintf(stderr, "weft-bench: rank %d: %s failed: %s%s%s\n", c->rank, what,
+            weft_strerror(st), msg ? ": " : "", msg ? msg : "");
+    exit(1);
+}
+
+static void run_once(const bench_ctx_t *c, void *send, void *recv,
+                     size_t count)
+{
+    weft_status_t st = c->coll->run(c, send, recv, count);
+    if (st != WEFT_OK)
+        die(c, c->coll->name, st);
+}
+
+/* The call's count and the buffer lengths (elements) for a row of
+ * `total` elements. */
+static void row_sizes(const bench_ctx_t *c, size_t total, size_t *count,
+                      size_t *send, size_t *recv)
+{
+    if (c->coll->sizes)
+        c->coll->sizes(c, total, count, send, recv);
+    else
+        *count = *send = *recv = total;
+}
+
+/* --corrupt-for-test: flip the lowest bit of the first element on the
+ * rank whose result is checked (the root, else rank 1), as a broken
+ * library would. */
+static void corrupt(const bench_ctx_t *c, void *recv, size_t count)
+{
+    int target = c->coll->rooted ? c->o->root : c->size > 1 ? 1 : 0;
+    if (c->o->corrupt && c->rank == target && count > 0)
+        *(unsigned char *)recv ^= 1;
+}
+
+/* One untimed run on fresh inputs; returns this rank's wrong elements. */
+static int64_t checked_run(const bench_ctx_t *c, void *send, void *recv,
+                           bool in_place, size_t count, size_t recv_bytes)
+{
+    if (!c->o->check)
+        return 0;
+    c->coll->fill(c, send, count);
+    if (!in_place)
+        memset(recv, 0, recv_bytes);
+    run_once(c, send, recv, count);
+    corrupt(c, recv, count);
+    return (int64_t)c->coll->check(c, recv, count);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of n sorted values. */
+static double percentile(const double *sorted, int n, double q)
+{
+    int idx = (int)ceil(q * n) - 1;
+    return sorted[idx < 0 ? 0 : idx >= n ? n - 1 : idx];
+}
+
+/* Times one variant into *res (per message, maximum over ranks). */
+static void run_variant(const bench_ctx_t *c, bench_bufs_t *b, void *send,
+                        void *recv, bool in_place, size_t count,
+                        size_t recv_bytes, const char *label,
+                        bench_result_t *res)
+{
+    int iters = c->o->iters;
+    int64_t bad = checked_run(c, send, recv, in_place, count, recv_bytes);
+    for (int i = 0; i < c->o->warmup; i++) {
+        bench_progress(c, "%s: warm-up %d/%d", label, i + 1, c->o->warmup);
+        run_once(c, send, recv, count);
+    }
+    int32_t token = 0;
+    weft_status_t st = weft_allreduce(&token, &token, 1, WEFT_INT32,
+                                      WEFT_SUM, c->comm);
+    if (st != WEFT_OK)
+        die(c, "barrier", st);
+    double start = now_us(), t = start;
+    for (int i = 0; i < iters; i++) {
+        bench_progress(c, "%s: iteration %d/%d", label, i + 1, iters);
+        run_once(c, send, recv, count);
+        double t1 = now_us();
+        b->times[i] = t1 - t;
+        t = t1;
+    }
+    double total = t - start;
+    if ((st = weft_allreduce(&total, &total, 1, WEFT_FLOAT64, WEFT_MAX,
+                             c->comm)) != WEFT_OK ||
+        (st = weft_allreduce(b->times, b->times, (size_t)iters, WEFT_FLOAT64,
+                             WEFT_MAX, c->comm)) != WEFT_OK ||
+        (st = weft_allreduce(&bad, &bad, 1, WEFT_INT64, WEFT_SUM, c->comm)))
+        die(c, "result reduction", st);
+    double msgs = c->coll->msgs_per_iter ? c->coll->msgs_per_iter(c) : 1;
+    qsort(b->times, (size_t)iters, sizeof(double), cmp_double);
+    res->time_us = total / iters / msgs;
+    res->p50_us = percentile(b->times, iters, 0.50) / msgs;
+    res->p99_us = percentile(b->times, iters, 0.99) / msgs;
+    res->wrong = (long)bad;
+}
+
+static void finish_bw(const bench_ctx_t *c, const bench_row_t *row,
+                      bench_result_t *r)
+{
+    r->algbw = r->time_us > 0 ? (double)row->bytes / r->time_us / 1e3 : 0;
+    r->busbw = r->algbw * c->coll->bus_factor(c);
+}
+
+static void run_row(const bench_ctx_t *c, bench_bufs_t *b, size_t total,
+                    int index, int nrows, bench_row_t *row)
+{
+    size_t es = bench_dtype_size(c->o->dtype), count, ns, nr;
+    char label[96];
+    row_sizes(c, total, &count, &ns, &nr);
+    *row = (bench_row_t){.bytes = (ns > nr ? ns : nr) * es, .count = count,
+                         .has_in = c->coll->has_in_place};
+    snprintf(label, sizeof(label), "%s %zu B (%d/%d) out-of-place",
+             c->coll->name, row->bytes, index + 1, nrows);
+    run_variant(c, b, b->send, b->recv, false, count, nr * es, label,
+                &row->out);
+    finish_bw(c, row, &row->out);
+    if (!row->has_in)
+        return;
+    void *send = b->send, *recv = b->send;
+    if (c->coll->in_place)
+        c->coll->in_place(c, b->send, count, &send, &recv);
+    snprintf(label, sizeof(label), "%s %zu B (%d/%d) in-place",
+             c->coll->name, row->bytes, index + 1, nrows);
+    run_variant(c, b, send, recv, true, count, nr * es, label, &row->in);
+    finish_bw(c, row, &row->in);
+}
+
+/* The element counts of the sweep's rows (malloc'd); *n gets their
+ * number. */
+static size_t *sweep(const bench_ctx_t *c, int *n)
+{
+    size_t es = bench_dtype_size(c->o->dtype);
+    size_t *totals = NULL;
+    int len = 0;
+    for (double b = (double)c->o->min_bytes; b <= (double)c->o->max_bytes;
+         b = b * c->o->factor > b ? b * c->o->factor : b + 1) {
+        if (len % 64 == 0)
+            totals = realloc(totals, (size_t)(len + 64) * sizeof(*totals));
+        totals[len++] = c->coll->sizeless ? 0 : (size_t)b / es;
+        if (c->coll->sizeless)
+            break;
+    }
+    *n = len;
+    return totals;
+}
+
+static bool alloc_bufs(const bench_ctx_t *c, size_t max_total,
+                       bench_bufs_t *b)
+{
+    size_t count, ns, nr, es = bench_dtype_size(c->o->dtype);
+    row_sizes(c, max_total, &count, &ns, &nr);
+    b->cap = ((ns > nr ? ns : nr) * es + 63) / 64 * 64;
+    b->cap = b->cap ? b->cap : 64;
+    b->send = aligned_alloc(64, b->cap);
+    b->recv = aligned_alloc(64, b->cap);
+    b->times = malloc((size_t)c->o->iters * sizeof(double));
+    if (b->send && b->recv && b->times)
+        return true;
+    fprintf(stderr, "weft-bench: out of memory for %zu-byte buffers\n",
+            b->cap);
+    return false;
+}
+
+/* Rank 0 reports; every rank runs. */
+static int report_all(const bench_ctx_t *c, const bench_info_t *info,
+                      const bench_row_t *rows, int nrows, long wrong,
+                      double avg)
+{
+    int rc = 0;
+    bench_report_end(c, wrong, avg);
+    if (c->rank != 0)
+        return 0;
+    if (c->o->json_path && bench_report_json(c, info, rows, nrows, wrong,
+                                             avg) != 0)
+        rc = 1;
+    if (c->o->plot_path && bench_plot(c, info, rows, nrows) != 0)
+        rc = 1;
+    return rc;
+}
+
+int bench_run(const bench_ctx_t *c)
+{
+    bench_info_t info = {0};
+    bench_bufs_t b = {0};
+    int nrows, rc = 1;
+    size_t *totals = sweep(c, &nrows);
+    bench_row_t *rows = calloc((size_t)nrows, sizeof(*rows));
+    long wrong = 0;
+    double bw_sum = 0;
+    int nbw = 0;
+    if (!rows || !alloc_bufs(c, totals[nrows - 1], &b) ||
+        bench_info_gather(c, &info) != 0)
+        goto out;
+    bench_report_begin(c, &info);
+    for (int i = 0; i < nrows; i++) {
+        bench_row_t *row = &rows[i];
+        run_row(c, &b, totals[i], i, nrows, row);
+        wrong += row->out.wrong + (row->has_in ? row->in.wrong : 0);
+        bw_sum += row->out.busbw + (row->has_in ? row->in.busbw : 0);
+        nbw += row->has_in ? 2 : 1;
+        bench_report_row(c, &info, row);
+    }
+    bench_progress_clear();
+    rc = report_all(c, &info, rows, nrows, wrong, nbw ? bw_sum / nbw : 0);
+    rc = wrong ? 1 : rc;
+out:
+    bench_info_free(&info);
+    free(b.send);
+    free(b.recv);
+    free(b.times);
+    free(rows);
+    free(totals);
+    return rc;
+}

@@ -1,0 +1,141 @@
+#!/bin/bash
+# compare.sh - `make compare`: weft-bench allreduce against Open MPI's
+# MPI_Allreduce (TCP on loopback, and its default shared-memory path) and
+# Gloo's ring, ring-chunked and halving-doubling allreduce (TCP on
+# 127.0.0.1), on the same sizes, iterations and rank counts, run back to
+# back.  Prints one table per rank count: busbw (GB/s) of each and weft's
+# ratio to the best peer over TCP and to the best peer of all.
+#
+# The whole round (every harness on every rank count) runs COMPARE_REPEAT
+# times, interleaved, and each cell is the best of its rounds: on a small
+# shared machine a burst of someone else's load then spoils one round of
+# everybody rather than every run of one harness.
+#
+# usage: compare.sh BUILD_DIR
+# environment: COMPARE_RANKS ("2 4"), COMPARE_SIZES ("-b 8 -e 64M -f 4"),
+#              COMPARE_ITERS ("-w 5 -r 20"), COMPARE_REPEAT (3),
+#              COMPARE_OUT (raw outputs, default BUILD_DIR/compare/results)
+set -euo pipefail
+
+build=${1:?usage: compare.sh BUILD_DIR}
+ranks=${COMPARE_RANKS:-2 4}
+sizes=${COMPARE_SIZES:--b 8 -e 64M -f 4}
+iters=${COMPARE_ITERS:--w 5 -r 20}
+repeat=${COMPARE_REPEAT:-3}
+out=${COMPARE_OUT:-$build/compare/results}
+mkdir -p "$out"
+
+mpirun_base=(mpirun --oversubscribe --allow-run-as-root --bind-to none)
+peers="mpi-tcp mpi-shm gloo-ring gloo-ringchunked gloo-hd"
+
+# Each runner writes "size busbw wrong" lines to stdout.
+run_weft() {
+    # Fields of weft-bench --csv: 14 variant, 15 size, 21 busbw, 22 wrong
+    # (hosts, field 5, is one name here, so no quoted comma shifts them).
+    # shellcheck disable=SC2086
+    "$build/bin/weft-bench" allreduce -n "$1" $sizes $iters --csv |
+        awk -F, '$14 == "out-of-place" { print $15, $21, $22 }'
+}
+
+run_mpi() { # N tcp|shm
+    local net=()
+    # ob1 + tcp only: UCX, if Open MPI picked it, would use shared memory.
+    [ "$2" = tcp ] && net=(--mca pml ob1 --mca btl tcp,self
+                           --mca btl_tcp_if_include lo)
+    # shellcheck disable=SC2086
+    "${mpirun_base[@]}" -np "$1" "${net[@]}" "$build/compare/mpi_allreduce" \
+        $sizes $iters | awk '!/^#/ { print $1, $5, $6 }'
+}
+
+run_gloo() { # N algorithm
+    # shellcheck disable=SC2086
+    "$build/compare/gloo_allreduce" -n "$1" -A "$2" $sizes $iters |
+        awk '!/^#/ { print $1, $5, $6 }'
+}
+
+run_one() { # name N
+    case $1 in
+    weft) run_weft "$2" ;;
+    mpi-tcp) run_mpi "$2" tcp ;;
+    mpi-shm) run_mpi "$2" shm ;;
+    gloo-ring) run_gloo "$2" ring ;;
+    gloo-ringchunked) run_gloo "$2" ring_chunked ;;
+    gloo-hd) run_gloo "$2" halving_doubling ;;
+    esac
+}
+
+# Joins the per-runner files on size into one markdown table, the best
+# busbw of every (runner, size).
+table() { # N
+    awk -v n="$1" -v peers="$peers" -v dir="$out" '
+    BEGIN {
+        np = split("weft " peers, names, " ")
+        for (i = 1; i <= np; i++) {
+            f = dir "/" names[i] "-" n ".txt"
+            while ((getline line < f) > 0) {
+                split(line, v, " ")
+                k = names[i] SUBSEP v[1]
+                if (!(k in bw) || v[2] + 0 > bw[k] + 0) bw[k] = v[2]
+                if (v[3] != 0) bad[names[i]] = 1
+                if (!(v[1] in seen)) { seen[v[1]] = 1; sizes[++ns] = v[1] }
+            }
+            close(f)
+        }
+        printf "| ranks | size (B) |"
+        for (i = 1; i <= np; i++) printf " %s |", names[i]
+        printf " weft / best tcp | weft / best |\n|---|---:|"
+        for (i = 1; i <= np + 2; i++) printf "---:|"
+        printf "\n"
+        for (s = 1; s <= ns; s++) {
+            size = sizes[s]; best = 0; btcp = 0
+            printf "| %d | %d |", n, size
+            for (i = 1; i <= np; i++) {
+                k = names[i] SUBSEP size
+                fmt = (k in bw) ? " %.3g |" : " - |"
+                printf fmt, bw[k]
+                if (i == 1 || !(k in bw)) continue
+                if (bw[k] + 0 > best) best = bw[k]
+                if (names[i] != "mpi-shm" && bw[k] + 0 > btcp) btcp = bw[k]
+            }
+            w = bw["weft" SUBSEP size]
+            fmt = (btcp > 0) ? " %.2f |" : " - |"
+            printf fmt, w / (btcp > 0 ? btcp : 1)
+            fmt = (best > 0) ? " %.2f |\n" : " - |\n"
+            printf fmt, w / (best > 0 ? best : 1)
+        }
+        for (i = 1; i <= np; i++)
+            if (names[i] in bad)
+                printf "WARNING: %s reported wrong results\n", names[i]
+    }'
+}
+
+echo "# make compare: allreduce float32 sum, $sizes $iters, ranks: $ranks," \
+    "best of $repeat rounds"
+echo "# $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 |
+    sed 's/^ *//'), kernel $(uname -r)"
+echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# raw outputs in $out"
+for n in $ranks; do
+    for name in weft $peers; do
+        : > "$out/$name-$n.txt"
+    done
+done
+for round in $(seq "$repeat"); do
+    for n in $ranks; do
+        for name in weft $peers; do
+            echo "# round $round: $name on $n ranks" >&2
+            if ! run_one "$name" "$n" >> "$out/$name-$n.txt"; then
+                echo "# $name on $n ranks failed in round $round" >&2
+            fi
+        done
+    done
+done
+echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+for n in $ranks; do
+    table "$n"
+    echo
+done
+echo "busbw in GB/s (nccl-tests definition: algbw * 2(n-1)/n), best of"
+echo "$repeat rounds; weft is out-of-place, Gloo in place; mpi-shm is Open"
+echo "MPI's shared-memory path, the only peer not on TCP."
