@@ -1,12 +1,16 @@
 #!/bin/sh
-# Installs the Debian packages weft needs to build and test, when they are
-# missing: with apt-get when running as root, otherwise it prints the
-# command.  Idempotent and fast when everything is present.
+# Installs Debian packages when they are missing: with apt-get when running
+# as root, otherwise it prints the command.  Idempotent and fast when
+# everything is present.  Without arguments: what weft needs to build and
+# test; with arguments: those packages (scripts/install-compare-deps.sh).
 set -eu
 
 # build-essential: gcc, make; iproute2: network namespaces for multi-host
-# tests; procps: pkill/ps used by tests; gnuplot-nox: weft-bench --plot.
-PACKAGES="build-essential pkg-config iproute2 procps gnuplot-nox"
+# tests; procps: pkill/ps used by tests; gnuplot-nox: weft-bench --plot;
+# python3-venv: the Python package's environment (make python, make test).
+PACKAGES="build-essential pkg-config iproute2 procps gnuplot-nox python3-venv"
+
+[ $# -gt 0 ] && PACKAGES="$*"
 
 missing=""
 for p in $PACKAGES; do
