@@ -132,8 +132,14 @@ static void algo_cases(weft_comm_t comm, const wf_algo_t *algo, int rank,
     size_t *cs = size > 8 ? big_world : counts;
     size_t ncounts = size > 8 ? 2 : sizeof(counts) / sizeof(*counts);
     size_t ncombos = size > 8 ? 2 : sizeof(combos) / sizeof(*combos);
-    int roots[2] = {0, size - 1};
-    int nroots = is_rooted(algo->coll) && size > 1 ? 2 : 1;
+    /* Every root up to 5 ranks, the first and the last beyond. */
+    int roots[5] = {0, size - 1, 1, 2, 3};
+    int nroots = !is_rooted(algo->coll) || size == 1 ? 1
+                 : size <= 5                       ? size
+                                                   : 2;
+    if (size <= 5)
+        for (int k = 0; k < size; k++)
+            roots[k] = k;
     if (algo->coll == WF_COLL_BARRIER) {
         for (int i = 0; i < 3; i++)
             ASSERT_OK(weft_barrier(comm));

@@ -349,11 +349,18 @@ void wf_sim_matrix(const wf_algo_t *algo, int max_size)
     for (int si = 0; si < nsizes; si++) {
         int n = sizes[si];
         size_t counts[] = {0, 1, (size_t)n - 1, (size_t)n + 1, 37, 100};
-        int roots[] = {0, n - 1, n / 2};
+        /* Every root up to 9 ranks; first, last and middle beyond. */
+        int roots[16], nroots = 1;
+        roots[0] = 0;
+        if (rooted(algo->coll)) {
+            nroots = n <= 9 ? n : 3;
+            for (int k = 0; k < nroots; k++)
+                roots[k] = n <= 9 ? k : (k == 0 ? 0 : k == 1 ? n - 1 : n / 2);
+        }
         for (size_t ci = 0; ci < sizeof(counts) / sizeof(*counts); ci++)
             for (size_t di = 0; di < sizeof(dtypes) / sizeof(*dtypes); di++)
                 for (int op = 0; op < (reduces ? WEFT_OP_COUNT : 1); op++)
-                    for (int ri = 0; ri < (rooted(algo->coll) ? 3 : 1); ri++)
+                    for (int ri = 0; ri < nroots; ri++)
                         for (int ip = 0; ip < 2; ip++) {
                             wf_sim_case_t c = {
                                 .coll = algo->coll, .size = n,

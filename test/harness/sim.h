@@ -35,7 +35,7 @@ bool wf_sim_check(const wf_algo_t *algo, const wf_sim_case_t *c,
 /* The standard matrix for one algorithm: world sizes 1..max_size plus 13
  * and 16, counts 0, 1, size-1, size+1, 37 and a few chunks' worth (small
  * chunks), int32/float32/int8/bfloat16, every op for reducing collectives,
- * several roots, in place and out of place, two random orders each.  For a
+ * every root up to 9 ranks (three beyond), in place and out of place.  For a
  * barrier it checks that no rank passes before every rank entered. */
 void wf_sim_matrix(const wf_algo_t *algo, int max_size);
 
