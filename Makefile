@@ -96,7 +96,32 @@ deps:
 test: deps
 	$(MAKE) all $(TEST_BIN)
 	$(MAKE) check
-	$(TEST_BIN) --build $(BUILD)
+	@echo "$(TEST_BIN) --build $(BUILD)"
+	@{ stdbuf -oL $(TEST_BIN) --build $(BUILD); echo $$? > $(C_SUITE).rc; } \
+	  | tee $(C_SUITE).log
+	@$(MAKE) --no-print-directory test-python PY_C_SUMMARY=$(C_SUITE).log
+	@exit $$(cat $(C_SUITE).rc)
+
+# ---- Python package and PyTorch backend (python/, test/python/,
+# docs/pytorch.md).  `make python` creates $(VENV) (PyTorch 2.x for CPU,
+# numpy, pytest, the weft package in development mode; ~2 min and 2.4 GB of
+# downloads the first time, instant after).  `make test` runs the Python
+# suite after the C suite (the C suite's output is kept in $(C_SUITE).log
+# so the last line counts both); it sets the venv up when missing and skips,
+# with the reason, what cannot be installed.  PYTHON3 picks the interpreter
+# (default: /usr/bin/python3, else python3).
+VENV ?= .venv
+PYTHON3 ?=
+C_SUITE := $(BUILD)/test/c-suite
+.PHONY: python test-python
+python: lib
+	@python/scripts/make-venv.sh "$(PYTHON3)" $(VENV)
+
+test-python: lib
+	@python/scripts/make-venv.sh "$(PYTHON3)" $(VENV) || \
+	  echo "make-venv failed: the Python tests that need it are skipped"
+	@py=$(VENV)/bin/python; [ -x $$py ] || py=python3; \
+	  $$py test/python/run.py $(if $(PY_C_SUMMARY),--c-summary $(PY_C_SUMMARY))
 
 # Static checks: export map, no getenv outside config, docs/env.md current.
 check: $(BUILD)/lib/libweft.so $(BUILD)/bin/weft-info

@@ -1,0 +1,112 @@
+"""The numpy API inside one process: ranks as threads over mem:// (ctypes
+releases the GIL around every call, so blocking calls of several threads
+proceed together), plus the parts that need no communicator."""
+import pickle
+import threading
+
+import pytest
+
+from conftest import missing, needs
+
+pytestmark = needs("numpy")
+if not missing("numpy"):
+    import numpy as np
+
+    import weft
+
+
+def run_threads(n, fn, name):
+    """fn(comm) on n ranks as threads; returns their results."""
+    results, errors = [None] * n, []
+
+    def body(r):
+        try:
+            with weft.Communicator.create(rank=r, size=n,
+                                          rendezvous="mem://" + name,
+                                          job_id=name, timeout=20) as c:
+                results[r] = fn(c)
+        except Exception as e:  # reported below, with the rank
+            errors.append((r, e))
+    threads = [threading.Thread(target=body, args=(r,)) for r in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    return results
+
+
+def test_version_and_library():
+    assert weft.version().count(".") == 2
+    assert weft.library_path().endswith("libweft.so")
+    assert "transports" in weft.build_info()
+
+
+def test_threads_collectives():
+    def job(c):
+        x = np.arange(8, dtype=np.float32) * (c.rank + 1)
+        s = c.allreduce(x)
+        g = c.allgather(np.array([c.rank], np.int64))
+        req = c.iallreduce(np.ones(3), op="max")
+        # bfloat16 as raw uint16 bits: 0x3f80 is 1.0, 0x4040 is 3.0
+        bf = c.allreduce(np.array([0x3F80], np.uint16), dtype="bfloat16")
+        return s, g, req.wait(), bf
+    for s, g, m, bf in run_threads(3, job, "threads3"):
+        assert np.array_equal(s, np.arange(8) * 6.0)
+        assert np.array_equal(g[:, 0], [0, 1, 2])
+        assert np.array_equal(m, np.ones(3))
+        assert bf[0] == 0x4040, hex(bf[0])
+
+
+def test_error_carries_status_and_message():
+    def job(c):
+        try:
+            c.allreduce(np.ones(2 + c.rank, np.float32))
+        except weft.Error as e:
+            return e
+    errs = run_threads(2, job, "mismatch2")
+    assert all(isinstance(e, weft.Error) and isinstance(e, RuntimeError)
+               for e in errs)
+    names = {e.name for e in errs}
+    assert "ERR_MISMATCH" in names and names <= {"ERR_MISMATCH",
+                                                 "ERR_REMOTE"}
+    mism = [e for e in errs if e.name == "ERR_MISMATCH"][0]
+    assert mism.status == -9 and "count 2" in mism.message and \
+        "count 3" in mism.message and "ERR_MISMATCH" in str(mism)
+    back = pickle.loads(pickle.dumps(mism))
+    assert (back.name, back.message, str(back)) == (mism.name, mism.message,
+                                                    str(mism))
+
+
+def test_argument_errors_leave_the_communicator_usable():
+    def job(c):
+        with pytest.raises(TypeError):
+            c.allreduce(np.ones(2, np.int16))         # no int16 reduction
+        with pytest.raises(ValueError):
+            c.allreduce(np.ones(2), op="median")
+        with pytest.raises(ValueError):
+            c.allreduce(np.ones(4), out=np.ones(3))
+        with pytest.raises(weft.Error) as e:
+            c.send(np.ones(1), c.size + 5)            # no such peer
+        assert e.value.name == "ERR_INVALID_ARG"
+        return c.allreduce(np.ones(2))
+    for r in run_threads(2, job, "argerr2"):
+        assert np.array_equal(r, [2.0, 2.0])
+
+
+def test_create_errors_raise():
+    with pytest.raises(weft.Error) as e:
+        weft.Communicator.create(rank=3, size=2, rendezvous="mem://bad")
+    assert e.value.name == "ERR_INVALID_ARG"
+
+
+def test_server_address():
+    with weft.Server("127.0.0.1:0") as s:
+        host, port = s.address.rsplit(":", 1)
+        assert host == "127.0.0.1" and int(port) > 0
+
+
+def test_module_api_needs_init():
+    assert not weft.is_initialized()
+    with pytest.raises(weft.Error):
+        weft.rank()
