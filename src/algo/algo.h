@@ -93,6 +93,11 @@ weft_status_t wf_algo_select(const wf_coll_args_t *args, const char *spec,
 
 const char *wf_coll_name(wf_coll_t coll);
 
+/* The end of a build: WEFT_OK, or WEFT_ERR_NO_MEMORY when an allocation
+ * failed while building (`failed`), logged once naming the algorithm. */
+weft_status_t wf_algo_build_status(const wf_algo_t *algo,
+                                   const wf_coll_args_t *args, bool failed);
+
 /* Names of the algorithms registered for `coll`, space separated. */
 const char *wf_algo_names(wf_coll_t coll);
 

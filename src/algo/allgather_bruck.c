@@ -121,12 +121,7 @@ static weft_status_t bruck_build(const wf_coll_args_t *a, wf_plan_t *plan)
     }
     bool failed = g.trace.failed || plan->failed;
     wf_unr_trace_free(&g.trace);
-    if (failed) {
-        WEFT_WARN(COLL, "out of memory building a Bruck allgather of %zu "
-                  "elements", a->count);
-        return WEFT_ERR_NO_MEMORY;
-    }
-    return WEFT_OK;
+    return wf_algo_build_status(&wf_algo_allgather_bruck, a, failed);
 }
 
 static bool bruck_supports(const wf_coll_args_t *a)

@@ -60,7 +60,7 @@ static weft_status_t dbtree_build(const wf_coll_args_t *a, wf_plan_t *plan)
     plan->scratch_bytes = used;
     wf_artree_fini(&t[0]);
     wf_artree_fini(&t[1]);
-    return wf_arutil_status(a, plan, "double binary tree");
+    return wf_algo_build_status(&wf_algo_allreduce_dbtree, a, plan->failed);
 }
 
 static bool dbtree_supports(const wf_coll_args_t *a)

@@ -106,7 +106,7 @@ static weft_status_t rd_build(const wf_coll_args_t *a, wf_plan_t *plan)
             rd_participant(&g);
         wf_arx_fini(&g.x);
     }
-    return wf_arutil_status(a, plan, "recursive doubling");
+    return wf_algo_build_status(&wf_algo_allreduce_rd, a, plan->failed);
 }
 
 static bool rd_supports(const wf_coll_args_t *a)

@@ -184,7 +184,7 @@ static weft_status_t rhd_build(const wf_coll_args_t *a, wf_plan_t *plan)
         wf_arx_fini(&g.x);
     }
     free(g.seg_unit);
-    return wf_arutil_status(a, plan, "recursive halving-doubling");
+    return wf_algo_build_status(&wf_algo_allreduce_rhd, a, plan->failed);
 }
 
 static bool rhd_supports(const wf_coll_args_t *a)

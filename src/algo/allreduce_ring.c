@@ -181,12 +181,7 @@ static weft_status_t ring_build(const wf_coll_args_t *a, wf_plan_t *plan)
     }
     free(owned);
     free(rs_send);
-    if (plan->failed) {
-        WEFT_WARN(COLL, "out of memory building a ring plan for %zu elements",
-                  a->count);
-        return WEFT_ERR_NO_MEMORY;
-    }
-    return WEFT_OK;
+    return wf_algo_build_status(&wf_algo_allreduce_ring, a, plan->failed);
 }
 
 static bool ring_supports(const wf_coll_args_t *a)

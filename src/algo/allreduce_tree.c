@@ -217,7 +217,7 @@ static weft_status_t tree_build(const wf_coll_args_t *a, wf_plan_t *plan)
         plan->scratch_bytes = scratch;
     }
     wf_artree_fini(&t);
-    return wf_arutil_status(a, plan, "tree");
+    return wf_algo_build_status(&wf_algo_allreduce_tree, a, plan->failed);
 }
 
 static bool tree_supports(const wf_coll_args_t *a)

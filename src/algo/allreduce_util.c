@@ -38,16 +38,6 @@ size_t wf_arutil_chunk_elems(const wf_coll_args_t *a)
     return WF_MAX((size_t)1, a->chunk_bytes / a->elem_size);
 }
 
-weft_status_t wf_arutil_status(const wf_coll_args_t *a, wf_plan_t *plan,
-                               const char *what)
-{
-    if (!plan->failed)
-        return WEFT_OK;
-    WEFT_WARN(COLL, "out of memory building a %s allreduce plan for %zu "
-              "elements on %d ranks", what, a->count, a->size);
-    return WEFT_ERR_NO_MEMORY;
-}
-
 /* ------------------------------------------------------------------ */
 /* Fold                                                               */
 /* ------------------------------------------------------------------ */

@@ -22,10 +22,6 @@ bool wf_arutil_trivial(const wf_coll_args_t *a, wf_plan_t *plan,
 /* Elements per pipelined chunk (WEFT_CHUNK_SIZE, at least one). */
 size_t wf_arutil_chunk_elems(const wf_coll_args_t *a);
 
-/* WEFT_ERR_NO_MEMORY (logged once with `what`) when the plan failed. */
-weft_status_t wf_arutil_status(const wf_coll_args_t *a, wf_plan_t *plan,
-                               const char *what);
-
 /*
  * The fold that turns `size` ranks into p = 2^k participants: of the first
  * 2*rem ranks (rem = size - p) each even rank hands its whole vector to the

@@ -32,11 +32,7 @@ static weft_status_t diss_build(const wf_coll_args_t *a, wf_plan_t *plan)
                             (uint32_t)k, wf_bref(WF_BUF_RECV, 0), 0,
                             WF_NO_DEP, WF_NO_DEP, WF_NO_DEP);
     }
-    if (plan->failed) {
-        WEFT_WARN(COLL, "out of memory building a dissemination barrier");
-        return WEFT_ERR_NO_MEMORY;
-    }
-    return WEFT_OK;
+    return wf_algo_build_status(&wf_algo_barrier_dissemination, a, plan->failed);
 }
 
 static bool diss_supports(const wf_coll_args_t *a)

@@ -56,12 +56,7 @@ static weft_status_t ring_build(const wf_coll_args_t *a, wf_plan_t *plan)
                          wf_bref(vr == 0 ? WF_BUF_SEND : WF_BUF_RECV, off),
                          len, got, WF_NO_DEP, WF_NO_DEP);
     }
-    if (plan->failed) {
-        WEFT_WARN(COLL, "out of memory building a chain broadcast plan for "
-                  "%zu elements", a->count);
-        return WEFT_ERR_NO_MEMORY;
-    }
-    return WEFT_OK;
+    return wf_algo_build_status(&wf_algo_bcast_ring, a, plan->failed);
 }
 
 static bool ring_supports(const wf_coll_args_t *a)

@@ -165,12 +165,7 @@ static weft_status_t sag_build(const wf_coll_args_t *a, wf_plan_t *plan)
     for (int t = 0; t < g.n - 1; t++)
         ring_step(&g, t);
     free(g.have);
-    if (plan->failed) {
-        WEFT_WARN(COLL, "out of memory building a scatter-allgather "
-                  "broadcast plan for %zu elements", a->count);
-        return WEFT_ERR_NO_MEMORY;
-    }
-    return WEFT_OK;
+    return wf_algo_build_status(&wf_algo_bcast_sag, a, plan->failed);
 }
 
 static bool sag_supports(const wf_coll_args_t *a)

@@ -63,12 +63,7 @@ static weft_status_t tree_build(const wf_coll_args_t *a, wf_plan_t *plan)
             wf_plan_send(plan, peers[i], (uint32_t)c, src, len, got,
                          WF_NO_DEP, WF_NO_DEP);
     }
-    if (plan->failed) {
-        WEFT_WARN(COLL, "out of memory building a tree broadcast plan for "
-                  "%zu elements", a->count);
-        return WEFT_ERR_NO_MEMORY;
-    }
-    return WEFT_OK;
+    return wf_algo_build_status(&wf_algo_bcast_tree, a, plan->failed);
 }
 
 static bool tree_supports(const wf_coll_args_t *a)

@@ -207,12 +207,7 @@ static weft_status_t rsg_build(const wf_coll_args_t *a, wf_plan_t *plan)
         plan->failed = true;
     }
     free(mem);
-    if (plan->failed) {
-        WEFT_WARN(COLL, "out of memory building a reduce-scatter-gather "
-                  "plan for %zu elements", a->count);
-        return WEFT_ERR_NO_MEMORY;
-    }
-    return WEFT_OK;
+    return wf_algo_build_status(&wf_algo_reduce_rsg, a, plan->failed);
 }
 
 static bool rsg_supports(const wf_coll_args_t *a)

@@ -144,12 +144,7 @@ static weft_status_t tree_build(const wf_coll_args_t *a, wf_plan_t *plan)
         build_chunks(&g);
     }
     free(g.slot_user);
-    if (plan->failed) {
-        WEFT_WARN(COLL, "out of memory building a tree reduce plan for %zu "
-                  "elements", a->count);
-        return WEFT_ERR_NO_MEMORY;
-    }
-    return WEFT_OK;
+    return wf_algo_build_status(&wf_algo_reduce_tree, a, plan->failed);
 }
 
 static bool tree_supports(const wf_coll_args_t *a)

@@ -230,12 +230,7 @@ static weft_status_t rhd_build(const wf_coll_args_t *a, wf_plan_t *plan)
     wf_unr_trace_free(&g.prev);
     wf_unr_trace_free(&g.cur);
     wf_unr_trace_free(&g.fold);
-    if (failed) {
-        WEFT_WARN(COLL, "out of memory building a recursive-halving "
-                  "reduce-scatter of %zu elements", a->count);
-        return WEFT_ERR_NO_MEMORY;
-    }
-    return WEFT_OK;
+    return wf_algo_build_status(&wf_algo_reducescatter_rhd, a, failed);
 }
 
 static bool rhd_supports(const wf_coll_args_t *a)

@@ -107,12 +107,7 @@ static weft_status_t stree_build(const wf_coll_args_t *a, wf_plan_t *plan)
         else
             build_inner(&g, kids, nk, parent);
     }
-    if (plan->failed) {
-        WEFT_WARN(COLL, "out of memory building a tree scatter plan for %zu "
-                  "elements per rank", a->count);
-        return WEFT_ERR_NO_MEMORY;
-    }
-    return WEFT_OK;
+    return wf_algo_build_status(&wf_algo_scatter_tree, a, plan->failed);
 }
 
 static bool stree_supports(const wf_coll_args_t *a)

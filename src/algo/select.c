@@ -170,6 +170,17 @@ weft_status_t wf_algo_select(const wf_coll_args_t *args, const char *spec,
     return WEFT_OK;
 }
 
+weft_status_t wf_algo_build_status(const wf_algo_t *algo,
+                                   const wf_coll_args_t *args, bool failed)
+{
+    if (!failed)
+        return WEFT_OK;
+    WEFT_WARN(COLL, "out of memory building the %s %s plan for %zu "
+              "elements on %d ranks", algo->name, wf_coll_name(algo->coll),
+              args->count, args->size);
+    return WEFT_ERR_NO_MEMORY;
+}
+
 const char *wf_algo_names(wf_coll_t coll)
 {
     static __thread char buf[256];
