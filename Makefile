@@ -25,7 +25,9 @@ CFLAGS ?= $(OPT) -g
 CFLAGS += -std=c11 -Wall -Wextra -Werror -fPIC -pthread $(SAN) -MMD -MP
 LIB_CFLAGS := -fvisibility=hidden
 LDFLAGS += -pthread $(SAN)
-LDLIBS += -lm
+# libcrypto (OpenSSL) for HMAC-SHA256 and random nonces (src/auth.c).
+CRYPTO_LIBS := $(shell pkg-config --libs libcrypto 2>/dev/null || echo -lcrypto)
+LDLIBS += -lm $(CRYPTO_LIBS)
 
 LIB_SRCS := $(wildcard src/*.c src/rdv/*.c src/algo/*.c src/sched/*.c \
               src/reduce/*.c src/topo/*.c src/util/*.c transport/*.c \
