@@ -17,10 +17,22 @@ HWLOC ?= auto
 # machine without them.
 CUDA_SRC := cuda/cuda_stub.c
 
+# The verbs transport (transport/ib/) compiles against <infiniband/verbs.h>
+# (libibverbs-dev) but loads libibverbs with dlopen, so the library runs on
+# hosts without rdma-core.  IB=auto builds it when the header exists.
+IB_HEADER := $(wildcard /usr/include/infiniband/verbs.h)
+ifeq ($(IB),1)
+IB_ON := 1
+else ifeq ($(IB),auto)
+IB_ON := $(if $(IB_HEADER),1)
+endif
+IB_SRC := $(if $(IB_ON),$(wildcard transport/ib/*.c))
+IB_FLAGS := $(if $(IB_ON),-DWF_HAVE_IB)
+
 OPT := $(if $(DEBUG),-O0,-O2)
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer
 SAN := $(if $(ASAN),$(SAN_FLAGS))
-CPPFLAGS += -Iinclude -Isrc -Itransport -Icuda -D_GNU_SOURCE
+CPPFLAGS += -Iinclude -Isrc -Itransport -Icuda -D_GNU_SOURCE $(IB_FLAGS)
 CFLAGS ?= $(OPT) -g
 CFLAGS += -std=c11 -Wall -Wextra -Werror -fPIC -pthread $(SAN) -MMD -MP
 LIB_CFLAGS := -fvisibility=hidden
@@ -31,7 +43,7 @@ LDLIBS += -lm $(CRYPTO_LIBS)
 
 LIB_SRCS := $(wildcard src/*.c src/rdv/*.c src/algo/*.c src/sched/*.c \
               src/reduce/*.c src/topo/*.c src/util/*.c transport/*.c \
-              transport/tcp/*.c) $(CUDA_SRC)
+              transport/tcp/*.c) $(IB_SRC) $(CUDA_SRC)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
 TOOLS := weft-rendezvous weftrun weft-info weft-bench
@@ -124,6 +136,18 @@ test-python: lib
 	  echo "make-venv failed: the Python tests that need it are skipped"
 	@py=$(VENV)/bin/python; [ -x $$py ] || py=python3; \
 	  $$py test/python/run.py $(if $(PY_C_SUMMARY),--c-summary $(PY_C_SUMMARY))
+
+# The verbs transport on a real kernel RDMA stack (test/rdma-vm/,
+# docs/transports.md): boots QEMU guests with Soft-RoCE and runs the
+# conformance suite, the collective tests over WEFT_TRANSPORT=ib, the verbs
+# error paths and a two-guest allreduce/broadcast.  Prints a skip with the
+# reason where no guest can run.  RDMA_PARTS picks parts of the one-guest
+# suite; RDMA_TWO_GUESTS=0 leaves out the two-guest run.
+.PHONY: test-rdma
+RDMA_PARTS ?= conformance colls errors
+test-rdma: deps
+	$(MAKE) all $(TEST_BIN)
+	@test/rdma-vm/run.sh $(BUILD) $(RDMA_PARTS)
 
 # Static checks: export map, no getenv outside config, docs/env.md current.
 check: $(BUILD)/lib/libweft.so $(BUILD)/bin/weft-info

@@ -9,9 +9,11 @@ set -eu
 # tests; procps: pkill/ps used by tests; gnuplot-nox: weft-bench --plot;
 # python3-venv: the Python package's environment (make python, make test);
 # libssl-dev: libcrypto for HMAC authentication (src/auth.c); clang:
-# libFuzzer harnesses (make fuzz); valgrind: the leak-check test.
+# libFuzzer harnesses (make fuzz); valgrind: the leak-check test;
+# libibverbs-dev: <infiniband/verbs.h> for the verbs transport (libibverbs
+# itself is loaded at run time, so the library never needs it).
 PACKAGES="build-essential pkg-config iproute2 procps gnuplot-nox python3-venv
-          libssl-dev clang valgrind"
+          libssl-dev clang valgrind libibverbs-dev"
 
 [ $# -gt 0 ] && PACKAGES="$*"
 

@@ -78,6 +78,9 @@ typedef struct wf_tconfig {
     int port_min;         /* WEFT_PORT_RANGE, 0 0 for any */
     int port_max;
     int64_t timeout_ms;   /* connection establishment deadline */
+    char ib_hca[128];     /* WEFT_IB_HCA: verbs device[:port] list, ^ excludes */
+    int ib_gid_index;     /* WEFT_IB_GID_INDEX when ib_gid_set */
+    bool ib_gid_set;      /* false: the verbs transport picks the GID */
 } wf_tconfig_t;
 
 typedef struct wf_tdev_attr {
@@ -147,5 +150,6 @@ weft_status_t wf_transport_select(const char *name,
 const char *wf_transport_names(void);
 
 extern const wf_transport_ops_t wf_tcp_transport;
+extern const wf_transport_ops_t wf_ib_transport;
 
 #endif /* WF_TRANSPORT_H */
