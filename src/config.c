@@ -88,7 +88,9 @@ bool wf_parse_duration_ms(const char *text, int64_t *out)
         ms = v * 60000.0;
     else
         return false;
-    if (ms > (double)INT64_MAX / 2)
+    /* Written so NaN fails too ("nan" parses as a double; converting it to
+     * an integer is undefined behaviour, found by fuzz/fuzz_config.c). */
+    if (!(ms >= 0 && ms <= (double)INT64_MAX / 2))
         return false;
     *out = (int64_t)ms;
     return true;

@@ -158,7 +158,7 @@ typedef struct wf_tcp_umsg {
     size_t len;
     bool complete;          /* all payload bytes are in `data` */
     struct wf_treq *waiter; /* a receive matched it before it completed */
-    char data[];
+    char *data;             /* grows with the bytes received (rx_grow) */
 } wf_tcp_umsg_t;
 
 /* Receive state of one connection: a header, then the payload into a user

@@ -17,8 +17,9 @@ static const char *const verdict_text[WF_TCP_REJ_COUNT] = {
     [WF_TCP_REJ_DST_RANK] = "addressed to another rank",
     [WF_TCP_REJ_SRC_RANK] = "source rank out of range or not lower",
     [WF_TCP_REJ_DUPLICATE] = "that rank is already connected or failed",
-    [WF_TCP_REJ_AUTH] = "authentication failed: the proof of the job secret "
-                        "does not match (a different WEFT_TOKEN?)",
+    /* (parenthesised: one string split over two lines, not two entries) */
+    [WF_TCP_REJ_AUTH] = ("authentication failed: the proof of the job "
+                         "secret does not match (a different WEFT_TOKEN?)"),
     [WF_TCP_REJ_BUSY] = "too many connections in their handshake",
 };
 
