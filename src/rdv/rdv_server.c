@@ -7,7 +7,10 @@
  *  - every socket is non-blocking and each connection has its own input
  *    and output buffers; a partial frame just waits in the buffer;
  *  - a frame is checked (magic, version, length <= max_frame) as soon as
- *    its header is in, before any buffer grows for it;
+ *    its header is in, before any buffer grows for it; before it has
+ *    authenticated, a connection may only send frames of up to
+ *    PREAUTH_FRAME bytes (HELLO and AUTH are far smaller), so strangers
+ *    cannot make the server hold a megabyte each;
  *  - a protocol error gets an ERROR reply, a warning naming the client and
  *    a lingering close (write side shut, input discarded for a moment so
  *    the reply is not lost to a reset);
@@ -41,6 +44,7 @@
 #define ACCEPT_BATCH 64
 #define SWEEP_MS 1000
 #define ACCEPT_PAUSE_MS 100
+#define PREAUTH_FRAME 4096
 
 /* ---- addresses --------------------------------------------------------- */
 
@@ -255,6 +259,14 @@ static void conn_process(struct weft_server *srv, wf_rdv_conn_t *conn)
         }
         if (!wf_rdv_hdr_check(&hdr, srv->max_frame, why, sizeof(why))) {
             wf_rdv_conn_fail(conn, WEFT_ERR_INVALID_ARG, "%s", why);
+            break;
+        }
+        if (!conn->job && hdr.length + WF_RDV_HDR_SIZE > PREAUTH_FRAME) {
+            wf_rdv_conn_fail(conn, WEFT_ERR_INVALID_ARG,
+                             "%s frame of %u payload bytes before "
+                             "authentication (at most %d bytes until hello "
+                             "and auth succeed)", wf_rdv_type_name(hdr.type),
+                             (unsigned)hdr.length, PREAUTH_FRAME);
             break;
         }
         size_t need = WF_RDV_HDR_SIZE + hdr.length;

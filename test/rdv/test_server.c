@@ -239,6 +239,7 @@ typedef enum {
     BAD_TRUNCATED,
     BAD_AUTH_FIRST,
     BAD_NONCE,
+    BAD_BIG_PREAUTH,
 } bad_t;
 
 /* Sends one kind of bad input; returns the log text the server must warn
@@ -300,6 +301,10 @@ static const char *send_bad(int fd, bad_t kind)
         memcpy(f + 12, "\0\0\0\x04" "jobx" "\0\0\0\x03" "abc" "\0\0\0\0", 19);
         raw_send(fd, f, WF_RDV_HDR_SIZE + 19);
         return "nonce of 3 bytes";
+    case BAD_BIG_PREAUTH: /* a 64 KiB HELLO announced, nothing sent */
+        header(f, WF_RDV_MAGIC, WF_RDV_VERSION, WF_RDV_HELLO, 65536);
+        raw_send(fd, f, WF_RDV_HDR_SIZE);
+        return "before authentication";
     }
     return "";
 }
@@ -341,6 +346,8 @@ WF_TEST(rdv_server_reply_as_request, 20) { run_bad(BAD_REPLY_TYPE); }
 WF_TEST(rdv_server_truncated, 20) { run_bad(BAD_TRUNCATED); }
 WF_TEST(rdv_server_auth_first, 20) { run_bad(BAD_AUTH_FIRST); }
 WF_TEST(rdv_server_bad_nonce, 20) { run_bad(BAD_NONCE); }
+/* A stranger cannot make the server reserve a large frame buffer. */
+WF_TEST(rdv_server_big_frame_before_auth, 20) { run_bad(BAD_BIG_PREAUTH); }
 
 /* A client stalled in the middle of a frame, or parked and gone, blocks
  * nobody. */
