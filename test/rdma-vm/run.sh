@@ -43,20 +43,24 @@ add_counts() { # adds the last summary line of file $1
     fi
 }
 
+# The guests run a copy, so editing the suite during a run cannot change
+# the script under a running bash.
+SUITE=$B/rdma-vm-suite.sh
+cp "$HERE/guest-suite.sh" "$SUITE"
 LOG1=$B/rdma-vm-guest.log
 echo "== one guest (rxe0 on a dummy netdev): $PARTS"
-"$HERE/rxe-vm.sh" "$HERE/guest-suite.sh" "$B" $PARTS 2>&1 | tee "$LOG1"
+"$HERE/rxe-vm.sh" "$SUITE" "$B" $PARTS 2>&1 | tee "$LOG1"
 add_counts "$LOG1" "one-guest suite"
 
 if [[ ${RDMA_TWO_GUESTS:-1} != 0 ]]; then
     echo "== two guests (e1000 over UDP on 127.0.0.1)"
     PA=$((41000 + RANDOM % 1000)) PB=$((42000 + RANDOM % 1000))
     ROLE=0 PEER_IP=10.77.1.2 "$HERE/rxe-vm.sh" --cpus 1 --mem 1536 --timeout 600 \
-        --link $PA:$PB --ip 10.77.1.1/24 "$HERE/guest-suite.sh" "$B" two-guest \
+        --link $PA:$PB --ip 10.77.1.1/24 "$SUITE" "$B" two-guest \
         >"$B/rdma-vm-guest-a.log" 2>&1 &
     pa=$!
     ROLE=1 PEER_IP=10.77.1.1 "$HERE/rxe-vm.sh" --cpus 1 --mem 1536 --timeout 600 \
-        --link $PB:$PA --ip 10.77.1.2/24 "$HERE/guest-suite.sh" "$B" two-guest \
+        --link $PB:$PA --ip 10.77.1.2/24 "$SUITE" "$B" two-guest \
         >"$B/rdma-vm-guest-b.log" 2>&1
     wait $pa
     for g in a b; do
