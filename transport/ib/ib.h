@@ -18,7 +18,7 @@
  * cut into fragments of at most WF_IB_SLOT_LEN bytes; the first fragment
  * starts with a 40-byte header {magic, tag, sig[0], sig[1], len}.  Each
  * fragment is one SEND from a registered staging slot into one of the
- * receiver's WF_IB_SLOTS pre-posted receive slots.  RC delivers the
+ * receiver's WF_IB_RECV_SLOTS pre-posted receive slots.  RC delivers the
  * fragments of a QP in order, so the receiver parses them like a stream.
  * A SEND needs a posted receive at the far end: the sender spends one
  * credit per fragment, and the receiver returns credits by an RDMA WRITE of
@@ -53,16 +53,20 @@
 #define WF_IB_FRAME_MAGIC 0x314d415246424957ull /* "WIBFRAM1" */
 #define WF_IB_HDR_LEN 40
 /* How often a sender that waits for credits looks at its credit word. */
-#define WF_IB_STALL_POLL_NS 200000
-/* Receive slots per peer and the size of each (also the staging slots). */
-#define WF_IB_SLOTS 16
+#define WF_IB_STALL_POLL_NS 500000
+/* Receive slots per peer, staging slots per peer, and the size of each.
+ * Twice as many receive as staging slots: a sender is then limited by its
+ * own slots coming back (which raises a completion) and waits for credits
+ * only when the receiver falls behind by a whole window. */
+#define WF_IB_RECV_SLOTS 16
+#define WF_IB_SEND_SLOTS 8
 #define WF_IB_SLOT_LEN (64 * 1024)
 /* Credits are returned once this many receives were re-posted. */
-#define WF_IB_CREDIT_BATCH (WF_IB_SLOTS / 4)
+#define WF_IB_CREDIT_BATCH 4
 /* Credit writes in flight per peer. */
 #define WF_IB_CREDIT_WRITES 4
 /* Send queue: every staging slot plus the credit writes. */
-#define WF_IB_SQ_DEPTH (WF_IB_SLOTS + WF_IB_CREDIT_WRITES)
+#define WF_IB_SQ_DEPTH (WF_IB_SEND_SLOTS + WF_IB_CREDIT_WRITES)
 
 /* RC settings: 4.096 us * 2^16 = 268 ms per try, 7 tries.  Soft-RoCE under
  * emulation has latency tails of 100+ ms; a dead peer is found through the
@@ -240,8 +244,8 @@ typedef struct wf_ib_bufs {
     char *mem;
     size_t len;
     struct ibv_mr *mr;
-    char *recv;             /* WF_IB_SLOTS * WF_IB_SLOT_LEN */
-    char *send;             /* WF_IB_SLOTS * WF_IB_SLOT_LEN */
+    char *recv;             /* WF_IB_RECV_SLOTS * WF_IB_SLOT_LEN */
+    char *send;             /* WF_IB_SEND_SLOTS * WF_IB_SLOT_LEN */
     volatile uint64_t *credit_in;
     uint64_t *credit_out;
 } wf_ib_bufs_t;
@@ -266,7 +270,7 @@ typedef struct wf_ib_peer {
     uint8_t ready_in[1], live_in[1];
     /* sending */
     uint64_t sends_posted, sends_done; /* fragments */
-    struct wf_treq *slot_req[WF_IB_SLOTS]; /* last fragment of a message */
+    struct wf_treq *slot_req[WF_IB_SEND_SLOTS]; /* last fragment of a message */
     struct wf_treq *sendq, *sendq_tail;
     /* receiving */
     uint64_t recvs_done;     /* fragments received */

@@ -99,7 +99,7 @@ static weft_status_t open_verbs(wf_tctx_t *ctx)
     memset(&da, 0, sizeof(da));
     v->query_device(ctx->dev, &da);
     ctx->cq_depth = WF_MAX(WF_IB_CQ_MIN,
-                           peers * (WF_IB_SLOTS + WF_IB_SQ_DEPTH) + 16);
+                           peers * (WF_IB_RECV_SLOTS + WF_IB_SQ_DEPTH) + 16);
     if (da.max_cqe > 0 && ctx->cq_depth > da.max_cqe)
         ctx->cq_depth = da.max_cqe;
     ctx->cq = v->create_cq(ctx->dev, ctx->cq_depth, NULL, ctx->channel, 0);

@@ -17,7 +17,8 @@
 
 size_t wf_ib_peer_mem(void)
 {
-    return 2 * (size_t)WF_IB_SLOTS * WF_IB_SLOT_LEN + WF_IB_CTRL_LEN;
+    return (size_t)(WF_IB_RECV_SLOTS + WF_IB_SEND_SLOTS) * WF_IB_SLOT_LEN +
+           WF_IB_CTRL_LEN;
 }
 
 static weft_status_t bufs_open(wf_tctx_t *ctx, wf_ib_peer_t *p)
@@ -48,11 +49,10 @@ static weft_status_t bufs_open(wf_tctx_t *ctx, wf_ib_peer_t *p)
         return WEFT_ERR_TRANSPORT;
     }
     b->recv = b->mem;
-    b->send = b->mem + (size_t)WF_IB_SLOTS * WF_IB_SLOT_LEN;
-    b->credit_in = (volatile uint64_t *)(b->send +
-                                         (size_t)WF_IB_SLOTS * WF_IB_SLOT_LEN);
-    b->credit_out = (uint64_t *)(b->send + (size_t)WF_IB_SLOTS *
-                                               WF_IB_SLOT_LEN + 8);
+    b->send = b->mem + (size_t)WF_IB_RECV_SLOTS * WF_IB_SLOT_LEN;
+    b->credit_in = (volatile uint64_t *)(b->send + (size_t)WF_IB_SEND_SLOTS *
+                                                       WF_IB_SLOT_LEN);
+    b->credit_out = (uint64_t *)(b->credit_in + 1);
     return WEFT_OK;
 }
 
@@ -119,7 +119,7 @@ weft_status_t wf_ib_qp_create(wf_tctx_t *ctx, wf_ib_peer_t *p)
     ia.recv_cq = ctx->cq;
     ia.qp_type = IBV_QPT_RC;
     ia.cap.max_send_wr = WF_IB_SQ_DEPTH;
-    ia.cap.max_recv_wr = WF_IB_SLOTS;
+    ia.cap.max_recv_wr = WF_IB_RECV_SLOTS;
     ia.cap.max_send_sge = 1;
     ia.cap.max_recv_sge = 1;
     p->qp = ctx->v->create_qp(ctx->pd, &ia);
@@ -130,7 +130,7 @@ weft_status_t wf_ib_qp_create(wf_tctx_t *ctx, wf_ib_peer_t *p)
     }
     WEFT_CHECK(qp_init(ctx, p));
     /* Receives first: the peer may send as soon as it sees our READY. */
-    for (unsigned s = 0; s < WF_IB_SLOTS; s++)
+    for (unsigned s = 0; s < WF_IB_RECV_SLOTS; s++)
         WEFT_CHECK(wf_ib_post_recv(ctx, p, s));
     p->credit_sent = p->recvs_posted;
     p->psn = random_psn();
@@ -138,7 +138,7 @@ weft_status_t wf_ib_qp_create(wf_tctx_t *ctx, wf_ib_peer_t *p)
     wf_ib_put32(o + 4, p->psn);
     wf_ib_put64(o + 8, (uint64_t)(uintptr_t)p->b.credit_in);
     wf_ib_put32(o + 16, p->b.mr->rkey);
-    wf_ib_put32(o + 20, WF_IB_SLOTS);
+    wf_ib_put32(o + 20, WF_IB_RECV_SLOTS);
     wf_ib_put32(o + 24, WF_IB_SLOT_LEN);
     return WEFT_OK;
 }
@@ -214,11 +214,11 @@ weft_status_t wf_ib_qp_connect(wf_tctx_t *ctx, wf_ib_peer_t *p)
     uint32_t rqpn = wf_ib_get32(in), rpsn = wf_ib_get32(in + 4);
     uint32_t slots = wf_ib_get32(in + 20), slot_len = wf_ib_get32(in + 24);
 
-    if (slots != WF_IB_SLOTS || slot_len != WF_IB_SLOT_LEN) {
+    if (slots != WF_IB_RECV_SLOTS || slot_len != WF_IB_SLOT_LEN) {
         wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
                         "protocol mismatch: the peer uses %u slots of %u "
                         "bytes, this side %d of %d (different weft versions?)",
-                        slots, slot_len, WF_IB_SLOTS, WF_IB_SLOT_LEN);
+                        slots, slot_len, WF_IB_RECV_SLOTS, WF_IB_SLOT_LEN);
         return WEFT_ERR_TRANSPORT;
     }
     p->rcredit_addr = wf_ib_get64(in + 8);

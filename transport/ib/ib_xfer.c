@@ -195,7 +195,7 @@ static uint64_t credit_limit(const wf_ib_peer_t *p)
 {
     uint64_t granted = *p->b.credit_in; /* the peer's posted receives */
 
-    return granted > WF_IB_SLOTS ? granted : WF_IB_SLOTS;
+    return granted > WF_IB_RECV_SLOTS ? granted : WF_IB_RECV_SLOTS;
 }
 
 /* Copies the next fragment of the first queued send into slot `slot`;
@@ -250,10 +250,10 @@ static weft_status_t post_send(wf_tctx_t *ctx, wf_ib_peer_t *p, unsigned slot,
 void wf_ib_pump(wf_tctx_t *ctx, wf_ib_peer_t *p)
 {
     while (p->state == WF_IB_UP && p->sendq &&
-           p->sends_posted - p->sends_done < WF_IB_SLOTS &&
+           p->sends_posted - p->sends_done < WF_IB_SEND_SLOTS &&
            p->sends_posted < credit_limit(p)) {
         wf_treq_t *r = p->sendq;
-        unsigned slot = (unsigned)(p->sends_posted % WF_IB_SLOTS);
+        unsigned slot = (unsigned)(p->sends_posted % WF_IB_SEND_SLOTS);
         size_t n = stage(p, r, slot);
 
         if (post_send(ctx, p, slot, n) < 0)
@@ -445,7 +445,7 @@ void wf_ib_xfer_fail(wf_tctx_t *ctx, wf_ib_peer_t *p)
     (void)ctx;
     fail_list(p->sendq, st);
     p->sendq = p->sendq_tail = NULL;
-    for (unsigned s = 0; s < WF_IB_SLOTS; s++) {
+    for (unsigned s = 0; s < WF_IB_SEND_SLOTS; s++) {
         if (p->slot_req[s])
             req_finish(p->slot_req[s], st);
         p->slot_req[s] = NULL;
