@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,20 +42,23 @@ uint64_t wf_hash64(const void *data, size_t len)
     return h;
 }
 
+static char hostname_buf[256];
+
+static void hostname_init(void)
+{
+    if (gethostname(hostname_buf, sizeof(hostname_buf)) != 0)
+        strcpy(hostname_buf, "unknown-host");
+    hostname_buf[sizeof(hostname_buf) - 1] = '\0';
+}
+
 const char *wf_hostname(void)
 {
-    static char name[256];
-    static int done;
-    if (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
-        char tmp[256];
-        if (gethostname(tmp, sizeof(tmp)) != 0)
-            strcpy(tmp, "unknown-host");
-        tmp[sizeof(tmp) - 1] = '\0';
-        /* Racing threads write identical bytes; the flag publishes them. */
-        memcpy(name, tmp, sizeof(name));
-        __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
-    }
-    return name;
+    /* Written once: threads that raced to fill the buffer while another
+     * read it were a data race (TSan, colls_threads_n13), even with
+     * identical bytes. */
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, hostname_init);
+    return hostname_buf;
 }
 
 const char *wf_errno_str(int err)

@@ -258,7 +258,7 @@ WF_TEST(auth_random_job_secret, 20)
 typedef struct {
     const char *job;
     int port_lo, port_hi;
-    volatile int stop;
+    int stop; /* atomic: set by the main thread, read by the scanner */
     int probes;
 } scan_arg_t;
 
@@ -300,8 +300,10 @@ static void *scanner(void *p)
 {
     scan_arg_t *s = p;
 
-    while (!s->stop) {
-        for (int port = s->port_lo; port <= s->port_hi && !s->stop; port++) {
+    while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
+        for (int port = s->port_lo;
+             port <= s->port_hi && !__atomic_load_n(&s->stop, __ATOMIC_RELAXED);
+             port++) {
             int fd = connect_port(port);
             if (fd < 0)
                 continue;
@@ -365,7 +367,7 @@ WF_TEST(auth_port_scan_during_allreduce, 60)
              s.port_hi);
     ASSERT_EQ(pthread_create(&th, NULL, scanner, &s), 0);
     wf_test_run_threads(2, scanned_rank, &j);
-    s.stop = 1;
+    __atomic_store_n(&s.stop, 1, __ATOMIC_RELAXED);
     pthread_join(th, NULL);
     ASSERT_TRUE(s.probes > 0);
     ASSERT_STR_CONTAINS(logbuf, "rejected connection from 127.0.0.1:");

@@ -4,8 +4,12 @@
  * a temporary file and shown when the test fails or skips.  The last line is
  * "N passed, N failed, N skipped".
  *
- * Usage: weft-test [--build DIR] [--list] [--verbose] [PREFIX...]
+ * Usage: weft-test [--build DIR] [--list] [--verbose]
+ *                  [--skip PREFIX=REASON]... [PREFIX...]
  *   PREFIX selects tests whose name starts with it (all when none given).
+ *   --skip reports the tests starting with PREFIX as skipped with REASON
+ *   instead of running them (a sanitizer run leaving out what it cannot
+ *   check: the Makefile says which and why).
  *   WF_TEST_TIMEOUT_MULT multiplies every timeout (slow machines, sanitizers).
  */
 #include <errno.h>
@@ -169,14 +173,29 @@ static bool selected(const char *name, int nfilters, char **filters)
     return false;
 }
 
+/* The reason of the first --skip PREFIX=REASON matching name, or NULL. */
+static const char *skip_reason(const char *name, int nskips, char **skips)
+{
+    for (int i = 0; i < nskips; i++) {
+        const char *eq = strchr(skips[i], '=');
+        size_t n = eq ? (size_t)(eq - skips[i]) : strlen(skips[i]);
+        if (strncmp(name, skips[i], n) == 0)
+            return eq ? eq + 1 : "skipped by --skip";
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     bool list = false, verbose = false;
-    char *filters[256];
-    int nfilters = 0;
+    char *filters[256], *skips[256];
+    int nfilters = 0, nskips = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--build") == 0 && i + 1 < argc)
             wf_test_build_dir = argv[++i];
+        else if (strcmp(argv[i], "--skip") == 0 && i + 1 < argc &&
+                 nskips < 256)
+            skips[nskips++] = argv[++i];
         else if (strcmp(argv[i], "--list") == 0)
             list = true;
         else if (strcmp(argv[i], "--verbose") == 0)
@@ -195,6 +214,13 @@ int main(int argc, char **argv)
             continue;
         if (list) {
             printf("%s\n", tests[i].name);
+            continue;
+        }
+        const char *why = skip_reason(tests[i].name, nskips, skips);
+        if (why) {
+            printf("skip  %s\n      %s\n", tests[i].name, why);
+            fflush(stdout);
+            skipped++;
             continue;
         }
         int r = run_one(&tests[i], mult, verbose);

@@ -117,7 +117,9 @@ WF_TEST(tool_info_config, 30)
     free(out);
     snprintf(cmd, sizeof(cmd), "%s", wf_test_tool("weft-info"));
     ASSERT_EQ(run(cmd, &out), 0);
-    ASSERT_STR_CONTAINS(out, "transports: tcp");
+    /* tcp always; ib too where the verbs header was there at build time. */
+    ASSERT_STR_CONTAINS(out, "transports: ");
+    ASSERT_STR_CONTAINS(out, "tcp");
     free(out);
 }
 
@@ -127,9 +129,9 @@ WF_TEST(tool_install_pkgconfig_readme_example, 300)
 {
     char dir[] = "/tmp/weft-install-XXXXXX", cmd[4096], *out;
     ASSERT_TRUE(mkdtemp(dir) != NULL);
-#if defined(__SANITIZE_ADDRESS__)
-    WF_SKIP("this build's libweft needs the ASan runtime, which a plain "
-            "program built with pkg-config flags does not load");
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    WF_SKIP("this build's libweft needs the sanitizer runtime, which a "
+            "plain program built with pkg-config flags does not load");
 #endif
     if (system("command -v pkg-config >/dev/null") != 0)
         WF_SKIP("pkg-config is not installed (make deps installs it)");
