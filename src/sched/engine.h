@@ -1,11 +1,12 @@
 /*
  * engine.h - the progress engine: runs plans over a transport.
  *
- * One engine per communicator, with one progress thread that owns the
- * transport context: it takes submitted requests in order, starts the steps
- * whose dependencies are done (at most max_inflight transfers per peer and
- * direction), runs reductions as receives land, and completes requests.
- * Callers only submit and wait, so non-blocking operations progress while
+ * One engine per communicator.  Progress rounds take submitted requests in
+ * order, start the steps whose dependencies are done (at most max_inflight
+ * transfers per peer and direction), run reductions as receives land, and
+ * complete requests.  A caller blocked in weft_wait runs the rounds itself
+ * (no hand-off between threads on the critical path); otherwise the
+ * engine's progress thread does, so non-blocking operations progress while
  * the application computes.
  *
  * Every message carries a tag (kind, operation sequence number, step tag)
@@ -89,14 +90,28 @@ void wf_engine_fail(wf_engine_t *engine, weft_status_t status,
 /* The sticky error and its message (NULL when none). */
 weft_status_t wf_engine_error(wf_engine_t *engine, const char **message);
 
+/* Runs progress rounds in the calling thread until *done is set (returns
+ * true), or until the engine stops (returns false: the progress thread
+ * completes what is left).  Call between wf_engine_driver_enter/leave. */
+bool wf_engine_drive(wf_engine_t *engine, const volatile bool *done);
+/* Registers a driving caller; the engine is not freed until it leaves.
+ * Called under the request lock (req.c), which orders it against
+ * wf_req_wait_for_drivers. */
+void wf_engine_driver_enter(wf_engine_t *engine);
+void wf_engine_driver_leave(wf_engine_t *engine);
+int wf_engine_driver_count(wf_engine_t *engine);
+
 /* ---- requests (req.c) ---------------------------------------------------- */
 struct weft_request *wf_req_create(void);
 void wf_req_retain(struct weft_request *req);
 void wf_req_release(struct weft_request *req);
-/* Sets the final status and wakes waiters (first completion wins). */
+/* Sets the final status, detaches the request from its engine and wakes
+ * waiters (first completion wins). */
 void wf_req_complete(struct weft_request *req, weft_status_t status);
+/* Blocks until no caller drives `engine` any more (before it is freed). */
+void wf_req_wait_for_drivers(wf_engine_t *engine);
 
-/* ---- execution of one plan (exec.c), called by the progress thread ------ */
+/* ---- execution of one plan (exec.c), called under progress_lock --------- */
 weft_status_t wf_exec_start(wf_engine_t *engine, struct weft_request *req);
 /* Advances the request; returns the amount of work done, and sets *finished
  * with the final status in *status when it ended. */

@@ -22,6 +22,13 @@ struct wf_engine {
     bool thread_started;
     int wake_fd;
 
+    /* Whoever holds progress_lock runs progress rounds: the progress
+     * thread, or a caller waiting in weft_wait/weft_test.  Letting the
+     * waiting caller drive saves a thread hand-off per message round. */
+    pthread_mutex_t progress_lock;
+    int drivers;  /* callers driving: changed under the request lock,
+                   * read atomically; destroy waits for it to reach 0 */
+
     pthread_mutex_t lock;          /* guards everything below */
     struct weft_request *submitted_head, *submitted_tail;
     bool stop;
@@ -31,7 +38,7 @@ struct wf_engine {
     weft_status_t error;
     char error_msg[WF_ERRMSG_MAX];
 
-    /* Owned by the progress thread. */
+    /* Owned by the holder of progress_lock. */
     struct weft_request *active_head, *active_tail;
 };
 

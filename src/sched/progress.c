@@ -1,9 +1,12 @@
 /*
  * progress.c - the engine's lifecycle and its progress thread.
  *
- * The thread owns the transport context.  It sleeps in poll() on the
- * transport's fd and a wake-up eventfd when there is nothing to do, and
- * spins through progress/advance while work is happening.
+ * Progress happens in rounds (progress_round) run by whoever holds
+ * progress_lock: the progress thread, or a caller blocked in weft_wait that
+ * drives the engine itself (wf_engine_drive).  While a caller drives, the
+ * thread sleeps on the wake-up fd, so the two never compete for a core; it
+ * takes over again for non-blocking operations nobody waits on.  An idle
+ * runner sleeps in poll() on the transport's fd and the wake-up eventfd.
  */
 #include <errno.h>
 #include <poll.h>
@@ -105,8 +108,7 @@ static void finish(wf_engine_t *e, struct weft_request *req,
         WEFT_TRACE(SCHED, "%s #%llu done", wf_coll_name(req->args.coll),
                    (unsigned long long)req->seq);
     wf_exec_free(e, req);
-    req->engine = NULL;
-    wf_req_complete(req, status);
+    wf_req_complete(req, status); /* clears req->engine */
     wf_req_release(req);
 }
 
@@ -182,12 +184,15 @@ static int check_deadlines(wf_engine_t *e)
     return timeout;
 }
 
-static void sleep_until_work(wf_engine_t *e, int timeout_ms)
+/* Sleeps in poll() until the transport or the wake-up fd has something,
+ * or timeout_ms passes.  `transport` false: only the wake-up fd (the
+ * progress thread while a caller drives). */
+static void sleep_until_work(wf_engine_t *e, int timeout_ms, bool transport)
 {
     struct pollfd fds[2] = {{.fd = e->wake_fd, .events = POLLIN},
                             {.fd = e->tops->get_fd(e->tctx), .events = POLLIN}};
-    int nfds = fds[1].fd >= 0 ? 2 : 1;
-    if (nfds == 1 && timeout_ms > 1)
+    int nfds = transport && fds[1].fd >= 0 ? 2 : 1;
+    if (transport && nfds == 1 && timeout_ms > 1)
         timeout_ms = 1; /* a transport without an fd must be polled */
     if (poll(fds, (nfds_t)nfds, timeout_ms) > 0 && (fds[0].revents & POLLIN)) {
         uint64_t v;
@@ -196,27 +201,62 @@ static void sleep_until_work(wf_engine_t *e, int timeout_ms)
     }
 }
 
+/* One progress round: takes submissions, drives the transport, advances
+ * every active request and checks deadlines.  The caller holds
+ * progress_lock.  Returns the work done; *timeout is the poll timeout until
+ * the next deadline; *exit is set when the engine is stopping and nothing
+ * is left to do. */
+static int progress_round(wf_engine_t *e, int *timeout, bool *exit)
+{
+    bool stop;
+    take_submitted(e, &stop);
+    weft_status_t sticky = wf_engine_error(e, NULL);
+    *exit = stop && (sticky != WEFT_OK || !e->active_head);
+    *timeout = 0;
+    if (*exit)
+        return 0;
+    int work = 0;
+    if (sticky == WEFT_OK) {
+        int n = e->tops->progress(e->tctx);
+        if (n < 0)
+            wf_engine_fail(e, n, "transport %s failed: %s", e->tops->name,
+                           weft_strerror(n));
+        work += n > 0 ? n : 0;
+    }
+    work += advance_all(e, sticky);
+    *timeout = check_deadlines(e);
+    return work;
+}
+
+static bool has_drivers(wf_engine_t *e)
+{
+    return __atomic_load_n(&e->drivers, __ATOMIC_ACQUIRE) > 0;
+}
+
 static void *progress_main(void *arg)
 {
     wf_engine_t *e = arg;
     int idle = 0;
     wf_log_set_rank(e->rank);
     for (;;) {
-        bool stop;
-        take_submitted(e, &stop);
-        weft_status_t sticky = wf_engine_error(e, NULL);
-        if (stop && (sticky != WEFT_OK || !e->active_head))
-            break;
-        int work = 0;
-        if (sticky == WEFT_OK) {
-            int n = e->tops->progress(e->tctx);
-            if (n < 0)
-                wf_engine_fail(e, n, "transport %s failed: %s", e->tops->name,
-                               weft_strerror(n));
-            work += n > 0 ? n : 0;
+        if (has_drivers(e)) {
+            /* A waiting caller runs the rounds; stay out of its way until
+             * it leaves (it wakes us) or the engine stops. */
+            pthread_mutex_lock(&e->lock);
+            bool stop = e->stop;
+            pthread_mutex_unlock(&e->lock);
+            if (!stop) {
+                sleep_until_work(e, 10, false);
+                continue;
+            }
         }
-        work += advance_all(e, sticky);
-        int timeout = check_deadlines(e);
+        int timeout;
+        bool exit;
+        pthread_mutex_lock(&e->progress_lock);
+        int work = progress_round(e, &timeout, &exit);
+        pthread_mutex_unlock(&e->progress_lock);
+        if (exit)
+            break;
         /* With operations in flight the next message usually arrives
          * within microseconds: yield a few rounds before paying for a
          * sleep in poll() and the wake-up after it. */
@@ -224,12 +264,54 @@ static void *progress_main(void *arg)
         if (!work && e->active_head && idle <= WF_IDLE_SPINS)
             sched_yield();
         else if (!work)
-            sleep_until_work(e, timeout);
+            sleep_until_work(e, timeout, true);
     }
     /* Anything left fails with the sticky error (abort, failure). */
     weft_status_t st = wf_engine_error(e, NULL);
+    pthread_mutex_lock(&e->progress_lock);
     advance_all(e, st != WEFT_OK ? st : WEFT_ERR_ABORTED);
+    pthread_mutex_unlock(&e->progress_lock);
     return NULL;
+}
+
+bool wf_engine_drive(wf_engine_t *e, const volatile bool *done)
+{
+    int idle = 0;
+    while (!__atomic_load_n(done, __ATOMIC_ACQUIRE)) {
+        int timeout = 0, work = 0;
+        bool exit = false;
+        if (pthread_mutex_trylock(&e->progress_lock) == 0) {
+            work = progress_round(e, &timeout, &exit);
+            pthread_mutex_unlock(&e->progress_lock);
+        }
+        if (exit)
+            return false; /* the progress thread finishes what is left */
+        idle = work ? 0 : idle + 1;
+        if (work || __atomic_load_n(done, __ATOMIC_ACQUIRE))
+            continue;
+        if (idle <= WF_IDLE_SPINS)
+            sched_yield();
+        else
+            sleep_until_work(e, timeout > 0 ? timeout : 1, true);
+    }
+    return true;
+}
+
+void wf_engine_driver_enter(wf_engine_t *e)
+{
+    __atomic_add_fetch(&e->drivers, 1, __ATOMIC_ACQ_REL);
+}
+
+void wf_engine_driver_leave(wf_engine_t *e)
+{
+    /* The thread may be sleeping on the wake-up fd only. */
+    wake(e);
+    __atomic_sub_fetch(&e->drivers, 1, __ATOMIC_ACQ_REL);
+}
+
+int wf_engine_driver_count(wf_engine_t *e)
+{
+    return __atomic_load_n(&e->drivers, __ATOMIC_ACQUIRE);
 }
 
 static void engine_free(wf_engine_t *e)
@@ -239,6 +321,7 @@ static void engine_free(wf_engine_t *e)
     if (e->wake_fd >= 0)
         close(e->wake_fd);
     pthread_mutex_destroy(&e->lock);
+    pthread_mutex_destroy(&e->progress_lock);
     free(e->peer_addrs);
     free(e->peer_addr_lens);
     free(e->peer_connect_called);
@@ -258,6 +341,7 @@ weft_status_t wf_engine_create(const wf_engine_params_t *p,
         goto err_nomem;
     e->wake_fd = -1;
     pthread_mutex_init(&e->lock, NULL);
+    pthread_mutex_init(&e->progress_lock, NULL);
     e->rank = p->rank;
     e->size = p->size;
     e->tops = p->tops;
@@ -313,5 +397,6 @@ void wf_engine_destroy(wf_engine_t *e, bool abort)
     wake(e);
     if (e->thread_started)
         pthread_join(e->thread, NULL);
+    wf_req_wait_for_drivers(e);
     engine_free(e);
 }
