@@ -77,10 +77,13 @@ weft_status_t wf_engine_create(const wf_engine_params_t *params,
 void wf_engine_destroy(wf_engine_t *engine, bool abort);
 
 /* Hands a prepared request (args, algo, buffers, plan built) to the engine:
- * assigns its sequence number and deadline and wakes the thread.  Takes a
+ * assigns its sequence number and deadline and, with `wake_thread`, wakes
+ * the progress thread (a caller that waits right away drives the request
+ * itself; waking the thread would only make the two compete).  Takes a
  * reference.  Fails at once (request completed with the sticky error) when
  * the engine has failed. */
-weft_status_t wf_engine_submit(wf_engine_t *engine, struct weft_request *req);
+weft_status_t wf_engine_submit(wf_engine_t *engine, struct weft_request *req,
+                               bool wake_thread);
 
 /* Records a sticky error (first one wins) and fails every pending request.
  * Thread-safe. */
@@ -94,11 +97,18 @@ weft_status_t wf_engine_error(wf_engine_t *engine, const char **message);
  * true), or until the engine stops (returns false: the progress thread
  * completes what is left).  Call between wf_engine_driver_enter/leave. */
 bool wf_engine_drive(wf_engine_t *engine, const volatile bool *done);
+/* Runs one progress round in the calling thread unless another thread is
+ * running one (weft_test).  Same registration as wf_engine_drive. */
+void wf_engine_poke(wf_engine_t *engine);
 /* Registers a driving caller; the engine is not freed until it leaves.
- * Called under the request lock (req.c), which orders it against
- * wf_req_wait_for_drivers. */
+ * enter/leave are called under the request lock (req.c), which orders them
+ * against wf_req_wait_for_drivers.  Before leaving, outside that lock
+ * (it takes the engine's locks, which rank before the request lock),
+ * wf_engine_driver_hands_over tells whether the progress thread must be
+ * woken to take over requests nobody drives any more. */
 void wf_engine_driver_enter(wf_engine_t *engine);
-void wf_engine_driver_leave(wf_engine_t *engine);
+bool wf_engine_driver_hands_over(wf_engine_t *engine);
+void wf_engine_driver_leave(wf_engine_t *engine, bool wake_thread);
 int wf_engine_driver_count(wf_engine_t *engine);
 
 /* ---- requests (req.c) ---------------------------------------------------- */

@@ -73,7 +73,8 @@ static void append(struct weft_request **head, struct weft_request **tail,
     *tail = req;
 }
 
-weft_status_t wf_engine_submit(wf_engine_t *e, struct weft_request *req)
+weft_status_t wf_engine_submit(wf_engine_t *e, struct weft_request *req,
+                               bool wake_thread)
 {
     pthread_mutex_lock(&e->lock);
     weft_status_t err = e->error;
@@ -96,7 +97,8 @@ weft_status_t wf_engine_submit(wf_engine_t *e, struct weft_request *req)
     wf_req_retain(req);
     append(&e->submitted_head, &e->submitted_tail, req);
     pthread_mutex_unlock(&e->lock);
-    wake(e);
+    if (wake_thread)
+        wake(e);
     return WEFT_OK;
 }
 
@@ -274,6 +276,16 @@ static void *progress_main(void *arg)
     return NULL;
 }
 
+void wf_engine_poke(wf_engine_t *e)
+{
+    int timeout;
+    bool exit;
+    if (pthread_mutex_trylock(&e->progress_lock) == 0) {
+        progress_round(e, &timeout, &exit);
+        pthread_mutex_unlock(&e->progress_lock);
+    }
+}
+
 bool wf_engine_drive(wf_engine_t *e, const volatile bool *done)
 {
     int idle = 0;
@@ -302,11 +314,31 @@ void wf_engine_driver_enter(wf_engine_t *e)
     __atomic_add_fetch(&e->drivers, 1, __ATOMIC_ACQ_REL);
 }
 
-void wf_engine_driver_leave(wf_engine_t *e)
+/* Whether requests are submitted or active: the progress thread has to
+ * take over when the last driver leaves. */
+static bool has_pending_work(wf_engine_t *e)
 {
-    /* The thread may be sleeping on the wake-up fd only. */
-    wake(e);
+    pthread_mutex_lock(&e->progress_lock);
+    bool active = e->active_head != NULL;
+    pthread_mutex_unlock(&e->progress_lock);
+    pthread_mutex_lock(&e->lock);
+    bool pending = active || e->submitted_head != NULL || e->stop;
+    pthread_mutex_unlock(&e->lock);
+    return pending;
+}
+
+bool wf_engine_driver_hands_over(wf_engine_t *e)
+{
+    return __atomic_load_n(&e->drivers, __ATOMIC_ACQUIRE) == 1 &&
+           has_pending_work(e);
+}
+
+void wf_engine_driver_leave(wf_engine_t *e, bool wake_thread)
+{
     __atomic_sub_fetch(&e->drivers, 1, __ATOMIC_ACQ_REL);
+    /* The thread sleeps on the wake-up fd only while a caller drives. */
+    if (wake_thread)
+        wake(e);
 }
 
 int wf_engine_driver_count(wf_engine_t *e)

@@ -8,6 +8,8 @@
  * thread, and a request may outlive its engine.  The same lock guards
  * req->engine and the engine's count of driving callers, so a waiter that
  * drives an engine keeps it alive: wf_engine_destroy waits for it.
+ * Lock order: the engine's progress lock and state lock before req_lock
+ * (completions happen inside progress rounds), never the other way.
  */
 #include <errno.h>
 #include <sched.h>
@@ -69,8 +71,8 @@ void wf_req_wait_for_drivers(wf_engine_t *engine)
 }
 
 /* Runs the request's engine in this thread until the request is done or
- * the engine stops (see wf_engine_drive). */
-static void drive(struct weft_request *req)
+ * the engine stops (see wf_engine_drive); with `once`, one round only. */
+static void drive(struct weft_request *req, bool once)
 {
     pthread_mutex_lock(&req_lock);
     wf_engine_t *e = req->done ? NULL : req->engine;
@@ -79,9 +81,13 @@ static void drive(struct weft_request *req)
     pthread_mutex_unlock(&req_lock);
     if (!e)
         return;
-    wf_engine_drive(e, &req->done);
+    if (once)
+        wf_engine_poke(e);
+    else
+        wf_engine_drive(e, &req->done);
+    bool wake_thread = wf_engine_driver_hands_over(e);
     pthread_mutex_lock(&req_lock);
-    wf_engine_driver_leave(e);
+    wf_engine_driver_leave(e, wake_thread);
     pthread_cond_broadcast(&req_cond); /* wf_req_wait_for_drivers */
     pthread_mutex_unlock(&req_lock);
 }
@@ -103,6 +109,8 @@ static weft_status_t check_req(weft_request_t req)
 WEFT_API weft_status_t weft_test(weft_request_t req)
 {
     WEFT_CHECK(check_req(req));
+    /* Like MPI_Test: a caller that polls also makes progress. */
+    drive(req, true);
     pthread_mutex_lock(&req_lock);
     weft_status_t st = req->done ? req->status : WEFT_INPROGRESS;
     pthread_mutex_unlock(&req_lock);
@@ -112,7 +120,7 @@ WEFT_API weft_status_t weft_test(weft_request_t req)
 WEFT_API weft_status_t weft_wait(weft_request_t req)
 {
     WEFT_CHECK(check_req(req));
-    drive(req);
+    drive(req, false);
     pthread_mutex_lock(&req_lock);
     while (!req->done) {
         /* The engine enforces deadlines; the timed wait is only a guard
