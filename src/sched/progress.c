@@ -21,9 +21,12 @@
 #include "common.h"
 #include "sched/engine_impl.h"
 
-/* Rounds the progress thread yields, with operations in flight, before it
- * sleeps in poll(). */
+/* Idle rounds a runner (the thread or a driving caller) yields, with
+ * operations in flight, before it sleeps in poll(). */
 #define WF_IDLE_SPINS 100
+/* Longest sleep of a driving caller between rounds.  Rounds that complete
+ * a sleeping driver's request wake it; the cap only bounds a lost wake-up. */
+#define WF_DRIVER_SLEEP_MS 10
 
 static void wake(wf_engine_t *e)
 {
@@ -259,6 +262,10 @@ static void *progress_main(void *arg)
         pthread_mutex_unlock(&e->progress_lock);
         if (exit)
             break;
+        /* A caller that started driving during the round may sleep in
+         * poll() on a transport fd this round has just drained. */
+        if (work && has_drivers(e))
+            wake(e);
         /* With operations in flight the next message usually arrives
          * within microseconds: yield a few rounds before paying for a
          * sleep in poll() and the wake-up after it. */
@@ -281,32 +288,42 @@ void wf_engine_poke(wf_engine_t *e)
     int timeout;
     bool exit;
     if (pthread_mutex_trylock(&e->progress_lock) == 0) {
-        progress_round(e, &timeout, &exit);
+        int work = progress_round(e, &timeout, &exit);
         pthread_mutex_unlock(&e->progress_lock);
+        if (work && wf_engine_driver_count(e) > 1)
+            wake(e);
     }
 }
 
 bool wf_engine_drive(wf_engine_t *e, const volatile bool *done)
 {
     int idle = 0;
-    while (!__atomic_load_n(done, __ATOMIC_ACQUIRE)) {
-        int timeout = 0, work = 0;
-        bool exit = false;
-        if (pthread_mutex_trylock(&e->progress_lock) == 0) {
-            work = progress_round(e, &timeout, &exit);
+    for (;;) {
+        int timeout, work;
+        bool exit;
+        /* Blocking, not trylock: whoever holds the lock runs one short
+         * round, and sleeping on the mutex until then is cheaper than
+         * spinning on it. */
+        pthread_mutex_lock(&e->progress_lock);
+        if (__atomic_load_n(done, __ATOMIC_ACQUIRE)) {
             pthread_mutex_unlock(&e->progress_lock);
+            return true;
         }
+        work = progress_round(e, &timeout, &exit);
+        pthread_mutex_unlock(&e->progress_lock);
         if (exit)
             return false; /* the progress thread finishes what is left */
+        if (work && wf_engine_driver_count(e) > 1)
+            wake(e); /* the round may have completed another's request */
         idle = work ? 0 : idle + 1;
         if (work || __atomic_load_n(done, __ATOMIC_ACQUIRE))
             continue;
         if (idle <= WF_IDLE_SPINS)
             sched_yield();
         else
-            sleep_until_work(e, timeout > 0 ? timeout : 1, true);
+            sleep_until_work(e, timeout < WF_DRIVER_SLEEP_MS
+                                    ? timeout : WF_DRIVER_SLEEP_MS, true);
     }
-    return true;
 }
 
 void wf_engine_driver_enter(wf_engine_t *e)
