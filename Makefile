@@ -1,7 +1,7 @@
 # weft - plain GNU make.  Knobs: CUDA=auto|0|1 IB=auto|0|1 HWLOC=auto|0|1
 # DEBUG=1 (no optimisation) ASAN=1 (address+undefined sanitizers) PREFIX=...
-# Targets: all lib tools bench bench-report test check install clean docs
-# deps compare
+# Targets: all lib tools bench bench-report bench-reduce bench-netns test
+# check install clean docs deps compare
 
 PREFIX ?= /usr/local
 BUILD ?= build
@@ -47,7 +47,7 @@ SONAME := libweft.so.0
 RPATH := -Wl,-rpath,'$$ORIGIN/../lib'
 
 .PHONY: all lib tools bench test check install clean docs deps compare \
-        bench-report
+        bench-report bench-reduce bench-netns
 all: lib tools
 
 lib: $(BUILD)/lib/libweft.so $(BUILD)/lib/libweft.a
@@ -160,6 +160,21 @@ $(COMPARE_DIR)/mpi_allreduce: bench/compare/mpi_allreduce.c
 $(COMPARE_DIR)/gloo_allreduce: bench/compare/gloo_allreduce.cc
 	@mkdir -p $(dir $@)
 	$(CXX) -O2 -g -std=c++17 -Wall -Wextra -Werror $< -o $@ -lgloo -pthread
+
+# Host reduction kernels against memcpy on one core (bench/reduce/): links
+# the static library, as the kernels are not public API.
+REDUCE_BENCH := $(BUILD)/bin/reduce-bench
+$(REDUCE_BENCH): $(BUILD)/test-obj/bench/reduce/reduce_bench.o $(BUILD)/lib/libweft.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+bench-reduce: $(REDUCE_BENCH)
+	$(REDUCE_BENCH) $(REDUCE_BENCH_ARGS)
+
+# Multi-host behaviour on one box: one rank per network namespace, joined
+# by a bridge, each host's egress shaped with tc tbf (scripts/bench-netns.sh
+# lists its NETNS_* settings; needs root, otherwise it says why and skips).
+bench-netns: all
+	scripts/bench-netns.sh $(BUILD)
 
 docs: $(BUILD)/bin/weft-info
 	$(BUILD)/bin/weft-info --env-markdown > docs/env.md
