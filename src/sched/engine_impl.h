@@ -7,6 +7,8 @@
 
 #include "sched/engine.h"
 
+typedef struct wf_notice_peer wf_notice_peer_t;
+
 struct wf_engine {
     int rank, size;
     const wf_transport_ops_t *tops;
@@ -38,16 +40,46 @@ struct wf_engine {
     weft_status_t error;
     char error_msg[WF_ERRMSG_MAX];
 
+    int error_origin;              /* rank the failure came from; -1: here */
+
     /* Owned by the holder of progress_lock. */
     struct weft_request *active_head, *active_tail;
+
+    /* Failure notices (notice.c), also under progress_lock. */
+    wf_notice_peer_t *notice;      /* [size] */
+    int *notice_peers;             /* the peers watched, in order */
+    int notice_npeers;
+    enum { WF_NOTICE_NONE, WF_NOTICE_FLUSHING, WF_NOTICE_DONE } notice_phase;
+    uint64_t notice_deadline;      /* flushing gives up then */
+    char notice_text[WF_ERRMSG_MAX];
 };
 
 /* Tags: bits 63..62 kind, 61..32 sequence number, 31..0 plan tag. */
 #define WF_TAG_KIND_COLL 0ull
 #define WF_TAG_KIND_P2P 1ull
+#define WF_TAG_KIND_CTRL 2ull /* failure notices (notice.c) */
 static inline uint64_t wf_tag_make(uint64_t kind, uint64_t seq, uint32_t step)
 {
     return kind << 62 | (seq & 0x3fffffffull) << 32 | step;
 }
+
+/* Records a failure another rank reported (first one wins, as with
+ * wf_engine_fail): `origin` is the rank it started on, `text` its message. */
+void wf_engine_adopt(wf_engine_t *e, weft_status_t status, int origin,
+                     const char *text);
+
+/* ---- failure notices (notice.c) ---------------------------------------- */
+weft_status_t wf_notice_init(wf_engine_t *e);
+void wf_notice_free(wf_engine_t *e);
+/* Starts watching `peer` (called when the engine first connects to it). */
+void wf_notice_watch(wf_engine_t *e, int peer);
+/* Tests the control receives: adopts reported failures, fails the
+ * communicator for lost peers.  Returns the work done. */
+int wf_notice_poll(wf_engine_t *e);
+/* Sends the communicator's failure, or a bye, to every watched peer. */
+void wf_notice_fail_all(wf_engine_t *e);
+void wf_notice_bye_all(wf_engine_t *e);
+/* True once every notice sent has left (or failed). */
+bool wf_notice_flushed(wf_engine_t *e);
 
 #endif /* WF_ENGINE_IMPL_H */

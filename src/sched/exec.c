@@ -170,6 +170,7 @@ static int post_transfer(wf_engine_t *e, struct weft_request *req,
         if (st < 0)
             return st;
         e->peer_connect_called[s->peer] = true;
+        wf_notice_watch(e, s->peer);
     }
     if (x->nposted == x->posted_cap) {
         uint32_t cap = x->posted_cap ? x->posted_cap * 2 : 16;
@@ -198,6 +199,11 @@ static int post_transfer(wf_engine_t *e, struct weft_request *req,
 static void fail_req(wf_engine_t *e, struct weft_request *req,
                      weft_status_t st, const wf_step_t *s)
 {
+    /* A peer that failed first tells why in a notice, which may be waiting
+     * behind the data this transfer missed: that cause wins over "the
+     * connection closed". */
+    if (st == WEFT_ERR_REMOTE)
+        wf_notice_poll(e);
     wf_engine_fail(e, st, "%s #%llu: %s %s %s failed: %s",
                    wf_coll_name(req->args.coll),
                    (unsigned long long)req->seq,

@@ -24,6 +24,9 @@
 /* Idle rounds a runner (the thread or a driving caller) yields, with
  * operations in flight, before it sleeps in poll(). */
 #define WF_IDLE_SPINS 100
+/* How long a failing or departing engine keeps trying to deliver its
+ * notices (notice.c) before it gives up on a peer. */
+#define WF_NOTICE_GRACE_MS 250
 /* Longest sleep of a driving caller between rounds.  Rounds that complete
  * a sleeping driver's request wake it; the cap only bounds a lost wake-up. */
 #define WF_DRIVER_SLEEP_MS 10
@@ -35,6 +38,22 @@ static void wake(wf_engine_t *e)
     (void)r; /* a full counter already means "wake up" */
 }
 
+/* Records the first failure; returns whether this one was it. */
+static bool record_error(wf_engine_t *e, weft_status_t status, int origin,
+                         const char *msg)
+{
+    pthread_mutex_lock(&e->lock);
+    bool first = e->error == WEFT_OK;
+    if (first) {
+        e->error = status;
+        e->error_origin = origin;
+        wf_strlcpy(e->error_msg, msg, sizeof(e->error_msg));
+    }
+    pthread_mutex_unlock(&e->lock);
+    wake(e);
+    return first;
+}
+
 void wf_engine_fail(wf_engine_t *e, weft_status_t status, const char *fmt,
                     ...)
 {
@@ -43,16 +62,15 @@ void wf_engine_fail(wf_engine_t *e, weft_status_t status, const char *fmt,
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    pthread_mutex_lock(&e->lock);
-    bool first = e->error == WEFT_OK;
-    if (first) {
-        e->error = status;
-        wf_strlcpy(e->error_msg, msg, sizeof(e->error_msg));
-    }
-    pthread_mutex_unlock(&e->lock);
-    if (first && status != WEFT_ERR_ABORTED)
+    if (record_error(e, status, -1, msg) && status != WEFT_ERR_ABORTED)
         WEFT_WARN(SCHED, "%s", msg);
-    wake(e);
+}
+
+void wf_engine_adopt(wf_engine_t *e, weft_status_t status, int origin,
+                     const char *text)
+{
+    if (record_error(e, status, origin, text))
+        WEFT_WARN(SCHED, "failure reported by rank %d: %s", origin, text);
 }
 
 weft_status_t wf_engine_error(wf_engine_t *e, const char **message)
@@ -216,20 +234,39 @@ static int progress_round(wf_engine_t *e, int *timeout, bool *exit)
     bool stop;
     take_submitted(e, &stop);
     weft_status_t sticky = wf_engine_error(e, NULL);
-    *exit = stop && (sticky != WEFT_OK || !e->active_head);
-    *timeout = 0;
-    if (*exit)
-        return 0;
+    /* Tell the peers before anything else: on failure so that they stop
+     * waiting for this rank, on a clean stop so that the connection
+     * closing next does not look like one. */
+    if (e->notice_phase == WF_NOTICE_NONE &&
+        (sticky != WEFT_OK || (stop && !e->active_head))) {
+        if (sticky != WEFT_OK)
+            wf_notice_fail_all(e);
+        else
+            wf_notice_bye_all(e);
+        e->notice_phase = WF_NOTICE_FLUSHING;
+        e->notice_deadline = wf_deadline_after(WF_NOTICE_GRACE_MS);
+    }
     int work = 0;
-    if (sticky == WEFT_OK) {
+    if (sticky == WEFT_OK || e->notice_phase == WF_NOTICE_FLUSHING) {
         int n = e->tops->progress(e->tctx);
-        if (n < 0)
+        if (n < 0 && sticky == WEFT_OK)
             wf_engine_fail(e, n, "transport %s failed: %s", e->tops->name,
                            weft_strerror(n));
         work += n > 0 ? n : 0;
     }
+    /* Operations first: what a peer sent before its notice arrived in
+     * order before it, and its own verdict (a mismatch) comes first. */
     work += advance_all(e, sticky);
+    if (sticky == WEFT_OK)
+        work += wf_notice_poll(e);
+    if (e->notice_phase == WF_NOTICE_FLUSHING &&
+        (wf_notice_flushed(e) || wf_deadline_passed(e->notice_deadline)))
+        e->notice_phase = WF_NOTICE_DONE;
     *timeout = check_deadlines(e);
+    if (e->notice_phase == WF_NOTICE_FLUSHING && *timeout > 1)
+        *timeout = 1;
+    *exit = stop && e->notice_phase == WF_NOTICE_DONE &&
+            (sticky != WEFT_OK || !e->active_head);
     return work;
 }
 
@@ -339,6 +376,7 @@ static bool has_pending_work(wf_engine_t *e)
     bool active = e->active_head != NULL;
     pthread_mutex_unlock(&e->progress_lock);
     pthread_mutex_lock(&e->lock);
+    active = active || e->notice_phase == WF_NOTICE_FLUSHING;
     bool pending = active || e->submitted_head != NULL || e->stop;
     pthread_mutex_unlock(&e->lock);
     return pending;
@@ -367,6 +405,7 @@ static void engine_free(wf_engine_t *e)
 {
     if (e->tctx)
         e->tops->fini(e->tctx);
+    wf_notice_free(e);
     if (e->wake_fd >= 0)
         close(e->wake_fd);
     pthread_mutex_destroy(&e->lock);
@@ -396,6 +435,7 @@ weft_status_t wf_engine_create(const wf_engine_params_t *p,
     e->tops = p->tops;
     e->max_inflight = p->max_inflight > 0 ? p->max_inflight : 1;
     e->timeout_ms = p->timeout_ms;
+    e->error_origin = -1;
     e->peer_addrs = malloc(n * WF_TADDR_MAX);
     e->peer_addr_lens = calloc(n, sizeof(size_t));
     e->peer_connect_called = calloc(n, sizeof(bool));
@@ -405,7 +445,7 @@ weft_status_t wf_engine_create(const wf_engine_params_t *p,
     e->p2p_recv_seq = calloc(n, sizeof(uint64_t));
     if (!e->peer_addrs || !e->peer_addr_lens || !e->peer_connect_called ||
         !e->inflight_send || !e->inflight_recv || !e->p2p_send_seq ||
-        !e->p2p_recv_seq)
+        !e->p2p_recv_seq || wf_notice_init(e) != WEFT_OK)
         goto err_nomem;
     memcpy(e->peer_addrs, p->peer_addrs, n * WF_TADDR_MAX);
     memcpy(e->peer_addr_lens, p->peer_addr_lens, n * sizeof(size_t));
