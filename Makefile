@@ -1,13 +1,16 @@
 # weft - plain GNU make.  Knobs: CUDA=auto|0|1 IB=auto|0|1 HWLOC=auto|0|1
-# DEBUG=1 (no optimisation) ASAN=1 (address+undefined sanitizers) PREFIX=...
+# DEBUG=1 (no optimisation) ASAN=1 (address+undefined sanitizers, builds in
+# build-asan) TSAN=1 (thread sanitizer, builds in build-tsan) PREFIX=...
 # Targets: all lib tools bench bench-report bench-reduce bench-netns test
-# check install clean docs deps compare
+# check install clean docs deps compare fuzz
 
 PREFIX ?= /usr/local
-BUILD ?= build
+# Sanitizer builds get their own tree: objects of different flags never mix.
+BUILD ?= $(if $(ASAN),build-asan,$(if $(TSAN),build-tsan,build))
 CC ?= gcc
 DEBUG ?=
 ASAN ?=
+TSAN ?=
 CUDA ?= auto
 IB ?= auto
 HWLOC ?= auto
@@ -17,19 +20,36 @@ HWLOC ?= auto
 # machine without them.
 CUDA_SRC := cuda/cuda_stub.c
 
+# The verbs transport (transport/ib/) compiles against <infiniband/verbs.h>
+# (libibverbs-dev) but loads libibverbs with dlopen, so the library runs on
+# hosts without rdma-core.  IB=auto builds it when the header exists.
+IB_HEADER := $(wildcard /usr/include/infiniband/verbs.h)
+ifeq ($(IB),1)
+IB_ON := 1
+else ifeq ($(IB),auto)
+IB_ON := $(if $(IB_HEADER),1)
+endif
+IB_SRC := $(if $(IB_ON),$(wildcard transport/ib/*.c))
+IB_FLAGS := $(if $(IB_ON),-DWF_HAVE_IB)
+
 OPT := $(if $(DEBUG),-O0,-O2)
-SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer
-SAN := $(if $(ASAN),$(SAN_FLAGS))
-CPPFLAGS += -Iinclude -Isrc -Itransport -Icuda -D_GNU_SOURCE
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer \
+             -fno-sanitize-recover=undefined
+TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer
+# FUZZ_SAN is set by `make fuzz` for the library it links the harnesses with.
+SAN := $(if $(ASAN),$(SAN_FLAGS)) $(if $(TSAN),$(TSAN_FLAGS)) $(FUZZ_SAN)
+CPPFLAGS += -Iinclude -Isrc -Itransport -Icuda -D_GNU_SOURCE $(IB_FLAGS)
 CFLAGS ?= $(OPT) -g
 CFLAGS += -std=c11 -Wall -Wextra -Werror -fPIC -pthread $(SAN) -MMD -MP
 LIB_CFLAGS := -fvisibility=hidden
 LDFLAGS += -pthread $(SAN)
-LDLIBS += -lm
+# libcrypto (OpenSSL) for HMAC-SHA256 and random nonces (src/auth.c).
+CRYPTO_LIBS := $(shell pkg-config --libs libcrypto 2>/dev/null || echo -lcrypto)
+LDLIBS += -lm $(CRYPTO_LIBS)
 
 LIB_SRCS := $(wildcard src/*.c src/rdv/*.c src/algo/*.c src/sched/*.c \
               src/reduce/*.c src/topo/*.c src/util/*.c transport/*.c \
-              transport/tcp/*.c) $(CUDA_SRC)
+              transport/tcp/*.c) $(IB_SRC) $(CUDA_SRC)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
 TOOLS := weft-rendezvous weftrun weft-info weft-bench
@@ -93,13 +113,23 @@ deps:
 
 # The whole suite: unit, transport, rendezvous, collectives as threads and as
 # processes, tools.  Ends with "N passed, N failed, N skipped".
+# Under ASAN=1 or TSAN=1 the C suite runs with longer timeouts
+# (WF_TEST_TIMEOUT_MULT) and the Python suite is left out: CPython cannot
+# load a sanitized libweft.so without preloading the sanitizer runtime.
+SANITIZED := $(if $(ASAN)$(TSAN),1)
+TEST_TIMEOUT_MULT ?= $(if $(TSAN),6,$(if $(ASAN),4,1))
+# halt_on_error: a report fails the test that produced it.
+export ASAN_OPTIONS ?= detect_leaks=1:halt_on_error=1:abort_on_error=0
+export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
+export TSAN_OPTIONS ?= halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/scripts/tsan.supp
 test: deps
 	$(MAKE) all $(TEST_BIN)
 	$(MAKE) check
 	@echo "$(TEST_BIN) --build $(BUILD)"
-	@{ stdbuf -oL $(TEST_BIN) --build $(BUILD); echo $$? > $(C_SUITE).rc; } \
-	  | tee $(C_SUITE).log
-	@$(MAKE) --no-print-directory test-python PY_C_SUMMARY=$(C_SUITE).log
+	@{ WF_TEST_TIMEOUT_MULT=$(TEST_TIMEOUT_MULT) stdbuf -oL $(TEST_BIN) \
+	    --build $(BUILD); echo $$? > $(C_SUITE).rc; } | tee $(C_SUITE).log
+	@$(if $(SANITIZED),echo "Python suite skipped: sanitizer build",\
+	  $(MAKE) --no-print-directory test-python PY_C_SUMMARY=$(C_SUITE).log)
 	@exit $$(cat $(C_SUITE).rc)
 
 # ---- Python package and PyTorch backend (python/, test/python/,
@@ -122,6 +152,18 @@ test-python: lib
 	  echo "make-venv failed: the Python tests that need it are skipped"
 	@py=$(VENV)/bin/python; [ -x $$py ] || py=python3; \
 	  $$py test/python/run.py $(if $(PY_C_SUMMARY),--c-summary $(PY_C_SUMMARY))
+
+# The verbs transport on a real kernel RDMA stack (test/rdma-vm/,
+# docs/transports.md): boots QEMU guests with Soft-RoCE and runs the
+# conformance suite, the collective tests over WEFT_TRANSPORT=ib, the verbs
+# error paths and a two-guest allreduce/broadcast.  Prints a skip with the
+# reason where no guest can run.  RDMA_PARTS picks parts of the one-guest
+# suite; RDMA_TWO_GUESTS=0 leaves out the two-guest run.
+.PHONY: test-rdma
+RDMA_PARTS ?= conformance colls errors
+test-rdma: deps
+	$(MAKE) all $(TEST_BIN)
+	@test/rdma-vm/run.sh $(BUILD) $(RDMA_PARTS)
 
 # Static checks: export map, no getenv outside config, docs/env.md current.
 check: $(BUILD)/lib/libweft.so $(BUILD)/bin/weft-info
@@ -175,6 +217,50 @@ bench-reduce: $(REDUCE_BENCH)
 # lists its NETNS_* settings; needs root, otherwise it says why and skips).
 bench-netns: all
 	scripts/bench-netns.sh $(BUILD)
+
+# ---- fuzzing (fuzz/, docs/testing.md).  libFuzzer harnesses built with
+# clang and address+undefined sanitizers against a library built the same
+# way in $(FUZZ_BUILD).  `make fuzz` runs each for FUZZ_SECONDS on a work
+# copy of its committed seeds (fuzz/corpus/NAME); a crash stops make and
+# leaves the input in $(FUZZ_BUILD)/artifacts/.  FUZZ_RUNS=N runs each
+# harness on N inputs instead (a quick smoke test).
+FUZZ_SECONDS ?= 60
+FUZZ_RUNS ?=
+FUZZ_BUILD ?= build-fuzz
+FUZZ_CC ?= clang
+FUZZ_NAMES := $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
+FUZZ_BINS := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz/fuzz_%)
+# -Wno-pass-failed: the reduction loops ask for vectorization, which the
+# sanitizers' instrumentation defeats; that is expected here.
+FUZZ_LIB_SAN := -fsanitize=fuzzer-no-link,address,undefined \
+                -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
+                -Wno-pass-failed
+.PHONY: fuzz fuzz-build
+fuzz-build: deps
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) IB=0 ASAN= TSAN= \
+	  FUZZ_SAN="$(FUZZ_LIB_SAN)" $(FUZZ_BUILD)/lib/libweft.a
+	$(MAKE) BUILD=$(FUZZ_BUILD) FUZZ_CC=$(FUZZ_CC) IB=0 $(FUZZ_BINS)
+
+$(FUZZ_BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_quiet.h $(FUZZ_BUILD)/lib/libweft.a
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) -O1 -g -std=c11 -Wall -Wextra -Werror -pthread \
+	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	  $< $(FUZZ_BUILD)/lib/libweft.a -o $@ $(LDLIBS)
+
+fuzz: fuzz-build
+	@for n in $(FUZZ_NAMES); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$n $(FUZZ_BUILD)/artifacts; \
+	  echo "fuzz_$$n: $(if $(FUZZ_RUNS),$(FUZZ_RUNS) runs,$(FUZZ_SECONDS) s)"; \
+	  ASAN_OPTIONS=detect_leaks=1 $(FUZZ_BUILD)/fuzz/fuzz_$$n \
+	    $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECONDS)) \
+	    -max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	    -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$n- \
+	    $(FUZZ_BUILD)/corpus/$$n fuzz/corpus/$$n \
+	    > $(FUZZ_BUILD)/fuzz_$$n.log 2>&1 \
+	  || { tail -60 $(FUZZ_BUILD)/fuzz_$$n.log; exit 1; }; \
+	  grep -E "stat::number_of_executed_units|stat::new_units_added" \
+	    $(FUZZ_BUILD)/fuzz_$$n.log; \
+	done
 
 docs: $(BUILD)/bin/weft-info
 	$(BUILD)/bin/weft-info --env-markdown > docs/env.md

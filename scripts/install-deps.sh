@@ -7,8 +7,13 @@ set -eu
 
 # build-essential: gcc, make; iproute2: network namespaces for multi-host
 # tests; procps: pkill/ps used by tests; gnuplot-nox: weft-bench --plot;
-# python3-venv: the Python package's environment (make python, make test).
-PACKAGES="build-essential pkg-config iproute2 procps gnuplot-nox python3-venv"
+# python3-venv: the Python package's environment (make python, make test);
+# libssl-dev: libcrypto for HMAC authentication (src/auth.c); clang:
+# libFuzzer harnesses (make fuzz); valgrind: the leak-check test;
+# libibverbs-dev: <infiniband/verbs.h> for the verbs transport (libibverbs
+# itself is loaded at run time, so the library never needs it).
+PACKAGES="build-essential pkg-config iproute2 procps gnuplot-nox python3-venv
+          libssl-dev clang valgrind libibverbs-dev"
 
 [ $# -gt 0 ] && PACKAGES="$*"
 

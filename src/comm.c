@@ -120,8 +120,12 @@ static weft_status_t open_transport(wf_comm_impl_t *c,
     tc.size = c->size;
     tc.job_key = c->job_key;
     tc.comm_key = c->comm_key;
+    memcpy(tc.secret, c->secret, sizeof(tc.secret));
     tc.timeout_ms = c->cfg.timeout_ms;
     wf_strlcpy(tc.ifname, c->cfg.socket_ifname, sizeof(tc.ifname));
+    wf_strlcpy(tc.ib_hca, c->cfg.ib_hca, sizeof(tc.ib_hca));
+    tc.ib_gid_index = c->cfg.ib_gid_index;
+    tc.ib_gid_set = c->cfg.ib_gid_index >= 0;
     if (strncmp(c->cfg.rendezvous, "mem://", 6) == 0)
         wf_strlcpy(tc.bind_hint, "127.0.0.1", sizeof(tc.bind_hint));
     else
@@ -173,6 +177,7 @@ void wf_comm_impl_free(wf_comm_impl_t *c, bool abort)
     wf_engine_destroy(c->engine, abort);
     wf_store_close(c->store);
     weft_server_stop(c->server);
+    memset(c->secret, 0, sizeof(c->secret));
     free(c);
 }
 
@@ -205,16 +210,22 @@ WEFT_API weft_status_t weft_comm_create(const weft_comm_params_t *params,
     c->rank = (int)c->cfg.rank;
     c->size = (int)c->cfg.world_size;
     wf_log_set_rank(c->rank);
-    char keybuf[2 * WF_CONFIG_STR_MAX + 2];
-    snprintf(keybuf, sizeof(keybuf), "%s/%s", c->cfg.job_id, c->cfg.token);
-    c->job_key = wf_hash64(keybuf, strlen(keybuf));
+    /* The job key only tells jobs apart in handshake messages; it is no
+     * secret and nothing about the token goes into it (a hash of the token
+     * on the wire would let an eavesdropper guess the token offline). */
+    c->job_key = wf_hash64(c->cfg.job_id, strlen(c->cfg.job_id));
     c->comm_key = wf_hash64("world", 5) ^ c->job_key;
     if (serve)
-        WEFT_CHECK_GOTO(weft_server_start(c->cfg.rendezvous, &c->server), st,
-                        err);
+        WEFT_CHECK_GOTO(wf_rdv_server_start(c->cfg.rendezvous, c->cfg.token,
+                                            &c->server), st, err);
     WEFT_CHECK_GOTO(wf_store_open(c->cfg.rendezvous, c->cfg.job_id,
                                   c->cfg.token, c->cfg.timeout_ms, &c->store),
                     st, err);
+    WEFT_CHECK_GOTO(wf_bootstrap_secret(c->store, c->cfg.job_id, c->cfg.token,
+                                        c->secret), st, err);
+    /* Nothing needs the token any more: the snapshot keeps "(set)" only. */
+    if (*c->cfg.token)
+        wf_strlcpy(c->cfg.token, "(set)", sizeof(c->cfg.token));
     WEFT_CHECK_GOTO(wf_comm_connect(c), st, err);
     WEFT_INFO(INIT, "rank %d of %d joined job %s via %s, transport %s",
               c->rank, c->size, c->cfg.job_id, c->cfg.rendezvous,

@@ -25,6 +25,7 @@ typedef struct wf_comm_impl {
     wf_config_t cfg;
     uint64_t job_key;
     uint64_t comm_key;
+    uint8_t secret[32]; /* the job's data-plane secret (wf_bootstrap_secret) */
     wf_store_t *store;
     weft_server_t server; /* when this rank hosts the rendezvous */
     wf_engine_t *engine;
@@ -39,7 +40,8 @@ struct weft_comm {
 };
 
 /* Opens the transport, exchanges rank records through c->store, starts
- * the engine.  c->rank, size, cfg, job_key, comm_key and store are set. */
+ * the engine.  c->rank, size, cfg, job_key, comm_key, secret and store are
+ * set. */
 weft_status_t wf_comm_connect(wf_comm_impl_t *c);
 
 /* Releases an implementation (engine, store handle, hosted server). */

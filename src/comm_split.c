@@ -90,6 +90,7 @@ static weft_status_t create_child(wf_comm_impl_t *p, uint64_t seq, int color,
     c->cfg.rank = c->rank = rank;
     c->cfg.world_size = c->size = size;
     c->job_key = p->job_key;
+    memcpy(c->secret, p->secret, sizeof(c->secret));
     uint64_t ident[3] = {p->comm_key, seq, (uint64_t)color};
     c->comm_key = wf_hash64(ident, sizeof(ident));
     snprintf(prefix, sizeof(prefix), "c%016llx/",

@@ -37,6 +37,17 @@ static const wf_param_desc_t params[WF_PARAM_COUNT] = {
 
 static const char *const source_names[] = {"default", "env", "config", "api"};
 
+/* Secrets are never printed: logs and config dumps end up in bug reports. */
+static bool is_secret(const wf_param_desc_t *p)
+{
+    return strcmp(p->env, "WEFT_TOKEN") == 0;
+}
+
+static const char *shown_value(const wf_param_desc_t *p, const char *value)
+{
+    return is_secret(p) && *value ? "(set)" : value;
+}
+
 const char *wf_env_get(const char *name) { return getenv(name); }
 
 bool wf_parse_size(const char *text, uint64_t *out)
@@ -77,7 +88,9 @@ bool wf_parse_duration_ms(const char *text, int64_t *out)
         ms = v * 60000.0;
     else
         return false;
-    if (ms > (double)INT64_MAX / 2)
+    /* Written so NaN fails too ("nan" parses as a double; converting it to
+     * an integer is undefined behaviour, found by fuzz/fuzz_config.c). */
+    if (!(ms >= 0 && ms <= (double)INT64_MAX / 2))
         return false;
     *out = (int64_t)ms;
     return true;
@@ -154,13 +167,15 @@ weft_status_t wf_config_set(wf_config_t *cfg, const char *name,
         return WEFT_ERR_INVALID_ARG;
     }
     if (!parse_into(cfg, p, value)) {
-        WEFT_WARN(ENV, "%s=%s is not a valid value", name, value);
+        WEFT_WARN(ENV, "%s=%s is not a valid value", name,
+                  shown_value(p, value));
         return WEFT_ERR_INVALID_ARG;
     }
     cfg->source[p - params] = (uint8_t)source;
     /* Environment values are reported once per process (env_report). */
     if (source == WF_SOURCE_OVERRIDE || source == WF_SOURCE_API)
-        WEFT_INFO(ENV, "%s set by %s to %s", name, source_names[source], value);
+        WEFT_INFO(ENV, "%s set by %s to %s", name, source_names[source],
+                  shown_value(p, value));
     return WEFT_OK;
 }
 
@@ -171,7 +186,8 @@ static void env_report(void)
     for (int i = 0; i < WF_PARAM_COUNT; i++) {
         const char *v = wf_env_get(params[i].env);
         if (v)
-            WEFT_INFO(ENV, "%s set by env to %s", params[i].env, v);
+            WEFT_INFO(ENV, "%s set by env to %s", params[i].env,
+                      shown_value(&params[i], v));
     }
     for (char **e = environ; e && *e; e++) {
         if (strncmp(*e, "WEFT_", 5) != 0)
@@ -243,7 +259,7 @@ weft_status_t wf_config_load(wf_config_t *cfg, const char *overrides)
     pthread_once(&warn_once, env_report);
     if (overrides && *overrides)
         WEFT_CHECK(apply_overrides(cfg, overrides));
-    return WEFT_OK;
+    return wf_config_read_token_file(cfg);
 }
 
 static void format_value(const wf_config_t *cfg, const wf_param_desc_t *p,
@@ -275,7 +291,8 @@ void wf_config_print(FILE *out, const wf_config_t *cfg)
         char value[WF_CONFIG_STR_MAX + 32];
         format_value(cfg, &params[i], value, sizeof(value));
         fprintf(out, "%-22s = %-16s (%s)  # %s\n", params[i].env,
-                *value ? value : "\"\"", source_names[cfg->source[i]],
+                *value ? shown_value(&params[i], value) : "\"\"",
+                source_names[cfg->source[i]],
                 params[i].doc);
     }
 }

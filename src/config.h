@@ -54,7 +54,14 @@ weft_status_t wf_config_load(wf_config_t *cfg, const char *overrides);
 weft_status_t wf_config_set(wf_config_t *cfg, const char *name,
                             const char *value, wf_config_source_t source);
 
-/* Prints every knob: name, value, source, description. */
+/* When WEFT_TOKEN is unset and WEFT_TOKEN_FILE names a file, sets the
+ * token from the file's first line (config_token.c).  A missing, empty or
+ * oversized file fails with WEFT_ERR_INVALID_ARG naming it; a file that
+ * others may read gets a warning.  wf_config_load calls it last. */
+weft_status_t wf_config_read_token_file(wf_config_t *cfg);
+
+/* Prints every knob: name, value, source, description.  The token is shown
+ * as "(set)". */
 void wf_config_print(FILE *out, const wf_config_t *cfg);
 
 /* Prints docs/env.md (markdown table) from params.def. */

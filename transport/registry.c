@@ -16,7 +16,7 @@
 
 typedef struct wf_transport_entry {
     const wf_transport_ops_t *ops;
-    bool (*probe)(void); /* NULL: always usable */
+    bool (*probe)(char *why, size_t why_len); /* NULL: always usable */
 } wf_transport_entry_t;
 
 #define WF_TRANSPORT_ENTRY_(name, ops, probe) {&(ops), (probe)},
@@ -44,9 +44,11 @@ static const wf_transport_entry_t *entry_find(const char *name)
     return NULL;
 }
 
-static bool entry_usable(const wf_transport_entry_t *e)
+static bool entry_usable(const wf_transport_entry_t *e, char *why,
+                         size_t why_len)
 {
-    return !e->probe || e->probe();
+    why[0] = '\0';
+    return !e->probe || e->probe(why, why_len);
 }
 
 const wf_transport_ops_t *wf_transport_find(const char *name)
@@ -60,15 +62,20 @@ weft_status_t wf_transport_select(const char *name,
                                   const wf_transport_ops_t **ops)
 {
     const wf_transport_entry_t *e;
+    char why[256];
 
     if (!ops)
         return WEFT_ERR_INVALID_ARG;
     if (!name || !name[0] || strcasecmp(name, "auto") == 0) {
         for (size_t i = 0; i < WF_ARRAY_LEN(wf_transports); i++) {
-            if (entry_usable(&wf_transports[i])) {
+            if (entry_usable(&wf_transports[i], why, sizeof(why))) {
                 *ops = wf_transports[i].ops;
                 return WEFT_OK;
             }
+            /* The one line that says why a faster transport was passed
+             * over. */
+            WEFT_INFO(NET, "transport %s unavailable (%s); trying the next",
+                      wf_transports[i].ops->name, why);
         }
         WEFT_WARN(NET, "no usable transport on this host (compiled in: %s)",
                   wf_transport_names());
@@ -80,11 +87,11 @@ weft_status_t wf_transport_select(const char *name,
                   wf_transport_names());
         return WEFT_ERR_INVALID_ARG;
     }
-    if (!entry_usable(e)) {
+    if (!entry_usable(e, why, sizeof(why))) {
         WEFT_WARN(NET,
                   "transport '%s' is compiled in but cannot run on "
-                  "this host",
-                  e->ops->name);
+                  "this host: %s",
+                  e->ops->name, why);
         return WEFT_ERR_UNSUPPORTED;
     }
     *ops = e->ops;

@@ -20,8 +20,9 @@
  *    dials, the higher rank accepts).  Sends and receives may be posted right
  *    after the first connect() call; they are queued until the connection is
  *    up.  Every incoming connection passes a handshake that checks job key,
- *    communicator key and ranks; a stray or mis-addressed connection is
- *    logged and closed and the job goes on.
+ *    communicator key and ranks and in which both ends prove the job's
+ *    secret (cfg.secret); a stray, mis-addressed or unauthenticated
+ *    connection is logged and closed and the job goes on.
  *
  * Messages
  *  - isend/irecv post one message.  Messages between one pair of ranks with
@@ -68,13 +69,19 @@
 typedef struct wf_tconfig {
     int rank;             /* this process's index among the peers */
     int size;             /* number of peers, including this one */
-    uint64_t job_key;     /* hash of job id and token: handshake check */
+    uint64_t job_key;     /* hash of the job id: tells jobs apart (no secret) */
     uint64_t comm_key;    /* identifies the communicator: handshake check */
+    uint8_t secret[32];   /* the job's data-plane secret: every handshake
+                           * proves it by HMAC challenge-response, never
+                           * sends it (docs/design.md, "Trust model") */
     char ifname[256];     /* WEFT_SOCKET_IFNAME: interface name(s) or an IP */
     char bind_hint[64];   /* local IP that reaches the rendezvous, if known */
     int port_min;         /* WEFT_PORT_RANGE, 0 0 for any */
     int port_max;
     int64_t timeout_ms;   /* connection establishment deadline */
+    char ib_hca[128];     /* WEFT_IB_HCA: verbs device[:port] list, ^ excludes */
+    int ib_gid_index;     /* WEFT_IB_GID_INDEX when ib_gid_set */
+    bool ib_gid_set;      /* false: the verbs transport picks the GID */
 } wf_tconfig_t;
 
 typedef struct wf_tdev_attr {
@@ -144,5 +151,6 @@ weft_status_t wf_transport_select(const char *name,
 const char *wf_transport_names(void);
 
 extern const wf_transport_ops_t wf_tcp_transport;
+extern const wf_transport_ops_t wf_ib_transport;
 
 #endif /* WF_TRANSPORT_H */

@@ -2,14 +2,27 @@
  * transport_list.h - the transports compiled into weft, in preference order.
  *
  * X(name, ops, probe): `ops` is the transport's const ops table and `probe`
- * a function `bool probe(void)` that says whether it can run on this host
- * (NULL when it always can, like TCP).  "auto" picks the first entry whose
- * probe passes, so faster transports go first.  A transport that depends on
- * an optional library is wrapped in the Makefile's WF_HAVE_* define here.
+ * a function `bool probe(char *why, size_t why_len)` that says whether it
+ * can run on this host, and if not why (NULL when it always can, like
+ * TCP).  "auto" picks the first entry whose probe passes, so faster
+ * transports go first.  A transport that depends on an optional library is
+ * wrapped in the Makefile's WF_HAVE_* define here.
  */
 #ifndef WF_TRANSPORT_LIST_H
 #define WF_TRANSPORT_LIST_H
 
-#define WF_TRANSPORT_LIST(X) X(tcp, wf_tcp_transport, NULL)
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef WF_HAVE_IB
+bool wf_ib_probe(char *why, size_t why_len);
+#define WF_TRANSPORT_IB_(X) X(ib, wf_ib_transport, wf_ib_probe)
+#else
+#define WF_TRANSPORT_IB_(X)
+#endif
+
+#define WF_TRANSPORT_LIST(X)                                                   \
+    WF_TRANSPORT_IB_(X)                                                        \
+    X(tcp, wf_tcp_transport, NULL)
 
 #endif /* WF_TRANSPORT_LIST_H */

@@ -26,4 +26,17 @@ weft_status_t wf_bootstrap_exchange(wf_store_t *store, int rank, int size,
 weft_status_t wf_bootstrap_ready(wf_store_t *store, int rank, int size,
                                  bool wait_all, int64_t timeout_ms);
 
+/* The job's data-plane secret (job_secret.c): with a token, derived from
+ * it (it never travels); without one, a random secret that the job's first
+ * rank creates in the store (set-once) and every rank reads back, so all
+ * ranks of the job share it and nobody outside the store has it.
+ * docs/design.md ("Trust model") says who can read it. */
+weft_status_t wf_bootstrap_secret(wf_store_t *store, const char *job_id,
+                                  const char *token, uint8_t secret[32]);
+
+/* weft_server_start with an explicit token (NULL: the configured one), for
+ * the rank that hosts the server with the token it was given by API. */
+weft_status_t wf_rdv_server_start(const char *listen, const char *token,
+                                  weft_server_t *server);
+
 #endif /* WF_BOOTSTRAP_H */

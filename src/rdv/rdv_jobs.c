@@ -2,10 +2,11 @@
  * rdv_jobs.c - the rendezvous server's jobs: one key space per job id,
  * the request handlers and the parked GET/WAIT requests.
  *
- * A job exists while at least one connection has said HELLO with its id;
- * the first HELLO fixes the job's token and later ones must match it.  When
- * the last connection of a job goes, the job and its keys go with it, so a
- * long-running server does not accumulate finished jobs.
+ * A job exists while at least one authenticated connection (rdv_auth.c)
+ * belongs to it.  When the last connection of a job goes, the job and its
+ * keys go with it, so a long-running server does not accumulate finished
+ * jobs.  A job's keys and values are limited to srv->max_job_bytes, so one
+ * job cannot take the server's memory from the others.
  *
  * A GET or WAIT whose keys are missing parks the connection: the handler
  * records the keys and the deadline and replies nothing.  Every request that
@@ -36,10 +37,12 @@ static wf_rdv_verdict_t reply_check(wf_rdv_conn_t *conn, weft_status_t st)
     return WF_RDV_CLOSE;
 }
 
-static wf_rdv_verdict_t reply_end(wf_rdv_conn_t *conn)
+wf_rdv_verdict_t wf_rdv_reply_end(wf_rdv_conn_t *conn)
 {
     return reply_check(conn, wf_rdv_frame_end(&conn->out));
 }
+
+#define reply_end wf_rdv_reply_end
 
 static wf_rdv_verdict_t reply_empty(wf_rdv_conn_t *conn, wf_rdv_type_t type)
 {
@@ -89,9 +92,30 @@ static wf_rdv_verdict_t check_kv(wf_rdv_conn_t *conn, const wf_rdv_msg_t *m)
     return WF_RDV_KEEP;
 }
 
+/* A request that would take the job past its byte quota.  Counting the
+ * new bytes in full even when they replace a value keeps it simple and
+ * errs on the safe side. */
+static bool over_quota(const struct weft_server *srv, const wf_rdv_job_t *job,
+                       size_t adding)
+{
+    return job->kv.bytes + adding > srv->max_job_bytes;
+}
+
+static wf_rdv_verdict_t reply_quota(const struct weft_server *srv,
+                                    wf_rdv_conn_t *conn)
+{
+    char msg[160];
+
+    snprintf(msg, sizeof(msg),
+             "job stores %zu bytes of keys and values; the limit is %zu "
+             "(WEFT_RDV_MAX_JOB_BYTES)",
+             conn->job->kv.bytes, srv->max_job_bytes);
+    return reply_error(conn, WEFT_ERR_NO_MEMORY, msg);
+}
+
 /* ---- jobs -------------------------------------------------------------- */
 
-static wf_rdv_job_t *job_find(struct weft_server *srv, const uint8_t *id,
+wf_rdv_job_t *wf_rdv_job_find(struct weft_server *srv, const void *id,
                               size_t n)
 {
     for (wf_rdv_job_t *j = srv->jobs; j; j = j->next)
@@ -100,34 +124,23 @@ static wf_rdv_job_t *job_find(struct weft_server *srv, const uint8_t *id,
     return NULL;
 }
 
-/* Compares in time independent of where the tokens differ, so a client
- * cannot guess a token byte by byte from reply latency. */
-static bool token_equal(const wf_rdv_job_t *job, const uint8_t *t, size_t n)
-{
-    unsigned diff = 0;
-
-    if (n != job->token_len)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        diff |= (unsigned)(job->token[i] ^ (char)t[i]);
-    return diff == 0;
-}
-
-static wf_rdv_job_t *job_create(struct weft_server *srv, const wf_rdv_msg_t *m,
-                                const char *peer)
+wf_rdv_job_t *wf_rdv_job_create(struct weft_server *srv, const char *id,
+                                const uint8_t *key, const char *peer)
 {
     wf_rdv_job_t *job = calloc(1, sizeof(*job));
 
     if (!job)
         return NULL;
-    memcpy(job->id, m->job, m->job_len);
-    memcpy(job->token, m->token, m->token_len);
-    job->token_len = m->token_len;
+    wf_strlcpy(job->id, id, sizeof(job->id));
+    job->keyed = key != NULL;
+    if (key)
+        memcpy(job->key, key, WF_AUTH_KEY_LEN);
     wf_kv_init(&job->kv);
     job->next = srv->jobs;
     srv->jobs = job;
     srv->njobs++;
-    WEFT_INFO(RDV, "rendezvous server: job %s created by %s", job->id, peer);
+    WEFT_INFO(RDV, "rendezvous server: job %s created by %s (%s)", job->id,
+              peer, key ? "token required" : "no token");
     return job;
 }
 
@@ -142,44 +155,9 @@ static void job_drop(struct weft_server *srv, wf_rdv_job_t *job)
     WEFT_INFO(RDV, "rendezvous server: job %s dropped with its last client "
                    "(%zu keys)", job->id, job->kv.count);
     wf_kv_free(&job->kv);
+    memset(job->key, 0, sizeof(job->key));
     free(job);
     srv->njobs--;
-}
-
-static wf_rdv_verdict_t handle_hello(struct weft_server *srv,
-                                     wf_rdv_conn_t *conn,
-                                     const wf_rdv_msg_t *m)
-{
-    char shown[64];
-    wf_rdv_job_t *job;
-
-    if (conn->job)
-        return wf_rdv_conn_fail(conn, WEFT_ERR_INVALID_USAGE,
-                                "second hello on a connection of job %s",
-                                conn->job->id);
-    wf_rdv_printable(m->job, m->job_len, shown, sizeof(shown));
-    if (!wf_rdv_job_id_ok(m->job, m->job_len) ||
-        m->token_len > WF_RDV_TOKEN_MAX)
-        return wf_rdv_conn_fail(conn, WEFT_ERR_INVALID_ARG,
-                                "invalid hello: job id '%s' of %zu bytes "
-                                "(1 to %d printable ASCII), token "
-                                "of %zu bytes (at most %d)",
-                                shown, m->job_len, WF_RDV_JOB_MAX,
-                                m->token_len, WF_RDV_TOKEN_MAX);
-    job = job_find(srv, m->job, m->job_len);
-    if (job && !token_equal(job, m->token, m->token_len))
-        return wf_rdv_conn_fail(conn, WEFT_ERR_AUTH,
-                                "token does not match the one job %s was "
-                                "started with (check WEFT_TOKEN)",
-                                job->id);
-    if (!job && !(job = job_create(srv, m, conn->peer)))
-        return wf_rdv_conn_fail(conn, WEFT_ERR_NO_MEMORY,
-                                "out of memory creating job %s", shown);
-    job->nclients++;
-    conn->job = job;
-    WEFT_DEBUG(RDV, "rendezvous server: %s joined job %s (%zu clients)",
-               conn->peer, job->id, job->nclients);
-    return reply_empty(conn, WF_RDV_OK);
 }
 
 /* ---- parking ----------------------------------------------------------- */
@@ -329,6 +307,8 @@ static wf_rdv_verdict_t handle_set(struct weft_server *srv,
 
     if (e && m->type == WF_RDV_SET_ONCE)
         return reply_bytes(conn, WF_RDV_EXISTS, e->value, e->value_len);
+    if (over_quota(srv, job, m->key_len + m->value_len))
+        return reply_quota(srv, conn);
     if (wf_kv_put(&job->kv, m->key, m->key_len, m->value, m->value_len,
                   &created) != WEFT_OK)
         return reply_error(conn, WEFT_ERR_NO_MEMORY,
@@ -385,6 +365,8 @@ static wf_rdv_verdict_t handle_add(struct weft_server *srv,
     int64_t result;
     char shown[64];
 
+    if (over_quota(srv, job, m->key_len + 24))
+        return reply_quota(srv, conn);
     weft_status_t st = wf_kv_add(&job->kv, m->key, m->key_len, m->num,
                                  &result, &created);
     if (st == WEFT_ERR_NO_MEMORY)
@@ -419,11 +401,13 @@ wf_rdv_verdict_t wf_rdv_jobs_handle(struct weft_server *srv,
                                 "%s is a reply, not a request",
                                 wf_rdv_type_name(type));
     if (type == WF_RDV_HELLO)
-        return handle_hello(srv, conn, &m);
+        return wf_rdv_auth_hello(srv, conn, &m);
+    if (type == WF_RDV_AUTH)
+        return wf_rdv_auth_auth(srv, conn, &m);
     if (!conn->job)
         return wf_rdv_conn_fail(conn, WEFT_ERR_INVALID_USAGE,
-                                "%s before hello (the first frame must be "
-                                "hello with the job id)",
+                                "%s before hello and auth (a connection "
+                                "must authenticate for its job first)",
                                 wf_rdv_type_name(type));
     if (type != WF_RDV_WAIT && check_kv(conn, &m) == WF_RDV_CLOSE)
         return WF_RDV_CLOSE;

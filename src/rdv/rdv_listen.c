@@ -20,6 +20,7 @@
 
 #include "common.h"
 #include "config.h"
+#include "rdv/bootstrap.h"
 #include "rdv/rdv_server.h"
 
 /* The frame limit is a u32 on the wire; keep well below it. */
@@ -111,23 +112,38 @@ static void server_destroy(struct weft_server *srv)
     if (srv->evfd >= 0)
         close(srv->evfd);
     srv->magic = 0;
+    memset(srv->token, 0, sizeof(srv->token));
     free(srv);
 }
 
-static size_t server_max_frame(void)
+/* Limits and token from the configuration; `token` (not NULL) replaces
+ * the configured one. */
+static weft_status_t server_configure(struct weft_server *srv,
+                                      const char *token)
 {
     wf_config_t cfg;
-    uint64_t max = 1u << 20;
 
-    if (wf_config_load(&cfg, NULL) == WEFT_OK)
-        max = cfg.rdv_max_frame;
-    if (max < WF_RDV_MIN_FRAME)
-        max = WF_RDV_MIN_FRAME; /* a SET of the largest value must fit */
-    return (size_t)WF_MIN(max, (uint64_t)MAX_FRAME_CAP);
+    WEFT_CHECK(wf_config_load(&cfg, NULL));
+    uint64_t max = WF_MAX(cfg.rdv_max_frame, (uint64_t)WF_RDV_MIN_FRAME);
+    /* a SET of the largest value must fit */
+    srv->max_frame = (size_t)WF_MIN(max, (uint64_t)MAX_FRAME_CAP);
+    srv->max_conns = (size_t)WF_MAX(cfg.rdv_max_conns, (int64_t)1);
+    srv->max_jobs = (size_t)WF_MAX(cfg.rdv_max_jobs, (int64_t)1);
+    srv->max_job_bytes = (size_t)cfg.rdv_max_job_bytes;
+    srv->stall_ms = (uint64_t)WF_MAX(cfg.rdv_stall_timeout, (int64_t)100);
+    wf_strlcpy(srv->token, token ? token : cfg.token, sizeof(srv->token));
+    memset(cfg.token, 0, sizeof(cfg.token));
+    return WEFT_OK;
 }
 
 WEFT_API weft_status_t weft_server_start(const char *listen,
                                          weft_server_t *server)
+{
+    return wf_rdv_server_start(listen, NULL, server);
+}
+
+weft_status_t wf_rdv_server_start(const char *listen, const char *token,
+                                  weft_server_t *server)
 {
     char host[256];
     int port = -1;
@@ -151,7 +167,7 @@ WEFT_API weft_status_t weft_server_start(const char *listen,
     }
     srv->magic = WF_RDV_SERVER_MAGIC;
     srv->lfd = srv->epfd = srv->evfd = -1;
-    srv->max_frame = server_max_frame();
+    WEFT_CHECK_GOTO(server_configure(srv, token), st, err_destroy);
     WEFT_CHECK_GOTO(server_setup(srv, host, port, listen), st, err_destroy);
     int rc = pthread_create(&srv->thread, NULL, wf_rdv_server_main, srv);
     if (rc != 0) {
@@ -161,7 +177,8 @@ WEFT_API weft_status_t weft_server_start(const char *listen,
         goto err_destroy;
     }
     srv->thread_started = true;
-    WEFT_INFO(RDV, "rendezvous server listening on %s", srv->address);
+    WEFT_INFO(RDV, "rendezvous server listening on %s (%s)", srv->address,
+              *srv->token ? "token required" : "per-job tokens");
     *server = srv;
     return WEFT_OK;
 err_destroy:

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "common.h"
 
 const char *wf_rdv_type_name(unsigned type)
@@ -248,7 +249,19 @@ static void decode_fields(wf_rdv_reader_t *r, wf_rdv_msg_t *msg)
     switch (msg->type) {
     case WF_RDV_HELLO:
         msg->job_len = wf_rdv_get_bytes(r, &msg->job);
-        msg->token_len = wf_rdv_get_bytes(r, &msg->token);
+        msg->nonce_len = wf_rdv_get_bytes(r, &msg->nonce);
+        msg->flags = wf_rdv_get_u32(r);
+        break;
+    case WF_RDV_AUTH:
+        msg->proof_len = wf_rdv_get_bytes(r, &msg->proof);
+        msg->reg_key_len = wf_rdv_get_bytes(r, &msg->reg_key);
+        break;
+    case WF_RDV_CHALLENGE:
+        msg->nonce_len = wf_rdv_get_bytes(r, &msg->nonce);
+        msg->flags = wf_rdv_get_u32(r);
+        break;
+    case WF_RDV_WELCOME:
+        msg->proof_len = wf_rdv_get_bytes(r, &msg->proof);
         break;
     case WF_RDV_SET:
     case WF_RDV_SET_ONCE:
@@ -346,6 +359,25 @@ bool wf_rdv_job_id_ok(const void *id, size_t n)
         if (p[i] < 0x20 || p[i] > 0x7e)
             return false;
     return n > 0 && n <= WF_RDV_JOB_MAX;
+}
+
+weft_status_t wf_rdv_proof(const uint8_t *key, const char *role,
+                           const void *job, size_t job_len,
+                           const uint8_t *nonce_c, const uint8_t *nonce_s,
+                           uint8_t *out)
+{
+    uint8_t len_be[4];
+    uint32_t n = htonl((uint32_t)job_len);
+
+    /* The job's length keeps "ab"+"c" apart from "a"+"bc"; the nonces and
+     * the role are fixed-size or distinct. */
+    memcpy(len_be, &n, 4);
+    wf_auth_part_t parts[] = {{role, strlen(role) + 1},
+                              {len_be, 4},
+                              {job, job_len},
+                              {nonce_c, WF_AUTH_NONCE_LEN},
+                              {nonce_s, WF_AUTH_NONCE_LEN}};
+    return wf_auth_mac(key, WF_AUTH_KEY_LEN, parts, WF_ARRAY_LEN(parts), out);
 }
 
 void wf_rdv_printable(const void *p, size_t n, char *out, size_t out_size)

@@ -25,12 +25,13 @@
 #include "weft.h"
 
 #define WF_RDV_MAGIC 0x57465256u /* "WFRV" */
-#define WF_RDV_VERSION 1
+/* Version 2: challenge-response authentication; version 1 sent the token
+ * in the HELLO and is refused with a message naming both versions. */
+#define WF_RDV_VERSION 2
 #define WF_RDV_HDR_SIZE 12
 
-/* Job ids and tokens on the wire; longer ones are refused. */
+/* Job ids on the wire; longer ones are refused. */
 #define WF_RDV_JOB_MAX 256
-#define WF_RDV_TOKEN_MAX 256
 /* Longest message text in an ERROR reply. */
 #define WF_RDV_ERRMSG_MAX 512
 
@@ -41,7 +42,8 @@
 /*
  * Message types.  Requests are < 0x80, replies >= 0x80.
  *
- *   HELLO     bytes job, bytes token                -> OK | ERROR
+ *   HELLO     bytes job, bytes nonce, u32 flags     -> CHALLENGE | ERROR
+ *   AUTH      bytes proof, bytes key                -> WELCOME | ERROR
  *   SET       bytes key, bytes value                -> OK
  *   SET_ONCE  bytes key, bytes value                -> CREATED | EXISTS
  *   GET       bytes key, u32 wait_ms                -> VALUE | TIMEOUT
@@ -55,12 +57,32 @@
  *   INT       i64 new value
  *   TIMEOUT   bytes key that is still missing
  *   ERROR     i32 weft_status_t, u32 flags, bytes message
+ *   CHALLENGE bytes nonce, u32 flags
+ *   WELCOME   bytes proof
+ *
+ * Authentication (docs/rendezvous.md): the client sends a fresh nonce Nc in
+ * HELLO, the server answers with its own Ns.  With K the job's rendezvous
+ * key (auth.h: derived from the token for purpose WF_AUTH_PURPOSE_RDV),
+ * AUTH carries HMAC(K, "weft-rdv-client" || len job || job || Nc || Ns) and
+ * WELCOME the same with "weft-rdv-server", so each side proves K to the
+ * other without sending it.  Without a token both proofs are empty.  AUTH's
+ * key field is empty unless CHALLENGE asked to register: a server that has
+ * no token of its own learns a job's K from the job's first client (K, not
+ * the token: the token never travels).  No other request is served before
+ * WELCOME.
  *
  * ERROR flags: WF_RDV_ERROR_CLOSING says the server closes the connection
  * after this reply (protocol errors); without it the connection stays
  * usable (e.g. ADD on a value that is not an integer).
  */
 #define WF_RDV_ERROR_CLOSING 1u
+/* HELLO flags: the client has a token (will send a proof). */
+#define WF_RDV_HELLO_TOKEN 1u
+/* CHALLENGE flags: the server knows the job's key and checks the proof
+ * (KEYED), or the job is new to a token-less server and the client with a
+ * token must send K in AUTH (REGISTER). */
+#define WF_RDV_CHALLENGE_KEYED 1u
+#define WF_RDV_CHALLENGE_REGISTER 2u
 #define WF_RDV_TYPE_LIST(X)                                                    \
     X(HELLO, 0x01, "hello")                                                    \
     X(SET, 0x02, "set")                                                        \
@@ -68,13 +90,16 @@
     X(GET, 0x04, "get")                                                        \
     X(WAIT, 0x05, "wait")                                                      \
     X(ADD, 0x06, "add")                                                        \
+    X(AUTH, 0x07, "auth")                                                      \
     X(OK, 0x81, "ok")                                                          \
     X(VALUE, 0x82, "value")                                                    \
     X(CREATED, 0x83, "created")                                                \
     X(EXISTS, 0x84, "exists")                                                  \
     X(INT, 0x85, "int")                                                        \
     X(TIMEOUT, 0x86, "timeout")                                                \
-    X(ERROR, 0x87, "error")
+    X(ERROR, 0x87, "error")                                                    \
+    X(CHALLENGE, 0x88, "challenge")                                            \
+    X(WELCOME, 0x89, "welcome")
 
 typedef enum {
 #define WF_RDV_TYPE_ENUM_(name, value, text) WF_RDV_##name = value,
@@ -155,13 +180,15 @@ size_t wf_rdv_get_bytes(wf_rdv_reader_t *r, const uint8_t **p);
  */
 typedef struct {
     unsigned type;
-    const uint8_t *key, *value, *job, *token, *text, *keys;
-    size_t key_len, value_len, job_len, token_len, text_len, keys_len;
+    const uint8_t *key, *value, *job, *text, *keys;
+    size_t key_len, value_len, job_len, text_len, keys_len;
+    const uint8_t *nonce, *proof, *reg_key; /* HELLO/CHALLENGE, AUTH/WELCOME */
+    size_t nonce_len, proof_len, reg_key_len;
     uint32_t wait_ms;
     uint32_t nkeys;
     int64_t num;    /* ADD delta, INT result */
     int32_t code;   /* ERROR status */
-    uint32_t flags; /* ERROR flags */
+    uint32_t flags; /* ERROR, HELLO and CHALLENGE flags */
 } wf_rdv_msg_t;
 
 /* Decodes a payload of the given type.  Returns false with a reason in why
@@ -183,6 +210,13 @@ bool wf_rdv_counter_add(int64_t old, int64_t delta, int64_t *out);
 /* Job ids are 1 to WF_RDV_JOB_MAX bytes of printable ASCII: they appear in
  * every log line about the job and name the file store's directory. */
 bool wf_rdv_job_id_ok(const void *id, size_t n);
+
+/* The proof of HMAC(K, role || u32 job_len || job || Nc || Ns) for role
+ * "weft-rdv-client" or "weft-rdv-server"; nonces are WF_AUTH_NONCE_LEN. */
+weft_status_t wf_rdv_proof(const uint8_t *key, const char *role,
+                           const void *job, size_t job_len,
+                           const uint8_t *nonce_c, const uint8_t *nonce_s,
+                           uint8_t *out);
 
 /* Copies a wire string into a terminated buffer, replacing bytes that are
  * not printable ASCII with '?', for log messages. */

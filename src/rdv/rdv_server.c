@@ -7,12 +7,17 @@
  *  - every socket is non-blocking and each connection has its own input
  *    and output buffers; a partial frame just waits in the buffer;
  *  - a frame is checked (magic, version, length <= max_frame) as soon as
- *    its header is in, before any buffer grows for it;
+ *    its header is in, before any buffer grows for it; before it has
+ *    authenticated, a connection may only send frames of up to
+ *    PREAUTH_FRAME bytes (HELLO and AUTH are far smaller), so strangers
+ *    cannot make the server hold a megabyte each;
  *  - a protocol error gets an ERROR reply, a warning naming the client and
  *    a lingering close (write side shut, input discarded for a moment so
  *    the reply is not lost to a reset);
- *  - a partial frame, a missing HELLO or an unread reply older than
- *    WF_RDV_STALL_MS drops the connection;
+ *  - a partial frame, a missing HELLO/AUTH or an unread reply older than
+ *    srv->stall_ms (WEFT_RDV_STALL_TIMEOUT) drops the connection;
+ *  - at most srv->max_conns connections: more are closed on accept, so a
+ *    flood of idle sockets cannot take every descriptor;
  *  - a client that does not read its replies stops being read (back
  *    pressure) instead of growing our output buffer.
  * A connection closed while the loop is still iterating over events is
@@ -39,6 +44,7 @@
 #define ACCEPT_BATCH 64
 #define SWEEP_MS 1000
 #define ACCEPT_PAUSE_MS 100
+#define PREAUTH_FRAME 4096
 
 /* ---- addresses --------------------------------------------------------- */
 
@@ -255,6 +261,14 @@ static void conn_process(struct weft_server *srv, wf_rdv_conn_t *conn)
             wf_rdv_conn_fail(conn, WEFT_ERR_INVALID_ARG, "%s", why);
             break;
         }
+        if (!conn->job && hdr.length + WF_RDV_HDR_SIZE > PREAUTH_FRAME) {
+            wf_rdv_conn_fail(conn, WEFT_ERR_INVALID_ARG,
+                             "%s frame of %u payload bytes before "
+                             "authentication (at most %d bytes until hello "
+                             "and auth succeed)", wf_rdv_type_name(hdr.type),
+                             (unsigned)hdr.length, PREAUTH_FRAME);
+            break;
+        }
         size_t need = WF_RDV_HDR_SIZE + hdr.length;
         if (conn->rlen - pos < need) {
             if (!conn_reserve(conn, need))
@@ -346,11 +360,35 @@ static void conn_event(struct weft_server *srv, wf_rdv_conn_t *conn,
 
 /* ---- the loop ---------------------------------------------------------- */
 
+/* Over the connection limit: close at once.  One warning a second at most,
+ * so a flood does not flood the log too. */
+static void server_refuse(struct weft_server *srv, int fd,
+                          const struct sockaddr *sa)
+{
+    char peer[64];
+    uint64_t now = wf_time_ms();
+
+    close(fd);
+    if (now - srv->refuse_warned < 1000)
+        return;
+    srv->refuse_warned = now;
+    wf_rdv_format_addr(sa, NULL, peer, sizeof(peer));
+    WEFT_WARN(RDV, "rendezvous server on %s: refused connection from %s: "
+                   "%zu connections open, the limit (WEFT_RDV_MAX_CONNS)",
+              srv->address, peer, srv->nconns);
+}
+
 static void server_accept_one(struct weft_server *srv, int fd,
                               const struct sockaddr *sa)
 {
-    wf_rdv_conn_t *conn = calloc(1, sizeof(*conn));
+    wf_rdv_conn_t *conn;
     int one = 1;
+
+    if (srv->nconns >= srv->max_conns) {
+        server_refuse(srv, fd, sa);
+        return;
+    }
+    conn = calloc(1, sizeof(*conn));
 
     if (!conn) {
         WEFT_WARN(RDV, "rendezvous server: out of memory accepting a client");
@@ -424,13 +462,14 @@ static void server_sweep(struct weft_server *srv, uint64_t now)
         if (c->state == WF_RDV_CONN_LINGER) {
             if (now - c->since_ms >= WF_RDV_LINGER_MS)
                 conn_close(srv, c);
-        } else if (now - c->since_ms >= WF_RDV_STALL_MS) {
+        } else if (now - c->since_ms >= srv->stall_ms) {
             WEFT_WARN(RDV, "rendezvous server: dropping client %s (job %s): "
-                           "%s for %d s", c->peer, c->job ? c->job->id : "-",
-                      !c->job          ? "no hello"
+                           "%s for %llu ms (WEFT_RDV_STALL_TIMEOUT)",
+                      c->peer, c->job ? c->job->id : "-",
+                      !c->job          ? "not authenticated"
                       : c->out.len > 0 ? "replies not read"
                                        : "incomplete frame",
-                      WF_RDV_STALL_MS / 1000);
+                      (unsigned long long)srv->stall_ms);
             conn_close(srv, c);
         }
     }

@@ -13,12 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "auth.h"
+#include "config.h"
 #include "rdv/rdv_proto.h"
 #include "rdv/store_impl.h"
-
-/* A connection whose partial frame (or missing HELLO) is older than this is
- * dropped, so a stalled client holds nothing for long. */
-#define WF_RDV_STALL_MS 30000
 /* How long a connection closed for a protocol error lingers to let its
  * ERROR reply reach the client before the socket is reset. */
 #define WF_RDV_LINGER_MS 2000
@@ -42,7 +40,13 @@ struct wf_rdv_conn {
     wf_rdv_buf_t out; /* replies not yet written */
     uint32_t events;  /* epoll interest currently registered */
     uint64_t since_ms; /* start of the partial frame / connection / linger */
-    wf_rdv_job_t *job; /* NULL before HELLO */
+    wf_rdv_job_t *job; /* NULL until authenticated (WELCOME sent) */
+
+    /* Between HELLO and AUTH (rdv_auth.c). */
+    bool challenged;
+    char hello_job[WF_RDV_JOB_MAX + 1];
+    uint32_t hello_flags;
+    uint8_t nonce_c[WF_AUTH_NONCE_LEN], nonce_s[WF_AUTH_NONCE_LEN];
 
     /* The parked request (GET or WAIT) while park_type != 0. */
     unsigned park_type;
@@ -58,8 +62,8 @@ struct wf_rdv_conn {
 
 struct wf_rdv_job {
     char id[WF_RDV_JOB_MAX + 1];
-    char token[WF_RDV_TOKEN_MAX + 1];
-    size_t token_len;
+    bool keyed; /* clients prove `key`; else the job has no token */
+    uint8_t key[WF_AUTH_KEY_LEN];
     size_t nclients;
     wf_kv_t kv;
     wf_rdv_conn_t *parked; /* connections with a parked GET/WAIT */
@@ -73,6 +77,15 @@ struct weft_server {
     int epfd, lfd, evfd;
     char address[128];
     size_t max_frame;
+    /* Limits (params.def: WEFT_RDV_MAX_CONNS, _MAX_JOBS, _MAX_JOB_BYTES,
+     * _STALL_TIMEOUT), read once at start. */
+    size_t max_conns, max_jobs, max_job_bytes;
+    uint64_t stall_ms;
+    uint64_t refuse_warned; /* wf_time_ms() of the last "too many" warning */
+    /* The server's own token (WEFT_TOKEN/WEFT_TOKEN_FILE at start): every
+     * job's key is derived from it and a client must prove it.  Empty: each
+     * job's first client registers the job's key. */
+    char token[WF_CONFIG_STR_MAX];
     bool thread_started;
     pthread_t thread;
 
@@ -92,7 +105,26 @@ typedef enum {
     WF_RDV_CLOSE     /* protocol error: ERROR queued and logged; close */
 } wf_rdv_verdict_t;
 
+/* ---- rdv_auth.c --------------------------------------------------------- */
+
+/* HELLO: checks the job id and nonce, answers CHALLENGE. */
+wf_rdv_verdict_t wf_rdv_auth_hello(struct weft_server *srv,
+                                   wf_rdv_conn_t *conn, const wf_rdv_msg_t *m);
+/* AUTH: checks the proof, joins (or creates) the job, answers WELCOME. */
+wf_rdv_verdict_t wf_rdv_auth_auth(struct weft_server *srv,
+                                  wf_rdv_conn_t *conn, const wf_rdv_msg_t *m);
+
 /* ---- rdv_jobs.c --------------------------------------------------------- */
+
+wf_rdv_job_t *wf_rdv_job_find(struct weft_server *srv, const void *id,
+                              size_t n);
+/* Creates a job; key is NULL for a job without a token.  NULL when out of
+ * memory. */
+wf_rdv_job_t *wf_rdv_job_create(struct weft_server *srv, const char *id,
+                                const uint8_t *key, const char *peer);
+/* Ends the frame being built in conn->out and checks it was queued (out of
+ * memory: drops it and asks for the connection to be closed). */
+wf_rdv_verdict_t wf_rdv_reply_end(wf_rdv_conn_t *conn);
 
 /* Handles one complete, header-checked frame of the connection. */
 wf_rdv_verdict_t wf_rdv_jobs_handle(struct weft_server *srv,

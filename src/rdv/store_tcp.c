@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "common.h"
 #include "config.h"
 #include "rdv/rdv_proto.h"
@@ -55,7 +56,8 @@ typedef struct {
     char host[256];
     int port;
     char job[WF_RDV_JOB_MAX + 1];
-    char token[WF_CONFIG_STR_MAX];
+    bool has_token;
+    uint8_t key[WF_AUTH_KEY_LEN]; /* the job's rendezvous key, from the token */
     int64_t timeout_ms;
     size_t max_frame;
     char local_ip[INET6_ADDRSTRLEN];
@@ -216,36 +218,100 @@ static weft_status_t connect_once(tcp_store_t *t, uint64_t deadline, int *fd,
     return WEFT_ERR_AGAIN;
 }
 
-/* HELLO on a fresh connection.  A refusal (wrong token, bad job id) is
- * final; I/O trouble is WEFT_ERR_AGAIN so the caller retries. */
+/* A refusal from the server: logged, final. */
+static weft_status_t refused(tcp_store_t *t, const wf_rdv_msg_t *r,
+                             const char *step)
+{
+    char text[WF_RDV_ERRMSG_MAX];
+
+    if (r->type == WF_RDV_ERROR) {
+        wf_rdv_printable(r->text, r->text_len, text, sizeof(text));
+        WEFT_WARN(RDV, "store %s: the rendezvous server at %s refused job "
+                       "%s: %s", t->desc, t->addr, t->job, text);
+        return r->code < 0 ? (weft_status_t)r->code : WEFT_ERR_REMOTE;
+    }
+    WEFT_WARN(RDV, "store %s: the server at %s answered %s with %s (not a "
+                   "weft-rendezvous server of this version?)", t->desc,
+              t->addr, step, wf_rdv_type_name(r->type));
+    return WEFT_ERR_REMOTE;
+}
+
+/* AUTH after the server's CHALLENGE: our proof, and the job's key when the
+ * server asks a new job to register it. */
+static weft_status_t send_auth(tcp_store_t *t, tcp_conn_t *c,
+                               const uint8_t *nonce_c, const wf_rdv_msg_t *ch)
+{
+    uint8_t proof[WF_AUTH_MAC_LEN];
+    bool reg = t->has_token && (ch->flags & WF_RDV_CHALLENGE_REGISTER);
+
+    c->out.len = 0;
+    wf_rdv_frame_begin(&c->out, WF_RDV_AUTH);
+    if (t->has_token) {
+        WEFT_CHECK(wf_rdv_proof(t->key, "weft-rdv-client", t->job,
+                                strlen(t->job), nonce_c, ch->nonce, proof));
+        wf_rdv_put_bytes(&c->out, proof, sizeof(proof));
+    } else {
+        wf_rdv_put_bytes(&c->out, NULL, 0);
+    }
+    wf_rdv_put_bytes(&c->out, reg ? t->key : NULL, reg ? WF_AUTH_KEY_LEN : 0);
+    if (wf_rdv_frame_end(&c->out) != WEFT_OK) {
+        WEFT_WARN(RDV, "store %s: out of memory", t->desc);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    return WEFT_OK;
+}
+
+/* The server's WELCOME proves it knows the job's key too, so a stray or
+ * fake server cannot pose as the rendezvous of a job with a token. */
+static weft_status_t check_welcome(tcp_store_t *t, const uint8_t *nonce_c,
+                                   const uint8_t *nonce_s,
+                                   const wf_rdv_msg_t *r)
+{
+    uint8_t want[WF_AUTH_MAC_LEN];
+
+    if (!t->has_token)
+        return WEFT_OK;
+    if (r->proof_len == WF_AUTH_MAC_LEN &&
+        wf_rdv_proof(t->key, "weft-rdv-server", t->job, strlen(t->job),
+                     nonce_c, nonce_s, want) == WEFT_OK &&
+        wf_auth_equal(want, r->proof, WF_AUTH_MAC_LEN))
+        return WEFT_OK;
+    WEFT_WARN(RDV, "store %s: the server at %s could not prove it knows the "
+                   "token of job %s: not the rendezvous server of this job",
+              t->desc, t->addr, t->job);
+    return WEFT_ERR_AUTH;
+}
+
+/* HELLO, CHALLENGE, AUTH, WELCOME on a fresh connection (rdv_proto.h).  A
+ * refusal (wrong token, bad job id) is final; I/O trouble is
+ * WEFT_ERR_AGAIN so the caller retries. */
 static weft_status_t conn_hello(tcp_store_t *t, tcp_conn_t *c,
                                 uint64_t deadline, char *why, size_t n)
 {
+    uint8_t nonce_c[WF_AUTH_NONCE_LEN], nonce_s[WF_AUTH_NONCE_LEN];
     wf_rdv_msg_t r;
-    char text[WF_RDV_ERRMSG_MAX];
 
+    WEFT_CHECK(wf_auth_random(nonce_c, sizeof(nonce_c)));
     c->out.len = 0;
     wf_rdv_frame_begin(&c->out, WF_RDV_HELLO);
     wf_rdv_put_str(&c->out, t->job);
-    wf_rdv_put_str(&c->out, t->token);
+    wf_rdv_put_bytes(&c->out, nonce_c, sizeof(nonce_c));
+    wf_rdv_put_u32(&c->out, t->has_token ? WF_RDV_HELLO_TOKEN : 0);
     if (wf_rdv_frame_end(&c->out) != WEFT_OK) {
         WEFT_WARN(RDV, "store %s: out of memory", t->desc);
         return WEFT_ERR_NO_MEMORY;
     }
     if (roundtrip(t, c, deadline, &r, why, n) != WEFT_OK)
         return WEFT_ERR_AGAIN;
-    if (r.type == WF_RDV_OK)
-        return WEFT_OK;
-    if (r.type == WF_RDV_ERROR) {
-        wf_rdv_printable(r.text, r.text_len, text, sizeof(text));
-        WEFT_WARN(RDV, "store %s: the rendezvous server at %s refused job "
-                       "%s: %s", t->desc, t->addr, t->job, text);
-        return r.code < 0 ? (weft_status_t)r.code : WEFT_ERR_REMOTE;
-    }
-    WEFT_WARN(RDV, "store %s: the server at %s answered hello with %s (not "
-                   "a weft-rendezvous server?)", t->desc, t->addr,
-              wf_rdv_type_name(r.type));
-    return WEFT_ERR_REMOTE;
+    if (r.type != WF_RDV_CHALLENGE || r.nonce_len != WF_AUTH_NONCE_LEN)
+        return refused(t, &r, "hello");
+    memcpy(nonce_s, r.nonce, sizeof(nonce_s));
+    WEFT_CHECK(send_auth(t, c, nonce_c, &r));
+    if (roundtrip(t, c, deadline, &r, why, n) != WEFT_OK)
+        return WEFT_ERR_AGAIN;
+    if (r.type != WF_RDV_WELCOME)
+        return refused(t, &r, "auth");
+    return check_welcome(t, nonce_c, nonce_s, &r);
 }
 
 /* Connects and says HELLO, retrying until the open timeout: the server may
@@ -536,6 +602,7 @@ static void tcp_close(void *impl)
         conn_free(c);
     }
     pthread_mutex_destroy(&t->lock);
+    memset(t->key, 0, sizeof(t->key));
     free(t);
 }
 
@@ -571,7 +638,9 @@ static weft_status_t tcp_configure(tcp_store_t *t, const char *rest,
     WEFT_CHECK(wf_config_load(&cfg, NULL));
     wf_strlcpy(t->addr, rest, sizeof(t->addr));
     wf_strlcpy(t->job, job_id, sizeof(t->job));
-    wf_strlcpy(t->token, token, sizeof(t->token));
+    t->has_token = token && *token;
+    if (t->has_token)
+        WEFT_CHECK(wf_auth_derive(token, WF_AUTH_PURPOSE_RDV, t->job, t->key));
     t->max_frame = (size_t)WF_MAX(cfg.rdv_max_frame,
                                   (uint64_t)WF_RDV_MIN_FRAME);
     t->timeout_ms = timeout_ms;

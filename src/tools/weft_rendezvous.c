@@ -1,7 +1,7 @@
 /*
  * weft-rendezvous - the standalone rendezvous server ranks meet through.
  *
- *   weft-rendezvous --listen HOST:PORT [--port-file FILE]
+ *   weft-rendezvous --listen HOST:PORT [--port-file FILE] [--token-file F]
  *
  * One server serves any number of jobs (keyed by WEFT_JOB_ID); point every
  * rank at it with WEFT_RENDEZVOUS=HOST:PORT.  Runs until SIGINT or SIGTERM.
@@ -19,7 +19,8 @@
 #include "weft.h"
 
 static const char usage[] =
-    "usage: weft-rendezvous --listen HOST:PORT [--port-file FILE]\n"
+    "usage: weft-rendezvous --listen HOST:PORT [--port-file FILE] "
+    "[--token-file FILE]\n"
     "\n"
     "Runs the weft rendezvous server until SIGINT or SIGTERM.\n"
     "\n"
@@ -28,6 +29,10 @@ static const char usage[] =
     "                       0.0.0.0:PORT listens on every interface\n"
     "  --port-file FILE     once listening, write the actual HOST:PORT to "
     "FILE\n"
+    "  --token-file FILE    require every client to prove the token in FILE\n"
+    "                       (its first line; same as WEFT_TOKEN_FILE).\n"
+    "                       Without it (and without WEFT_TOKEN) each job's\n"
+    "                       first client sets the job's token\n"
     "  --help               show this text\n"
     "\n"
     "Ranks reach it with WEFT_RENDEZVOUS=HOST:PORT; one server serves any\n"
@@ -37,6 +42,7 @@ static const char usage[] =
 typedef struct {
     const char *listen;
     const char *port_file;
+    const char *token_file;
 } options_t;
 
 /* Returns -1 to go on, else the exit code (0 after --help, 2 on errors). */
@@ -48,9 +54,10 @@ static int parse_args(int argc, char **argv, options_t *opt)
             fputs(usage, stdout);
             return 0;
         }
-        const char **dst = !strcmp(a, "--listen")      ? &opt->listen
-                           : !strcmp(a, "--port-file") ? &opt->port_file
-                                                       : NULL;
+        const char **dst = !strcmp(a, "--listen")       ? &opt->listen
+                           : !strcmp(a, "--port-file")  ? &opt->port_file
+                           : !strcmp(a, "--token-file") ? &opt->token_file
+                                                        : NULL;
         if (!dst) {
             fprintf(stderr, "weft-rendezvous: unknown argument '%s'\n\n%s",
                     a, usage);
@@ -110,6 +117,16 @@ int main(int argc, char **argv)
     sigaddset(&sigs, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* The library reads the token file itself (WEFT_TOKEN_FILE), so the
+     * token never sits on this command line or in our memory. */
+    if (opt.token_file) {
+        if (access(opt.token_file, R_OK) != 0) {
+            fprintf(stderr, "weft-rendezvous: --token-file %s: %s\n",
+                    opt.token_file, strerror(errno));
+            return 2;
+        }
+        setenv("WEFT_TOKEN_FILE", opt.token_file, 1);
+    }
 
     weft_status_t st = weft_server_start(opt.listen, &server);
     if (st != WEFT_OK) {

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "common.h"
 #include "rdv/rdv_proto.h"
 #include "rdv/store.h"
@@ -133,20 +134,51 @@ static int raw_read(int fd, wf_rdv_hdr_t *h, uint8_t *payload, size_t cap)
     return 1;
 }
 
-static void raw_hello(int fd, const char *job, const char *token)
+/* The client side of HELLO/CHALLENGE/AUTH (rdv_proto.h) on a raw socket:
+ * returns the type of the server's answer to AUTH (WELCOME, or ERROR when
+ * refused), or the answer to HELLO when that is not a CHALLENGE. */
+static unsigned raw_auth(int fd, const char *job, const char *token)
 {
+    static const uint8_t nonce_c[WF_AUTH_NONCE_LEN] = "raw client nonce";
+    uint8_t key[WF_AUTH_KEY_LEN], proof[WF_AUTH_MAC_LEN], p[512];
+    bool has = token && *token;
     wf_rdv_buf_t b;
     wf_rdv_hdr_t h;
-    uint8_t p[512];
+    wf_rdv_msg_t m;
+    char why[128];
 
     wf_rdv_buf_init(&b);
     wf_rdv_frame_begin(&b, WF_RDV_HELLO);
     wf_rdv_put_str(&b, job);
-    wf_rdv_put_str(&b, token);
+    wf_rdv_put_bytes(&b, nonce_c, sizeof(nonce_c));
+    wf_rdv_put_u32(&b, has ? WF_RDV_HELLO_TOKEN : 0);
     ASSERT_OK(wf_rdv_frame_end(&b));
     raw_send_buf(fd, &b);
     ASSERT_EQ(raw_read(fd, &h, p, sizeof(p)), 1);
-    ASSERT_EQ(h.type, WF_RDV_OK);
+    if (h.type != WF_RDV_CHALLENGE)
+        return h.type;
+    ASSERT_TRUE(wf_rdv_decode(h.type, p, h.length, &m, why, sizeof(why)));
+    ASSERT_EQ(m.nonce_len, WF_AUTH_NONCE_LEN);
+    wf_rdv_frame_begin(&b, WF_RDV_AUTH);
+    if (has) {
+        ASSERT_OK(wf_auth_derive(token, WF_AUTH_PURPOSE_RDV, job, key));
+        ASSERT_OK(wf_rdv_proof(key, "weft-rdv-client", job, strlen(job),
+                               nonce_c, m.nonce, proof));
+        wf_rdv_put_bytes(&b, proof, sizeof(proof));
+    } else {
+        wf_rdv_put_bytes(&b, NULL, 0);
+    }
+    bool reg = has && (m.flags & WF_RDV_CHALLENGE_REGISTER);
+    wf_rdv_put_bytes(&b, reg ? key : NULL, reg ? sizeof(key) : 0);
+    ASSERT_OK(wf_rdv_frame_end(&b));
+    raw_send_buf(fd, &b);
+    ASSERT_EQ(raw_read(fd, &h, p, sizeof(p)), 1);
+    return h.type;
+}
+
+static void raw_hello(int fd, const char *job, const char *token)
+{
+    ASSERT_EQ(raw_auth(fd, job, token), WF_RDV_WELCOME);
 }
 
 /* The server answers ERROR (with a message) and closes, or just closes. */
@@ -205,6 +237,9 @@ typedef enum {
     BAD_UNKNOWN_TYPE,
     BAD_REPLY_TYPE,
     BAD_TRUNCATED,
+    BAD_AUTH_FIRST,
+    BAD_NONCE,
+    BAD_BIG_PREAUTH,
 } bad_t;
 
 /* Sends one kind of bad input; returns the log text the server must warn
@@ -256,6 +291,20 @@ static const char *send_bad(int fd, bad_t kind)
         usleep(50000);
         shutdown(fd, SHUT_WR);
         return "in the middle of a frame";
+    case BAD_AUTH_FIRST: /* AUTH with a proof but no HELLO before it */
+        header(f, WF_RDV_MAGIC, WF_RDV_VERSION, WF_RDV_AUTH, 8);
+        memset(f + 12, 0, 8);
+        raw_send(fd, f, WF_RDV_HDR_SIZE + 8);
+        return "auth before hello";
+    case BAD_NONCE: /* HELLO with a 3-byte nonce */
+        header(f, WF_RDV_MAGIC, WF_RDV_VERSION, WF_RDV_HELLO, 19);
+        memcpy(f + 12, "\0\0\0\x04" "jobx" "\0\0\0\x03" "abc" "\0\0\0\0", 19);
+        raw_send(fd, f, WF_RDV_HDR_SIZE + 19);
+        return "nonce of 3 bytes";
+    case BAD_BIG_PREAUTH: /* a 64 KiB HELLO announced, nothing sent */
+        header(f, WF_RDV_MAGIC, WF_RDV_VERSION, WF_RDV_HELLO, 65536);
+        raw_send(fd, f, WF_RDV_HDR_SIZE);
+        return "before authentication";
     }
     return "";
 }
@@ -295,6 +344,10 @@ WF_TEST(rdv_server_before_hello, 20) { run_bad(BAD_BEFORE_HELLO); }
 WF_TEST(rdv_server_unknown_type, 20) { run_bad(BAD_UNKNOWN_TYPE); }
 WF_TEST(rdv_server_reply_as_request, 20) { run_bad(BAD_REPLY_TYPE); }
 WF_TEST(rdv_server_truncated, 20) { run_bad(BAD_TRUNCATED); }
+WF_TEST(rdv_server_auth_first, 20) { run_bad(BAD_AUTH_FIRST); }
+WF_TEST(rdv_server_bad_nonce, 20) { run_bad(BAD_NONCE); }
+/* A stranger cannot make the server reserve a large frame buffer. */
+WF_TEST(rdv_server_big_frame_before_auth, 20) { run_bad(BAD_BIG_PREAUTH); }
 
 /* A client stalled in the middle of a frame, or parked and gone, blocks
  * nobody. */
@@ -342,11 +395,8 @@ WF_TEST(rdv_server_pipelined, 10)
 
     ASSERT_OK(weft_server_start("127.0.0.1:0", &srv));
     int fd = raw_connect(weft_server_address(srv));
+    raw_hello(fd, "pipe", "");
     wf_rdv_buf_init(&b);
-    wf_rdv_frame_begin(&b, WF_RDV_HELLO);
-    wf_rdv_put_str(&b, "pipe");
-    wf_rdv_put_str(&b, "");
-    wf_rdv_frame_end(&b);
     wf_rdv_frame_begin(&b, WF_RDV_GET); /* parks until the SET after it */
     wf_rdv_put_str(&b, "k");
     wf_rdv_put_u32(&b, 300);
@@ -360,8 +410,6 @@ WF_TEST(rdv_server_pipelined, 10)
     wf_rdv_put_i64(&b, 41);
     ASSERT_OK(wf_rdv_frame_end(&b));
     raw_send_buf(fd, &b);
-    ASSERT_EQ(raw_read(fd, &h, p, sizeof(p)), 1);
-    ASSERT_EQ(h.type, WF_RDV_OK);
     /* The GET times out: the SET behind it waits its turn. */
     ASSERT_EQ(raw_read(fd, &h, p, sizeof(p)), 1);
     ASSERT_EQ(h.type, WF_RDV_TIMEOUT);
@@ -373,30 +421,42 @@ WF_TEST(rdv_server_pipelined, 10)
     ASSERT_OK(weft_server_stop(srv));
 }
 
-/* A job's token is fixed by its first client. */
+/* On a token-less server a job's first client registers the job's key;
+ * later clients must prove the same token, and the token never appears
+ * on the wire. */
 WF_TEST(rdv_server_token_mismatch, 10)
 {
     weft_server_t srv;
-    wf_rdv_buf_t b;
     weft_status_t code;
 
+    weft_set_logger(capture, NULL);
     ASSERT_OK(weft_server_start("127.0.0.1:0", &srv));
     int first = raw_connect(weft_server_address(srv));
     raw_hello(first, "secret-job", "s3cret");
     int second = raw_connect(weft_server_address(srv));
-    wf_rdv_buf_init(&b);
-    wf_rdv_frame_begin(&b, WF_RDV_HELLO);
-    wf_rdv_put_str(&b, "secret-job");
-    wf_rdv_put_str(&b, "guess");
-    ASSERT_OK(wf_rdv_frame_end(&b));
-    raw_send_buf(second, &b);
-    expect_error_or_close(second, &code);
-    ASSERT_STATUS(code, WEFT_ERR_AUTH);
+    log_reset();
+    ASSERT_EQ(raw_auth(second, "secret-job", "guess"), WF_RDV_ERROR);
+    expect_log("wrong token for job secret-job", "127.0.0.1:");
+    close(second);
+    int none = raw_connect(weft_server_address(srv));
+    ASSERT_EQ(raw_auth(none, "secret-job", ""), WF_RDV_ERROR);
+    expect_log("requires a token", "127.0.0.1:");
+    close(none);
     int third = raw_connect(weft_server_address(srv));
     raw_hello(third, "secret-job", "s3cret");
     close(third);
+    /* A job started without a token refuses a client that has one. */
+    int open_job = raw_connect(weft_server_address(srv));
+    raw_hello(open_job, "open-job", "");
+    int late = raw_connect(weft_server_address(srv));
+    ASSERT_EQ(raw_auth(late, "open-job", "s3cret"), WF_RDV_ERROR);
+    expect_log("started without a token", "127.0.0.1:");
+    close(late);
+    close(open_job);
     close(first);
+    (void)code;
     ASSERT_OK(weft_server_stop(srv));
+    weft_set_logger(NULL, NULL);
 }
 
 /* Many ranks parked on one key all wake when it is set. */

@@ -9,8 +9,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "tcp/tcp.h"
 #include "tgroup.h"
+
+static const uint8_t test_nonce[WF_TCP_NONCE_LEN] = "raw dialer nonce";
 
 static int free_port(void)
 {
@@ -115,7 +118,7 @@ static void expect_rejected(tg_group_t *g, const void *bytes, size_t n,
                             int wait_ms, int verdict, const char *logged)
 {
     int fd = raw_connect(g, 1);
-    uint8_t reply[WF_TCP_REPLY_LEN];
+    uint8_t reply[WF_TCP_CHALL_LEN];
     size_t len = sizeof(reply);
     static uint64_t tag = 1000;
 
@@ -124,8 +127,9 @@ static void expect_rejected(tg_group_t *g, const void *bytes, size_t n,
         ASSERT_EQ(send(fd, bytes, n, MSG_NOSIGNAL), n);
     ASSERT_TRUE(raw_wait_closed(g, fd, wait_ms, reply, &len));
     close(fd);
-    if (verdict >= 0) {
-        ASSERT_EQ(len, WF_TCP_REPLY_LEN);
+    if (verdict >= 0) { /* the verdict sits at offset 12 of a challenge */
+        ASSERT_EQ(len, WF_TCP_CHALL_LEN);
+        ASSERT_EQ(wf_tcp_get64(reply), WF_TCP_CHALL_MAGIC);
         ASSERT_EQ(wf_tcp_get32(reply + 12), verdict);
     }
     ASSERT_STR_CONTAINS(tg_log_text(), "127.0.0.1:");
@@ -160,9 +164,9 @@ WF_TEST(transport_tcp_reject_job_key, 20)
     uint8_t h[WF_TCP_HELLO_LEN];
 
     hello_open(&g);
-    wf_tcp_hello_encode(h, TG_JOB_KEY + 1, TG_COMM_KEY, 0, 1);
+    wf_tcp_hello_encode(h, TG_JOB_KEY + 1, TG_COMM_KEY, 0, 1, test_nonce);
     expect_rejected(&g, h, sizeof(h), 2000, WF_TCP_REJ_JOB_KEY, "job key");
-    wf_tcp_hello_encode(h, TG_JOB_KEY, TG_COMM_KEY + 1, 0, 1);
+    wf_tcp_hello_encode(h, TG_JOB_KEY, TG_COMM_KEY + 1, 0, 1, test_nonce);
     expect_rejected(&g, h, sizeof(h), 2000, WF_TCP_REJ_COMM_KEY,
                     "communicator key");
     tg_close(&g);
@@ -174,13 +178,13 @@ WF_TEST(transport_tcp_reject_ranks, 20)
     uint8_t h[WF_TCP_HELLO_LEN];
 
     hello_open(&g);
-    wf_tcp_hello_encode(h, TG_JOB_KEY, TG_COMM_KEY, 0, 2);
+    wf_tcp_hello_encode(h, TG_JOB_KEY, TG_COMM_KEY, 0, 2, test_nonce);
     expect_rejected(&g, h, sizeof(h), 2000, WF_TCP_REJ_DST_RANK,
                     "another rank");
-    wf_tcp_hello_encode(h, TG_JOB_KEY, TG_COMM_KEY, 2, 1);
+    wf_tcp_hello_encode(h, TG_JOB_KEY, TG_COMM_KEY, 2, 1, test_nonce);
     expect_rejected(&g, h, sizeof(h), 2000, WF_TCP_REJ_SRC_RANK, "source rank");
     /* Rank 0 is already connected to rank 1. */
-    wf_tcp_hello_encode(h, TG_JOB_KEY, TG_COMM_KEY, 0, 1);
+    wf_tcp_hello_encode(h, TG_JOB_KEY, TG_COMM_KEY, 0, 1, test_nonce);
     expect_rejected(&g, h, sizeof(h), 2000, WF_TCP_REJ_DUPLICATE,
                     "already connected");
     tg_close(&g);
@@ -192,36 +196,116 @@ WF_TEST(transport_tcp_reject_stalled_hello, 20)
     uint8_t h[WF_TCP_HELLO_LEN];
 
     hello_open(&g);
-    wf_tcp_hello_encode(h, TG_JOB_KEY, TG_COMM_KEY, 0, 1);
+    wf_tcp_hello_encode(h, TG_JOB_KEY, TG_COMM_KEY, 0, 1, test_nonce);
     expect_rejected(&g, h, 12, WF_TCP_HELLO_TIMEOUT_MS + 3000, -1,
                     "incomplete handshake");
     tg_close(&g);
 }
+
+/* Two contexts whose configs differ (rank 1 gets `differ` applied): rank
+ * 0 dials, its send fails; returns that status with the log kept. */
+static weft_status_t dial_mismatched(tg_group_t *g,
+                                     void (*differ)(wf_tconfig_t *cfg))
+{
+    wf_tconfig_t cfg;
+    wf_treq_t *sr;
+    wf_treq_info_t info;
+
+    memset(g, 0, sizeof(*g));
+    g->ops = &wf_tcp_transport;
+    g->n = 2;
+    weft_set_logger(tg_log_capture, NULL);
+    for (int r = 0; r < 2; r++) {
+        tg_make_cfg(&cfg, r, 2, "lo", 5000);
+        if (r == 1)
+            differ(&cfg);
+        tg_open_one(g, r, &cfg);
+    }
+    tg_connect_pair(g, 0, 1);
+    ASSERT_OK(g->ops->isend(g->ctx[0], 1, 1, NULL, "x", 1, NULL, &sr));
+    return tg_wait(g, 0, sr, &info);
+}
+
+static void other_job_key(wf_tconfig_t *cfg) { cfg->job_key++; }
+static void other_secret(wf_tconfig_t *cfg) { cfg->secret[0] ^= 1; }
 
 /* A dialer turned away by the acceptor fails that peer with a clear
  * message: here rank 0 and rank 1 disagree on the job key. */
 WF_TEST(transport_tcp_dialer_rejected, 20)
 {
     tg_group_t g;
-    wf_tconfig_t cfg;
-    wf_treq_t *sr;
-    wf_treq_info_t info;
 
-    memset(&g, 0, sizeof(g));
-    g.ops = &wf_tcp_transport;
-    g.n = 2;
-    weft_set_logger(tg_log_capture, NULL);
-    for (int r = 0; r < 2; r++) {
-        tg_make_cfg(&cfg, r, 2, "lo", 5000);
-        cfg.job_key += (uint64_t)r;
-        tg_open_one(&g, r, &cfg);
-    }
-    tg_connect_pair(&g, 0, 1);
-    ASSERT_OK(g.ops->isend(g.ctx[0], 1, 1, NULL, "x", 1, NULL, &sr));
-    ASSERT_TRUE(tg_wait(&g, 0, sr, &info) < 0);
+    ASSERT_TRUE(dial_mismatched(&g, other_job_key) < 0);
     ASSERT_STR_CONTAINS(tg_log_text(), "rejected by the peer");
     ASSERT_STR_CONTAINS(tg_log_text(), "peer 1 (127.0.0.1:");
     tg_close(&g);
+}
+
+/* Two contexts with different secrets: the dialer finds out the acceptor
+ * cannot prove the secret and fails the peer with WEFT_ERR_AUTH. */
+WF_TEST(transport_tcp_dialer_wrong_secret, 20)
+{
+    tg_group_t g;
+
+    ASSERT_STATUS(dial_mismatched(&g, other_secret), WEFT_ERR_AUTH);
+    ASSERT_STR_CONTAINS(tg_log_text(), "does not know the job secret");
+    ASSERT_STR_CONTAINS(tg_log_text(), "peer 1 (127.0.0.1:");
+    tg_close(&g);
+}
+
+/* Reads exactly n bytes from a raw socket while the contexts progress. */
+static void raw_read_n(tg_group_t *g, int fd, uint8_t *buf, size_t n)
+{
+    uint64_t end = tg_now_ms() + 5000;
+    size_t got = 0;
+
+    while (got < n) {
+        ASSERT_TRUE(tg_now_ms() < end);
+        tg_progress(g);
+        if (!tg_fd_readable(fd, 1))
+            continue;
+        ssize_t r = recv(fd, buf + got, n - got, 0);
+        ASSERT_TRUE(r > 0);
+        got += (size_t)r;
+    }
+}
+
+/* Runs the dialer's side of the handshake as rank 0 towards rank 1 with
+ * `secret`; returns the final verdict.  With `replay` set, sends that
+ * proof instead of computing one; with `keep` set, stores the computed
+ * proof there and stops before sending it. */
+static uint32_t raw_handshake_ex(tg_group_t *g, int fd, const uint8_t *secret,
+                                 const uint8_t *replay, uint8_t *keep)
+{
+    uint8_t h[WF_TCP_HELLO_LEN], chall[WF_TCP_CHALL_LEN];
+    uint8_t mac[WF_TCP_MAC_LEN], proof[WF_TCP_PROOF_LEN];
+    uint8_t reply[WF_TCP_REPLY_LEN];
+
+    wf_tcp_hello_encode(h, TG_JOB_KEY, TG_COMM_KEY, 0, 1, test_nonce);
+    ASSERT_EQ(send(fd, h, sizeof(h), MSG_NOSIGNAL), sizeof(h));
+    raw_read_n(g, fd, chall, sizeof(chall));
+    ASSERT_EQ(wf_tcp_get64(chall), WF_TCP_CHALL_MAGIC);
+    ASSERT_EQ(wf_tcp_get32(chall + 12), WF_TCP_ACCEPT);
+    /* The acceptor proved the secret to us (checked with the real one). */
+    ASSERT_OK(wf_tcp_hs_mac(tg_secret, WF_TCP_ROLE_ACCEPTOR, h, chall + 16,
+                            mac));
+    ASSERT_TRUE(memcmp(mac, chall + 16 + WF_TCP_NONCE_LEN, sizeof(mac)) == 0);
+    ASSERT_OK(wf_tcp_hs_mac(secret, WF_TCP_ROLE_DIALER, h, chall + 16, mac));
+    if (keep) {
+        memcpy(keep, mac, sizeof(mac));
+        return WF_TCP_ACCEPT;
+    }
+    wf_tcp_proof_encode(proof, replay ? replay : mac);
+    ASSERT_EQ(send(fd, proof, sizeof(proof), MSG_NOSIGNAL), sizeof(proof));
+    raw_read_n(g, fd, reply, sizeof(reply));
+    ASSERT_EQ(wf_tcp_get64(reply), WF_TCP_REPLY_MAGIC);
+    return wf_tcp_get32(reply + 12);
+}
+
+static uint32_t raw_handshake(tg_group_t *g, int fd, const uint8_t *secret,
+                              const uint8_t *replay)
+{
+    return raw_handshake_ex(g, fd, secret, replay, NULL);
 }
 
 /* A raw socket that passes the handshake as rank 0 and then breaks the
@@ -230,9 +314,7 @@ WF_TEST(transport_tcp_dialer_rejected, 20)
 WF_TEST(transport_tcp_bad_frame, 20)
 {
     tg_group_t g;
-    uint8_t h[WF_TCP_HELLO_LEN], reply[WF_TCP_REPLY_LEN];
     uint8_t frame[WF_TCP_HDR_LEN + 3], got[8];
-    size_t len = sizeof(reply);
     wf_treq_t *r1, *r2;
     wf_treq_info_t info;
     int fd;
@@ -242,8 +324,7 @@ WF_TEST(transport_tcp_bad_frame, 20)
     ASSERT_OK(g.ops->irecv(g.ctx[1], 0, 5, got, sizeof(got), NULL, &r1));
     ASSERT_OK(g.ops->irecv(g.ctx[1], 0, 6, got, sizeof(got), NULL, &r2));
     fd = raw_connect(&g, 1);
-    wf_tcp_hello_encode(h, TG_JOB_KEY, TG_COMM_KEY, 0, 1);
-    ASSERT_EQ(send(fd, h, sizeof(h), MSG_NOSIGNAL), sizeof(h));
+    ASSERT_EQ(raw_handshake(&g, fd, tg_secret, NULL), WF_TCP_ACCEPT);
     wf_tcp_put64(frame, WF_TCP_FRAME_MAGIC);
     wf_tcp_put64(frame + 8, 5);
     wf_tcp_put64(frame + 16, 77);
@@ -260,10 +341,7 @@ WF_TEST(transport_tcp_bad_frame, 20)
     ASSERT_STATUS(tg_wait(&g, 1, r2, &info), WEFT_ERR_TRANSPORT);
     ASSERT_STR_CONTAINS(tg_log_text(), "protocol error");
     ASSERT_STR_CONTAINS(tg_log_text(), "peer 0");
-    len = sizeof(reply);
-    ASSERT_TRUE(raw_wait_closed(&g, fd, 2000, reply, &len));
-    ASSERT_EQ(len, WF_TCP_REPLY_LEN);
-    ASSERT_EQ(wf_tcp_get32(reply + 12), WF_TCP_ACCEPT);
+    ASSERT_TRUE(raw_wait_closed(&g, fd, 2000, NULL, NULL));
     close(fd);
     tg_connect_pair(&g, 1, 2);
     tg_xfer(&g, 2, 1, 9, 1000);
@@ -296,5 +374,135 @@ WF_TEST(transport_tcp_quiet_close, 20)
     ASSERT_STATUS(g.ops->isend(g.ctx[1], 0, 2, NULL, "x", 1, NULL, &sr),
                   WEFT_ERR_REMOTE);
     ASSERT_TRUE(tg_log_text()[0] == '\0'); /* reported once */
+    tg_close(&g);
+}
+
+/* A connection that knows the protocol but not the job secret is turned
+ * away after its proof, logged with its address; the job goes on. */
+WF_TEST(transport_tcp_reject_wrong_secret, 20)
+{
+    tg_group_t g;
+    uint8_t wrong[32];
+
+    tg_open(&g, &wf_tcp_transport, 3);
+    tg_connect(&g, 1, 0); /* rank 1 waits for rank 0 to dial */
+    memcpy(wrong, tg_secret, sizeof(wrong));
+    wrong[5] ^= 1;
+    int fd = raw_connect(&g, 1);
+    tg_log_clear();
+    ASSERT_EQ(raw_handshake(&g, fd, wrong, NULL), WF_TCP_REJ_AUTH);
+    ASSERT_TRUE(raw_wait_closed(&g, fd, 2000, NULL, NULL));
+    close(fd);
+    ASSERT_STR_CONTAINS(tg_log_text(), "rejected connection from 127.0.0.1:");
+    ASSERT_STR_CONTAINS(tg_log_text(), "authentication failed");
+    tg_connect(&g, 0, 1);
+    tg_xfer(&g, 0, 1, 7, 1000);
+    tg_xfer(&g, 1, 0, 8, 1000);
+    tg_close(&g);
+}
+
+/* A proof recorded from an earlier handshake does not open a new one:
+ * the acceptor's nonce differs each time. */
+WF_TEST(transport_tcp_reject_replayed_proof, 20)
+{
+    tg_group_t g;
+    uint8_t old[WF_TCP_MAC_LEN];
+
+    tg_open(&g, &wf_tcp_transport, 2);
+    tg_connect(&g, 1, 0); /* rank 1 waits for rank 0 to dial */
+    int fd = raw_connect(&g, 1);
+    /* A valid proof for the first challenge, as if recorded on the wire. */
+    ASSERT_EQ(raw_handshake_ex(&g, fd, tg_secret, NULL, old), WF_TCP_ACCEPT);
+    close(fd);
+    fd = raw_connect(&g, 1);
+    tg_log_clear();
+    ASSERT_EQ(raw_handshake(&g, fd, tg_secret, old), WF_TCP_REJ_AUTH);
+    close(fd);
+    ASSERT_STR_CONTAINS(tg_log_text(), "authentication failed");
+    tg_connect(&g, 0, 1);
+    tg_xfer(&g, 0, 1, 4, 1000);
+    tg_close(&g);
+}
+
+/* More half-open connections than WF_TCP_PENDING_MAX: the surplus is
+ * refused at once and logged; the job's own connection still comes up. */
+WF_TEST(transport_tcp_pending_limit, 30)
+{
+    tg_group_t g;
+    int fds[WF_TCP_PENDING_MAX + 8];
+
+    tg_open(&g, &wf_tcp_transport, 2);
+    tg_log_clear();
+    for (size_t i = 0; i < WF_ARRAY_LEN(fds); i++)
+        fds[i] = raw_connect(&g, 1);
+    tg_spin(&g, 200);
+    ASSERT_STR_CONTAINS(tg_log_text(), "already in their handshake");
+    for (size_t i = 0; i < WF_ARRAY_LEN(fds); i++)
+        close(fds[i]);
+    tg_spin(&g, 100);
+    tg_connect_pair(&g, 0, 1);
+    tg_xfer(&g, 0, 1, 3, 1000);
+    tg_close(&g);
+}
+
+/* fuzz_tcp_wire crash 3158c127: a frame header claiming a huge length for
+ * an unexpected message made the reader allocate the claimed size at once
+ * (malloc of ~2^61 bytes: the peer failed "out of memory", and under ASan
+ * the process aborted).  Memory must follow the bytes actually received:
+ * the peer stays up, and the message arrives whole once it is complete. */
+WF_TEST(transport_tcp_huge_claimed_length, 20)
+{
+    tg_group_t g;
+    uint8_t hdr[WF_TCP_HDR_LEN], chunk[4096];
+    wf_treq_t *r;
+    wf_treq_info_t info;
+
+    tg_open(&g, &wf_tcp_transport, 2);
+    tg_connect(&g, 1, 0);
+    int fd = raw_connect(&g, 1);
+    ASSERT_EQ(raw_handshake(&g, fd, tg_secret, NULL), WF_TCP_ACCEPT);
+    wf_tcp_put64(hdr, WF_TCP_FRAME_MAGIC);
+    wf_tcp_put64(hdr + 8, 5);
+    wf_tcp_put64(hdr + 16, 1);
+    wf_tcp_put64(hdr + 24, 2);
+    wf_tcp_put64(hdr + 32, 1ull << 61); /* claimed; only 4 KiB follow */
+    memset(chunk, 0x33, sizeof(chunk));
+    tg_log_clear();
+    ASSERT_EQ(send(fd, hdr, sizeof(hdr), MSG_NOSIGNAL), sizeof(hdr));
+    ASSERT_EQ(send(fd, chunk, sizeof(chunk), MSG_NOSIGNAL), sizeof(chunk));
+    tg_spin(&g, 100);
+    ASSERT_EQ(g.ctx[1]->peers[0].state, WF_TCP_UP);
+    ASSERT_TRUE(strstr(tg_log_text(), "out of memory") == NULL);
+    close(fd);
+    tg_close(&g);
+
+    /* An honest unexpected message larger than the first buffer grows it
+     * and arrives intact. */
+    tg_open(&g, &wf_tcp_transport, 2);
+    tg_connect(&g, 1, 0);
+    fd = raw_connect(&g, 1);
+    ASSERT_EQ(raw_handshake(&g, fd, tg_secret, NULL), WF_TCP_ACCEPT);
+    size_t len = 200 * 1024 + 7;
+    uint8_t *msg = malloc(len);
+    ASSERT_TRUE(msg != NULL);
+    tg_fill(msg, len, 9);
+    wf_tcp_put64(hdr + 32, len);
+    ASSERT_EQ(send(fd, hdr, sizeof(hdr), MSG_NOSIGNAL), sizeof(hdr));
+    for (size_t off = 0; off < len;) {
+        ssize_t n = send(fd, msg + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0)
+            off += (size_t)n;
+        tg_progress(&g);
+    }
+    tg_spin(&g, 50);
+    uint8_t *dst = malloc(len);
+    ASSERT_TRUE(dst != NULL);
+    ASSERT_OK(g.ops->irecv(g.ctx[1], 0, 5, dst, len, NULL, &r));
+    ASSERT_OK(tg_wait(&g, 1, r, &info));
+    ASSERT_EQ(info.len, len);
+    ASSERT_TRUE(tg_check(dst, len, 9));
+    free(msg);
+    free(dst);
+    close(fd);
     tg_close(&g);
 }

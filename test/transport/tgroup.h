@@ -16,6 +16,9 @@
 #define TG_COMM_KEY 0x636f6d6d6b6579ull
 #define TG_WAIT_MS 30000
 
+/* The job secret every context of a test group shares. */
+extern const uint8_t tg_secret[32];
+
 typedef struct {
     const wf_transport_ops_t *ops;
     int n;

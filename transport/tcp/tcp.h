@@ -31,21 +31,40 @@
 
 /* ---- wire formats ------------------------------------------------------ */
 
-#define WF_TCP_VERSION 1u
-#define WF_TCP_HELLO_MAGIC 0x314f4c4c45485457ull /* "WTHELLO1" */
-#define WF_TCP_REPLY_MAGIC 0x31594c5045525457ull /* "WTREPLY1" */
+/* Version 2: the handshake proves the job secret (version 1 did not). */
+#define WF_TCP_VERSION 2u
+#define WF_TCP_HELLO_MAGIC 0x324f4c4c45485457ull /* "WTHELLO2" */
+#define WF_TCP_CHALL_MAGIC 0x324c4c4148435457ull /* "WTCHALL2" */
+#define WF_TCP_PROOF_MAGIC 0x32464f4f52505457ull /* "WTPROOF2" */
+#define WF_TCP_REPLY_MAGIC 0x32594c5045525457ull /* "WTREPLY2" */
 #define WF_TCP_FRAME_MAGIC 0x314d415246545700ull /* "\0WTFRAM1" */
 
-/* hello: magic u64, version u32, flags u32, job_key u64, comm_key u64,
- *        src_rank u32, dst_rank u32 */
-#define WF_TCP_HELLO_LEN 40
-/* reply: magic u64, version u32, verdict u32 (WF_TCP_ACCEPT or a reason) */
+/*
+ * The handshake, dialer D (lower rank) to acceptor A:
+ *   D->A hello:     magic u64, version u32, flags u32, job_key u64,
+ *                   comm_key u64, src_rank u32, dst_rank u32, nonce_d[16]
+ *   A->D challenge: magic u64, version u32, verdict u32, nonce_a[16],
+ *                   mac_a[32] = HMAC(secret, "weft-tcp-acceptor" || hello
+ *                   || nonce_a)
+ *   D->A proof:     magic u64, mac_d[32] = HMAC(secret, "weft-tcp-dialer"
+ *                   || hello || nonce_a)
+ *   A->D reply:     magic u64, version u32, verdict u32
+ * Each side proves the job secret bound to this connection's ranks,
+ * communicator and fresh nonces, so a recorded handshake cannot be
+ * replayed and the secret never travels.  A challenge with a verdict other
+ * than WF_TCP_ACCEPT carries zero nonce and MAC and ends the connection.
+ */
+#define WF_TCP_NONCE_LEN 16
+#define WF_TCP_MAC_LEN 32
+#define WF_TCP_HELLO_LEN (40 + WF_TCP_NONCE_LEN)
+#define WF_TCP_CHALL_LEN (16 + WF_TCP_NONCE_LEN + WF_TCP_MAC_LEN)
+#define WF_TCP_PROOF_LEN (8 + WF_TCP_MAC_LEN)
 #define WF_TCP_REPLY_LEN 16
 /* frame header: magic u64, tag u64, sig[0] u64, sig[1] u64, len u64 */
 #define WF_TCP_HDR_LEN 40
 
-/* Handshake verdicts; the reasons travel in the reply so the dialer can say
- * why it was turned away. */
+/* Handshake verdicts; the reasons travel in the challenge or reply so the
+ * dialer can say why it was turned away. */
 typedef enum {
     WF_TCP_ACCEPT = 0,
     WF_TCP_REJ_VERSION = 1,
@@ -54,6 +73,8 @@ typedef enum {
     WF_TCP_REJ_DST_RANK = 4,
     WF_TCP_REJ_SRC_RANK = 5,
     WF_TCP_REJ_DUPLICATE = 6,
+    WF_TCP_REJ_AUTH = 7,
+    WF_TCP_REJ_BUSY = 8,
     WF_TCP_REJ_COUNT
 } wf_tcp_verdict_t;
 
@@ -61,8 +82,11 @@ typedef enum {
  * 16 bytes of IP (IPv4 in the first 4). */
 #define WF_TCP_ADDR_LEN 20
 
-/* An incomplete hello is dropped after this long. */
+/* An incomplete handshake is dropped after this long. */
 #define WF_TCP_HELLO_TIMEOUT_MS 3000
+/* Accepted connections still in their handshake, at most: a port scan or a
+ * flood of half-open sockets costs bounded memory and descriptors. */
+#define WF_TCP_PENDING_MAX 64
 /* Back-off between dial attempts, doubling from MIN to MAX. */
 #define WF_TCP_RETRY_MIN_MS 10
 #define WF_TCP_RETRY_MAX_MS 500
@@ -134,7 +158,7 @@ typedef struct wf_tcp_umsg {
     size_t len;
     bool complete;          /* all payload bytes are in `data` */
     struct wf_treq *waiter; /* a receive matched it before it completed */
-    char data[];
+    char *data;             /* grows with the bytes received (rx_grow) */
 } wf_tcp_umsg_t;
 
 /* Receive state of one connection: a header, then the payload into a user
@@ -158,7 +182,8 @@ typedef enum {
     WF_TCP_WAIT_ACCEPT, /* higher rank: waits for the peer to dial */
     WF_TCP_RETRY,       /* dialer: waits for the next attempt */
     WF_TCP_DIALING,     /* dialer: non-blocking connect in flight */
-    WF_TCP_HELLO,       /* dialer: hello sent, waiting for the reply */
+    WF_TCP_HELLO,       /* dialer: hello sent, waiting for the challenge */
+    WF_TCP_PROOF,       /* dialer: proof sent, waiting for the reply */
     WF_TCP_UP,
     WF_TCP_FAILED
 } wf_tcp_state_t;
@@ -178,7 +203,8 @@ typedef struct wf_tcp_peer {
     uint64_t retry_at; /* next dial attempt, state RETRY */
     int retry_ms;
     int last_errno;
-    uint8_t reply[WF_TCP_REPLY_LEN];
+    uint8_t hello[WF_TCP_HELLO_LEN]; /* dialer: the hello it sent */
+    uint8_t reply[WF_TCP_CHALL_LEN]; /* challenge, then the final reply */
     size_t reply_got;
     weft_status_t fail_status;
     bool fail_unreported; /* failed quietly; warn on the next post */
@@ -189,7 +215,8 @@ typedef struct wf_tcp_peer {
     wf_tcp_rx_t rx;
 } wf_tcp_peer_t;
 
-/* An accepted connection whose hello has not been checked yet. */
+/* An accepted connection in its handshake: reading the hello, then (after
+ * the challenge went out) reading the proof. */
 typedef struct wf_tcp_pending {
     wf_tcp_ev_t ev;
     struct wf_tcp_pending *next;
@@ -197,6 +224,11 @@ typedef struct wf_tcp_pending {
     char remote[80]; /* "host:port" of the remote end */
     uint8_t hello[WF_TCP_HELLO_LEN];
     size_t got;
+    bool challenged;
+    int src;                          /* the rank the hello claims */
+    uint8_t nonce[WF_TCP_NONCE_LEN];  /* ours, sent in the challenge */
+    uint8_t proof[WF_TCP_PROOF_LEN];
+    size_t proof_got;
     uint64_t deadline;
 } wf_tcp_pending_t;
 
@@ -219,6 +251,7 @@ struct wf_tctx {
     uint8_t blob[WF_TCP_ADDR_LEN];
     wf_tcp_peer_t *peers; /* cfg.size entries */
     wf_tcp_pending_t *pending;
+    size_t npending;
     struct wf_treq *all; /* every live request, for fini */
     char *scratch;       /* sink for discarded bytes */
     size_t scratch_len;
@@ -236,13 +269,48 @@ void wf_tcp_format_addr(const struct sockaddr *sa, char *out, size_t size);
 bool wf_tcp_blob_decode(const void *blob, size_t len,
                         struct sockaddr_storage *ss, socklen_t *ss_len);
 
+/* ---- tcp_hs.c ---------------------------------------------------------- */
+
+/* Encodes a hello; shared with the tests. */
+void wf_tcp_hello_encode(uint8_t out[WF_TCP_HELLO_LEN], uint64_t job_key,
+                         uint64_t comm_key, int src_rank, int dst_rank,
+                         const uint8_t nonce[WF_TCP_NONCE_LEN]);
+/* mac = HMAC(secret, role || hello || nonce_a), role WF_TCP_ROLE_*. */
+#define WF_TCP_ROLE_ACCEPTOR "weft-tcp-acceptor"
+#define WF_TCP_ROLE_DIALER "weft-tcp-dialer"
+weft_status_t wf_tcp_hs_mac(const uint8_t secret[32], const char *role,
+                            const uint8_t hello[WF_TCP_HELLO_LEN],
+                            const uint8_t nonce_a[WF_TCP_NONCE_LEN],
+                            uint8_t mac[WF_TCP_MAC_LEN]);
+/* A challenge (nonce and mac NULL for a rejection), a proof, a reply. */
+void wf_tcp_chall_encode(uint8_t out[WF_TCP_CHALL_LEN], uint32_t verdict,
+                         const uint8_t *nonce, const uint8_t *mac);
+void wf_tcp_proof_encode(uint8_t out[WF_TCP_PROOF_LEN],
+                         const uint8_t mac[WF_TCP_MAC_LEN]);
+void wf_tcp_reply_encode(uint8_t out[WF_TCP_REPLY_LEN], uint32_t verdict);
+/* "job key mismatch (...)" etc. */
+const char *wf_tcp_verdict_str(uint32_t verdict);
+
+/* ---- tcp_accept.c ------------------------------------------------------ */
+
+void wf_tcp_accept_event(wf_tctx_t *ctx);
+void wf_tcp_pending_event(wf_tctx_t *ctx, wf_tcp_pending_t *pc);
+void wf_tcp_pending_close(wf_tctx_t *ctx, wf_tcp_pending_t *pc);
+/* Drops handshakes past their deadline; returns the earliest remaining
+ * deadline (0: none). */
+uint64_t wf_tcp_pending_expire(wf_tctx_t *ctx, uint64_t now);
+/* Watches the listening socket again after a pause (out of fds). */
+void wf_tcp_listen_resume(wf_tctx_t *ctx, uint64_t now);
+
 /* ---- tcp_conn.c -------------------------------------------------------- */
 
 weft_status_t wf_tcp_connect(wf_tctx_t *ctx, int peer, const void *addr,
                              size_t len);
-void wf_tcp_accept_event(wf_tctx_t *ctx);
-void wf_tcp_pending_event(wf_tctx_t *ctx, wf_tcp_pending_t *pc);
-void wf_tcp_pending_close(wf_tctx_t *ctx, wf_tcp_pending_t *pc);
+/* The handshake is over: the peer is up, queued sends go out. */
+void wf_tcp_peer_up(wf_tctx_t *ctx, wf_tcp_peer_t *p);
+/* "peer 3 (host:port)" into p->desc. */
+void wf_tcp_peer_set_desc(wf_tcp_peer_t *p, const char *where);
+void wf_tcp_set_nodelay(int fd);
 /* Handles an event on a peer that is still being established. */
 void wf_tcp_dial_event(wf_tctx_t *ctx, wf_tcp_peer_t *p, uint32_t events);
 /* Runs due retries and deadlines, re-arms the timer fd. */
@@ -260,9 +328,6 @@ void wf_tcp_peer_fail(wf_tctx_t *ctx, wf_tcp_peer_t *p, weft_status_t st,
 weft_status_t wf_tcp_peer_failed(wf_tcp_peer_t *p);
 /* Sets the peer's epoll interest: EPOLLIN plus EPOLLOUT when `out`. */
 void wf_tcp_peer_watch(wf_tctx_t *ctx, wf_tcp_peer_t *p, bool out);
-/* Encodes a hello; shared with the conformance tests. */
-void wf_tcp_hello_encode(uint8_t out[WF_TCP_HELLO_LEN], uint64_t job_key,
-                         uint64_t comm_key, int src_rank, int dst_rank);
 
 /* ---- tcp_xfer.c -------------------------------------------------------- */
 

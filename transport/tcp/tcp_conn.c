@@ -1,6 +1,7 @@
 /*
- * tcp_conn.c - establishing connections: dialing with retries, accepting,
- * the handshake, timers and peer failure.
+ * tcp_conn.c - establishing connections: dialing with retries, the
+ * dialer's side of the handshake (tcp.h; the acceptor's is in
+ * tcp_accept.c), timers and peer failure.
  *
  * One connection per pair of ranks, made on first use.  The lower rank
  * dials, the higher rank accepts, so both sides calling connect() at the
@@ -20,36 +21,10 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "tcp.h"
 
-static const char *const verdict_text[WF_TCP_REJ_COUNT] = {
-    [WF_TCP_ACCEPT] = "accepted",
-    [WF_TCP_REJ_VERSION] = "protocol version mismatch",
-    [WF_TCP_REJ_JOB_KEY] = "job key mismatch (different job id or token)",
-    [WF_TCP_REJ_COMM_KEY] = "communicator key mismatch",
-    [WF_TCP_REJ_DST_RANK] = "addressed to another rank",
-    [WF_TCP_REJ_SRC_RANK] = "source rank out of range or not lower",
-    [WF_TCP_REJ_DUPLICATE] = "that rank is already connected or failed",
-};
-
-static const char *verdict_str(uint32_t v)
-{
-    return v < WF_TCP_REJ_COUNT ? verdict_text[v] : "unknown reason";
-}
-
-void wf_tcp_hello_encode(uint8_t out[WF_TCP_HELLO_LEN], uint64_t job_key,
-                         uint64_t comm_key, int src_rank, int dst_rank)
-{
-    wf_tcp_put64(out, WF_TCP_HELLO_MAGIC);
-    wf_tcp_put32(out + 8, WF_TCP_VERSION);
-    wf_tcp_put32(out + 12, 0);
-    wf_tcp_put64(out + 16, job_key);
-    wf_tcp_put64(out + 24, comm_key);
-    wf_tcp_put32(out + 32, (uint32_t)src_rank);
-    wf_tcp_put32(out + 36, (uint32_t)dst_rank);
-}
-
-static void set_nodelay(int fd)
+void wf_tcp_set_nodelay(int fd)
 {
     int one = 1;
     /* Frames are written whole by writev; Nagle would only add latency. */
@@ -147,7 +122,7 @@ static void dial_start(wf_tctx_t *ctx, wf_tcp_peer_t *p);
 static uint64_t peer_timer(wf_tctx_t *ctx, wf_tcp_peer_t *p, uint64_t now)
 {
     bool dialing = p->state == WF_TCP_RETRY || p->state == WF_TCP_DIALING ||
-                   p->state == WF_TCP_HELLO;
+                   p->state == WF_TCP_HELLO || p->state == WF_TCP_PROOF;
 
     if (!dialing)
         return 0;
@@ -165,39 +140,15 @@ static uint64_t peer_timer(wf_tctx_t *ctx, wf_tcp_peer_t *p, uint64_t now)
     return p->state == WF_TCP_FAILED ? 0 : p->deadline;
 }
 
-/* Watches the listening socket again after accept_pause(). */
-static void listen_resume(wf_tctx_t *ctx, uint64_t now)
-{
-    struct epoll_event e = {.events = EPOLLIN, .data.ptr = &ctx->listen_ev};
-
-    if (epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, ctx->listen_fd, &e) == 0)
-        ctx->listen_resume = 0;
-    else
-        ctx->listen_resume = now + WF_TCP_ACCEPT_PAUSE_MS;
-}
-
 void wf_tcp_timers(wf_tctx_t *ctx)
 {
     uint64_t now = wf_time_ms(), due = 0;
-    wf_tcp_pending_t *pc, *next;
 
     ctx->timer_due = 0;
     if (ctx->listen_resume && now >= ctx->listen_resume)
-        listen_resume(ctx, now);
+        wf_tcp_listen_resume(ctx, now);
     due_min(&due, ctx->listen_resume);
-    for (pc = ctx->pending; pc; pc = next) {
-        next = pc->next;
-        if (now >= pc->deadline) {
-            WEFT_WARN(NET,
-                      "tcp: dropped connection from %s: incomplete "
-                      "handshake after %d ms (%zu of %d bytes)",
-                      pc->remote, WF_TCP_HELLO_TIMEOUT_MS, pc->got,
-                      WF_TCP_HELLO_LEN);
-            wf_tcp_pending_close(ctx, pc);
-        } else {
-            due_min(&due, pc->deadline);
-        }
-    }
+    due_min(&due, wf_tcp_pending_expire(ctx, now));
     for (int i = 0; i < ctx->cfg.size; i++)
         due_min(&due, peer_timer(ctx, &ctx->peers[i], now));
     /* Dialing above may have scheduled something itself. */
@@ -230,16 +181,20 @@ static void dial_error(wf_tctx_t *ctx, wf_tcp_peer_t *p, int err)
 
 static void send_hello(wf_tctx_t *ctx, wf_tcp_peer_t *p)
 {
-    uint8_t hello[WF_TCP_HELLO_LEN];
+    uint8_t nonce[WF_TCP_NONCE_LEN];
     ssize_t n;
 
     p->last_errno = 0; /* connected: older refusals are history */
-    wf_tcp_hello_encode(hello, ctx->cfg.job_key, ctx->cfg.comm_key,
-                        ctx->cfg.rank, p->rank);
-    /* A fresh socket's send buffer always holds 40 bytes, so a short write
+    if (wf_auth_random(nonce, sizeof(nonce)) != WEFT_OK) {
+        wf_tcp_peer_fail(ctx, p, WEFT_ERR_SYSTEM, "no random handshake nonce");
+        return;
+    }
+    wf_tcp_hello_encode(p->hello, ctx->cfg.job_key, ctx->cfg.comm_key,
+                        ctx->cfg.rank, p->rank, nonce);
+    /* A fresh socket's send buffer always holds a hello, so a short write
      * means the connection is already broken. */
-    n = send(p->fd, hello, sizeof(hello), MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n != (ssize_t)sizeof(hello)) {
+    n = send(p->fd, p->hello, sizeof(p->hello), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n != (ssize_t)sizeof(p->hello)) {
         dial_error(ctx, p, n < 0 ? errno : EIO);
         return;
     }
@@ -259,7 +214,7 @@ static void dial_start(wf_tctx_t *ctx, wf_tcp_peer_t *p)
                          wf_errno_str(errno));
         return;
     }
-    set_nodelay(fd);
+    wf_tcp_set_nodelay(fd);
     if (epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, fd, &e) != 0) {
         int err = errno;
         close(fd);
@@ -277,7 +232,7 @@ static void dial_start(wf_tctx_t *ctx, wf_tcp_peer_t *p)
         dial_error(ctx, p, errno);
 }
 
-static void peer_up(wf_tctx_t *ctx, wf_tcp_peer_t *p)
+void wf_tcp_peer_up(wf_tctx_t *ctx, wf_tcp_peer_t *p)
 {
     p->state = WF_TCP_UP;
     p->deadline = 0;
@@ -285,6 +240,64 @@ static void peer_up(wf_tctx_t *ctx, wf_tcp_peer_t *p)
     /* Sends posted while connecting go out now; flush also sets the epoll
      * interest to match the queue. */
     wf_tcp_flush(ctx, p);
+}
+
+/* A rejection in the challenge or the final reply: an auth failure is
+ * WEFT_ERR_AUTH, the rest a transport error. */
+static void rejected(wf_tctx_t *ctx, wf_tcp_peer_t *p, uint32_t verdict)
+{
+    wf_tcp_peer_fail(
+        ctx, p,
+        verdict == WF_TCP_REJ_AUTH || verdict == WF_TCP_REJ_JOB_KEY
+            ? WEFT_ERR_AUTH
+            : WEFT_ERR_TRANSPORT,
+        "connection rejected by the peer: %s", wf_tcp_verdict_str(verdict));
+}
+
+/* The challenge is in: check the acceptor's proof, send ours. */
+static void challenge_check(wf_tctx_t *ctx, wf_tcp_peer_t *p)
+{
+    const uint8_t *c = p->reply;
+    uint8_t want[WF_TCP_MAC_LEN], proof[WF_TCP_PROOF_LEN];
+    uint32_t verdict = wf_tcp_get32(c + 12);
+
+    if (wf_tcp_get64(c) != WF_TCP_CHALL_MAGIC ||
+        wf_tcp_get32(c + 8) != WF_TCP_VERSION) {
+        wf_tcp_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
+                         "invalid handshake challenge (magic 0x%llx, version "
+                         "%u): not a weft tcp endpoint of this version",
+                         (unsigned long long)wf_tcp_get64(c),
+                         wf_tcp_get32(c + 8));
+        return;
+    }
+    if (verdict != WF_TCP_ACCEPT) {
+        rejected(ctx, p, verdict);
+        return;
+    }
+    if (wf_tcp_hs_mac(ctx->cfg.secret, WF_TCP_ROLE_ACCEPTOR, p->hello, c + 16,
+                      want) != WEFT_OK ||
+        !wf_auth_equal(want, c + 16 + WF_TCP_NONCE_LEN, WF_TCP_MAC_LEN)) {
+        wf_tcp_peer_fail(ctx, p, WEFT_ERR_AUTH,
+                         "authentication failed: the endpoint does not know "
+                         "the job secret (another job's rank, a stale "
+                         "process or an impostor on that port)");
+        return;
+    }
+    if (wf_tcp_hs_mac(ctx->cfg.secret, WF_TCP_ROLE_DIALER, p->hello, c + 16,
+                      want) != WEFT_OK) {
+        wf_tcp_peer_fail(ctx, p, WEFT_ERR_INTERNAL, "handshake MAC failed");
+        return;
+    }
+    wf_tcp_proof_encode(proof, want);
+    /* 40 bytes into a socket that has sent only the hello: a short write
+     * means it broke. */
+    ssize_t n = send(p->fd, proof, sizeof(proof), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n != (ssize_t)sizeof(proof)) {
+        dial_error(ctx, p, n < 0 ? errno : EIO);
+        return;
+    }
+    p->state = WF_TCP_PROOF;
+    p->reply_got = 0;
 }
 
 static void reply_check(wf_tctx_t *ctx, wf_tcp_peer_t *p)
@@ -301,13 +314,10 @@ static void reply_check(wf_tctx_t *ctx, wf_tcp_peer_t *p)
         return;
     }
     if (verdict != WF_TCP_ACCEPT) {
-        wf_tcp_peer_fail(
-            ctx, p,
-            verdict == WF_TCP_REJ_JOB_KEY ? WEFT_ERR_AUTH : WEFT_ERR_TRANSPORT,
-            "connection rejected by the peer: %s", verdict_str(verdict));
+        rejected(ctx, p, verdict);
         return;
     }
-    peer_up(ctx, p);
+    wf_tcp_peer_up(ctx, p);
 }
 
 void wf_tcp_dial_event(wf_tctx_t *ctx, wf_tcp_peer_t *p, uint32_t events)
@@ -326,12 +336,14 @@ void wf_tcp_dial_event(wf_tctx_t *ctx, wf_tcp_peer_t *p, uint32_t events)
             send_hello(ctx, p);
         return;
     }
-    if (p->state != WF_TCP_HELLO)
+    if (p->state != WF_TCP_HELLO && p->state != WF_TCP_PROOF)
         return;
-    /* Read the reply alone: frames the acceptor sends right after it must
-     * stay in the socket for the frame reader. */
-    n = recv(p->fd, p->reply + p->reply_got, WF_TCP_REPLY_LEN - p->reply_got,
-             0);
+    /* Read exactly the challenge, then exactly the reply: frames the
+     * acceptor sends right after must stay in the socket for the frame
+     * reader. */
+    size_t want = p->state == WF_TCP_HELLO ? WF_TCP_CHALL_LEN
+                                           : WF_TCP_REPLY_LEN;
+    n = recv(p->fd, p->reply + p->reply_got, want - p->reply_got, 0);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return;
     if (n <= 0) {
@@ -341,11 +353,15 @@ void wf_tcp_dial_event(wf_tctx_t *ctx, wf_tcp_peer_t *p, uint32_t events)
         return;
     }
     p->reply_got += (size_t)n;
-    if (p->reply_got == WF_TCP_REPLY_LEN)
+    if (p->reply_got < want)
+        return;
+    if (p->state == WF_TCP_HELLO)
+        challenge_check(ctx, p);
+    else
         reply_check(ctx, p);
 }
 
-static void set_desc(wf_tcp_peer_t *p, const char *where)
+void wf_tcp_peer_set_desc(wf_tcp_peer_t *p, const char *where)
 {
     snprintf(p->desc, sizeof(p->desc), "peer %d (%s)", p->rank, where);
 }
@@ -370,7 +386,7 @@ weft_status_t wf_tcp_connect(wf_tctx_t *ctx, int peer, const void *addr,
         }
         p->have_addr = true;
         wf_tcp_format_addr((struct sockaddr *)&p->addr, where, sizeof(where));
-        set_desc(p, where);
+        wf_tcp_peer_set_desc(p, where);
     }
     p->connect_called = true;
     if (p->state == WF_TCP_IDLE) {
@@ -387,183 +403,3 @@ weft_status_t wf_tcp_connect(wf_tctx_t *ctx, int peer, const void *addr,
     return p->state == WF_TCP_UP ? WEFT_OK : WEFT_INPROGRESS;
 }
 
-/* ---- accepting --------------------------------------------------------- */
-
-void wf_tcp_pending_close(wf_tctx_t *ctx, wf_tcp_pending_t *pc)
-{
-    wf_tcp_pending_t **pp = &ctx->pending;
-
-    while (*pp && *pp != pc)
-        pp = &(*pp)->next;
-    if (*pp)
-        *pp = pc->next;
-    if (pc->fd >= 0) {
-        epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, pc->fd, NULL);
-        close(pc->fd);
-    }
-    free(pc);
-}
-
-static void accept_one(wf_tctx_t *ctx, int fd, struct sockaddr_storage *ss)
-{
-    struct epoll_event e = {.events = EPOLLIN};
-    wf_tcp_pending_t *pc = calloc(1, sizeof(*pc));
-
-    if (!pc) {
-        WEFT_WARN(NET, "tcp: out of memory accepting a connection");
-        close(fd);
-        return;
-    }
-    pc->ev.kind = WF_TCP_EV_PENDING;
-    pc->fd = fd;
-    pc->deadline = wf_time_ms() + WF_TCP_HELLO_TIMEOUT_MS;
-    wf_tcp_format_addr((struct sockaddr *)ss, pc->remote, sizeof(pc->remote));
-    set_nodelay(fd);
-    e.data.ptr = &pc->ev;
-    if (epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, fd, &e) != 0) {
-        WEFT_WARN(NET, "tcp: epoll_ctl for connection from %s failed: %s",
-                  pc->remote, wf_errno_str(errno));
-        close(fd);
-        free(pc);
-        return;
-    }
-    pc->next = ctx->pending;
-    ctx->pending = pc;
-    wf_tcp_timer_schedule(ctx, pc->deadline);
-}
-
-/* accept() failed for lack of fds or memory: the connection stays in the
- * backlog and the level-triggered listen fd would stay readable, so stop
- * watching it for a while instead of spinning. */
-static void accept_pause(wf_tctx_t *ctx, int err)
-{
-    if (!ctx->listen_warned)
-        WEFT_WARN(NET, "tcp: accept on %s failed: %s; pausing accepts",
-                  ctx->local_str, wf_errno_str(err));
-    ctx->listen_warned = true;
-    epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, ctx->listen_fd, NULL);
-    ctx->listen_resume = wf_time_ms() + WF_TCP_ACCEPT_PAUSE_MS;
-    wf_tcp_timer_schedule(ctx, ctx->listen_resume);
-}
-
-void wf_tcp_accept_event(wf_tctx_t *ctx)
-{
-    for (;;) {
-        struct sockaddr_storage ss;
-        socklen_t len = sizeof(ss);
-        int fd = accept4(ctx->listen_fd, (struct sockaddr *)&ss, &len,
-                         SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd >= 0) {
-            accept_one(ctx, fd, &ss);
-            continue;
-        }
-        if (errno == EINTR || errno == ECONNABORTED)
-            continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK)
-            accept_pause(ctx, errno);
-        return;
-    }
-}
-
-/* Checks a complete hello; returns WF_TCP_ACCEPT or a rejection reason and
- * the claimed source rank. */
-static uint32_t hello_verdict(wf_tctx_t *ctx, const uint8_t *h, int *src)
-{
-    const wf_tconfig_t *cfg = &ctx->cfg;
-    uint32_t s = wf_tcp_get32(h + 32), d = wf_tcp_get32(h + 36);
-    wf_tcp_state_t state;
-
-    *src = (int)s;
-    if (wf_tcp_get32(h + 8) != WF_TCP_VERSION)
-        return WF_TCP_REJ_VERSION;
-    if (wf_tcp_get64(h + 16) != cfg->job_key)
-        return WF_TCP_REJ_JOB_KEY;
-    if (wf_tcp_get64(h + 24) != cfg->comm_key)
-        return WF_TCP_REJ_COMM_KEY;
-    if (d != (uint32_t)cfg->rank)
-        return WF_TCP_REJ_DST_RANK;
-    if (s >= (uint32_t)cfg->rank)
-        return WF_TCP_REJ_SRC_RANK;
-    state = ctx->peers[s].state;
-    if (state != WF_TCP_IDLE && state != WF_TCP_WAIT_ACCEPT)
-        return WF_TCP_REJ_DUPLICATE;
-    return WF_TCP_ACCEPT;
-}
-
-/* Hands the accepted socket over to its peer. */
-static void adopt(wf_tctx_t *ctx, wf_tcp_pending_t *pc, int src)
-{
-    wf_tcp_peer_t *p = &ctx->peers[src];
-    struct epoll_event e = {.events = EPOLLIN, .data.ptr = &p->ev};
-
-    if (epoll_ctl(ctx->epfd, EPOLL_CTL_MOD, pc->fd, &e) != 0) {
-        WEFT_WARN(NET, "tcp: epoll_ctl for connection from %s failed: %s",
-                  pc->remote, wf_errno_str(errno));
-        wf_tcp_pending_close(ctx, pc);
-        return;
-    }
-    p->fd = pc->fd;
-    p->want_out = false;
-    /* Until connect() tells us the peer's listening address, name it by the
-     * address it came from. */
-    if (!p->have_addr)
-        set_desc(p, pc->remote);
-    pc->fd = -1;
-    wf_tcp_pending_close(ctx, pc);
-    peer_up(ctx, p);
-}
-
-static void hello_check(wf_tctx_t *ctx, wf_tcp_pending_t *pc)
-{
-    uint8_t reply[WF_TCP_REPLY_LEN];
-    int src;
-    uint32_t verdict = hello_verdict(ctx, pc->hello, &src);
-    ssize_t n;
-
-    wf_tcp_put64(reply, WF_TCP_REPLY_MAGIC);
-    wf_tcp_put32(reply + 8, WF_TCP_VERSION);
-    wf_tcp_put32(reply + 12, verdict);
-    n = send(pc->fd, reply, sizeof(reply), MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (verdict != WF_TCP_ACCEPT) {
-        WEFT_WARN(NET, "tcp: rejected connection from %s (claims rank %d): %s",
-                  pc->remote, src, verdict_str(verdict));
-        wf_tcp_pending_close(ctx, pc);
-        return;
-    }
-    if (n != (ssize_t)sizeof(reply)) {
-        WEFT_WARN(NET, "tcp: handshake reply to %s (rank %d) failed: %s",
-                  pc->remote, src, n < 0 ? wf_errno_str(errno) : "short");
-        wf_tcp_pending_close(ctx, pc);
-        return;
-    }
-    adopt(ctx, pc, src);
-}
-
-void wf_tcp_pending_event(wf_tctx_t *ctx, wf_tcp_pending_t *pc)
-{
-    ssize_t n =
-        recv(pc->fd, pc->hello + pc->got, WF_TCP_HELLO_LEN - pc->got, 0);
-
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-        return;
-    if (n <= 0) {
-        WEFT_WARN(NET, "tcp: connection from %s lost before its handshake: %s",
-                  pc->remote,
-                  n == 0 ? "closed by the remote end" : wf_errno_str(errno));
-        wf_tcp_pending_close(ctx, pc);
-        return;
-    }
-    pc->got += (size_t)n;
-    /* Reject garbage as soon as the magic is wrong rather than waiting for
-     * 40 bytes that may never come. */
-    if (pc->got >= 8 && wf_tcp_get64(pc->hello) != WF_TCP_HELLO_MAGIC) {
-        WEFT_WARN(NET,
-                  "tcp: rejected connection from %s: not a weft hello "
-                  "(bad magic)",
-                  pc->remote);
-        wf_tcp_pending_close(ctx, pc);
-        return;
-    }
-    if (pc->got == WF_TCP_HELLO_LEN)
-        hello_check(ctx, pc);
-}

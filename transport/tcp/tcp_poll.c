@@ -20,7 +20,8 @@ static void peer_event(wf_tctx_t *ctx, wf_tcp_peer_t *p, uint32_t events)
 {
     if (p->fd < 0)
         return; /* closed by an earlier event of this batch */
-    if (p->state == WF_TCP_DIALING || p->state == WF_TCP_HELLO) {
+    if (p->state == WF_TCP_DIALING || p->state == WF_TCP_HELLO ||
+        p->state == WF_TCP_PROOF) {
         wf_tcp_dial_event(ctx, p, events);
         return;
     }

@@ -23,6 +23,8 @@
 /* Bytes read from one peer per progress call, so one busy peer does not
  * starve the others. */
 #define WF_TCP_READ_BUDGET (16u << 20)
+/* First buffer of an unexpected message; it doubles as the payload comes. */
+#define WF_TCP_UNEXP_INITIAL (64u << 10)
 
 /* ---- requests ---------------------------------------------------------- */
 
@@ -67,6 +69,12 @@ static void req_done(wf_treq_t *r, weft_status_t st)
 }
 
 /* Copies a complete unexpected message into a receive and completes it. */
+static void umsg_free(wf_tcp_umsg_t *m)
+{
+    free(m->data);
+    free(m);
+}
+
 static void deliver(wf_treq_t *r, const wf_tcp_umsg_t *m)
 {
     size_t n = WF_MIN(m->len, r->len);
@@ -202,7 +210,7 @@ weft_status_t wf_tcp_irecv(wf_tctx_t *ctx, int peer, uint64_t tag, void *buf,
         unlink_unexp(p, m, prev);
         if (m->complete) {
             deliver(r, m);
-            free(m);
+            umsg_free(m);
         } else {
             m->waiter = r; /* the reader delivers when the rest arrives */
         }
@@ -334,7 +342,7 @@ static void rx_msg_done(wf_tcp_rx_t *rx)
         m->complete = true;
         if (m->waiter) {
             deliver(m->waiter, m);
-            free(m);
+            umsg_free(m);
         }
     }
     rx_reset(rx);
@@ -366,14 +374,21 @@ static bool rx_start(wf_tctx_t *ctx, wf_tcp_peer_t *p)
         rx->dst = rx->req->buf;
         rx->dst_len = WF_MIN(rx->len, rx->req->len);
     } else {
-        wf_tcp_umsg_t *m = malloc(sizeof(*m) + rx->len);
-        if (!m) {
+        /* The buffer starts small and grows as bytes arrive (rx_grow):
+         * the length is the peer's claim, and memory must follow what it
+         * really sends, not what it claims (found by fuzz_tcp_wire). */
+        size_t cap = WF_MIN(rx->len, (size_t)WF_TCP_UNEXP_INITIAL);
+        wf_tcp_umsg_t *m = calloc(1, sizeof(*m));
+        char *data = m ? malloc(cap ? cap : 1) : NULL;
+        if (!data) {
+            free(m);
             wf_tcp_peer_fail(ctx, p, WEFT_ERR_NO_MEMORY,
                              "out of memory for an unexpected message of "
                              "%zu bytes",
                              rx->len);
             return false;
         }
+        m->data = data;
         m->next = NULL;
         m->tag = rx->tag;
         m->sig[0] = rx->sig[0];
@@ -388,10 +403,35 @@ static bool rx_start(wf_tctx_t *ctx, wf_tcp_peer_t *p)
         p->unexp_tail = m;
         rx->umsg = m;
         rx->dst = m->data;
-        rx->dst_len = rx->len;
+        rx->dst_len = cap;
     }
     if (rx->len == 0)
         rx_msg_done(rx);
+    return true;
+}
+
+/* An unexpected message whose buffer is full but whose payload is not:
+ * doubles the buffer (up to the message length).  False, with the peer
+ * failed, when there is no memory for it. */
+static bool rx_grow(wf_tctx_t *ctx, wf_tcp_peer_t *p)
+{
+    wf_tcp_rx_t *rx = &p->rx;
+    wf_tcp_umsg_t *m = rx->umsg;
+
+    if (!rx->in_payload || !m || rx->got < rx->dst_len || rx->got >= rx->len)
+        return true;
+    size_t cap = rx->dst_len > (rx->len - rx->dst_len)
+                     ? rx->len
+                     : WF_MAX(2 * rx->dst_len, (size_t)1);
+    char *data = realloc(m->data, cap);
+    if (!data) {
+        wf_tcp_peer_fail(ctx, p, WEFT_ERR_NO_MEMORY,
+                         "out of memory for an unexpected message of %zu "
+                         "bytes (%zu received)", rx->len, rx->got);
+        return false;
+    }
+    m->data = rx->dst = data;
+    rx->dst_len = cap;
     return true;
 }
 
@@ -448,6 +488,8 @@ void wf_tcp_read(wf_tctx_t *ctx, wf_tcp_peer_t *p)
     ssize_t n;
 
     while (p->state == WF_TCP_UP && budget > 0) {
+        if (!rx_grow(ctx, p))
+            return;
         n = readv(p->fd, iov, rx_iov(ctx, &p->rx, iov));
         if (n == 0) {
             /* A close between messages with nothing pending is how a peer
@@ -507,7 +549,7 @@ void wf_tcp_xfer_fail(wf_tctx_t *ctx, wf_tcp_peer_t *p)
                 prev = u;
             unlink_unexp(p, m, prev);
         }
-        free(m);
+        umsg_free(m);
     }
     rx_reset(rx);
 }
@@ -518,11 +560,11 @@ void wf_tcp_xfer_free_all(wf_tctx_t *ctx)
         wf_tcp_peer_t *p = &ctx->peers[i];
         /* A claimed, half-read message is in no list. */
         if (p->rx.umsg && p->rx.umsg->waiter)
-            free(p->rx.umsg);
+            umsg_free(p->rx.umsg);
         while (p->unexp) {
             wf_tcp_umsg_t *m = p->unexp;
             p->unexp = m->next;
-            free(m);
+            umsg_free(m);
         }
         p->unexp_tail = NULL;
         rx_reset(&p->rx);

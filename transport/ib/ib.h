@@ -1,0 +1,402 @@
+/*
+ * ib.h - private structures of the InfiniBand verbs transport.
+ *
+ * The transport is split by lifecycle phase:
+ *   ib_load.c  dlopen of libibverbs, the table of exported verbs, probe()
+ *   ib_dev.c   device, port and GID choice (WEFT_IB_HCA, WEFT_IB_GID_INDEX),
+ *              the memlock check
+ *   ib_init.c  context create/fini, address blob, query, get_fd
+ *   ib_qp.c    per-peer buffers, RC QP creation and state transitions
+ *   ib_conn.c  the bootstrap: QP numbers over a private TCP context, peer
+ *              liveness and failure
+ *   ib_xfer.c  isend/irecv/test, fragments, tag matching, unexpected
+ *              messages, credits
+ *   ib_poll.c  progress (completion queue and channel) and the ops table
+ *   ib_mr.c    the registration cache behind mem_reg/mem_dereg
+ *
+ * Data path: every peer pair has one reliable-connected QP.  A message is
+ * cut into fragments of at most WF_IB_SLOT_LEN bytes; the first fragment
+ * starts with a 40-byte header {magic, tag, sig[0], sig[1], len}.  Each
+ * fragment is one SEND from a registered staging slot into one of the
+ * receiver's WF_IB_SLOTS pre-posted receive slots.  RC delivers the
+ * fragments of a QP in order, so the receiver parses them like a stream.
+ * A SEND needs a posted receive at the far end: the sender spends one
+ * credit per fragment, and the receiver returns credits by an RDMA WRITE of
+ * its running count of posted receives into a word of the sender's memory
+ * (which consumes no receive), so a fast sender never meets an empty
+ * receive queue (no RNR retries, no overrun).
+ *
+ * Bootstrap: the QP number of a pair exists only once both sides created
+ * their QP, so it cannot be in the address blob published before connect.
+ * Each ib context therefore owns a private TCP transport context (same job
+ * and communicator keys, same handshake): the blob carries the TCP address
+ * plus this side's LID/GID/MTU, and connect() sends the QP number, PSN and
+ * credit word over TCP, then a READY once the QP is ready to receive.  That
+ * TCP connection stays open as the liveness channel: a peer that closes its
+ * context sends BYE; a peer that dies (kill -9) closes it by kernel, and
+ * both fail the pair at once instead of after RC retry timeouts.
+ */
+#ifndef WF_IB_H
+#define WF_IB_H
+
+#include <infiniband/verbs.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "transport.h"
+
+/* ---- constants --------------------------------------------------------- */
+
+#define WF_IB_VERSION 1u
+#define WF_IB_FRAME_MAGIC 0x314d415246424957ull /* "WIBFRAM1" */
+#define WF_IB_HDR_LEN 40
+/* How often a sender that waits for credits looks at its credit word. */
+#define WF_IB_STALL_POLL_NS 200000
+/* Receive slots per peer and the size of each (also the staging slots). */
+#define WF_IB_SLOTS 16
+#define WF_IB_SLOT_LEN (64 * 1024)
+/* Credits are returned once this many receives were re-posted. */
+#define WF_IB_CREDIT_BATCH (WF_IB_SLOTS / 4)
+/* Credit writes in flight per peer. */
+#define WF_IB_CREDIT_WRITES 4
+/* Send queue: every staging slot plus the credit writes. */
+#define WF_IB_SQ_DEPTH (WF_IB_SLOTS + WF_IB_CREDIT_WRITES)
+
+/* RC settings: 4.096 us * 2^16 = 268 ms per try, 7 tries.  Soft-RoCE under
+ * emulation has latency tails of 100+ ms; a dead peer is found through the
+ * bootstrap connection long before this. */
+#define WF_IB_QP_TIMEOUT 16
+#define WF_IB_QP_RETRY 7
+
+/* Tags on the private bootstrap TCP context. */
+#define WF_IB_TAG_INFO 1u
+#define WF_IB_TAG_READY 2u
+#define WF_IB_TAG_LIVE 3u /* carries BYE; a failure means the peer died */
+
+/* Address blob: version u8, link layer u8, port u8, mtu u8, lid u16,
+ * gid[16], tcp blob length u8, then the TCP blob. */
+#define WF_IB_BLOB_FIXED 23
+/* Bootstrap INFO: qpn u32, psn u32, credit addr u64, credit rkey u32,
+ * slots u32, slot length u32. */
+#define WF_IB_INFO_LEN 28
+
+static inline void wf_ib_put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline void wf_ib_put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint32_t wf_ib_get32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static inline uint64_t wf_ib_get64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* ---- ib_load.c: the exported verbs, found with dlsym --------------------- */
+
+/* Only functions that libibverbs exports are here; ibv_post_send,
+ * ibv_post_recv, ibv_poll_cq and ibv_req_notify_cq are inline in verbs.h
+ * and call the provider through ctx->ops. */
+typedef struct wf_ibv {
+    struct ibv_device **(*get_device_list)(int *n);
+    void (*free_device_list)(struct ibv_device **list);
+    const char *(*get_device_name)(struct ibv_device *dev);
+    struct ibv_context *(*open_device)(struct ibv_device *dev);
+    int (*close_device)(struct ibv_context *ctx);
+    int (*query_device)(struct ibv_context *ctx, struct ibv_device_attr *a);
+    /* The exported symbol fills the older, shorter port struct; the
+     * caller zeroes the rest. */
+    int (*query_port)(struct ibv_context *ctx, uint8_t port,
+                      struct ibv_port_attr *a);
+    int (*query_gid)(struct ibv_context *ctx, uint8_t port, int index,
+                     union ibv_gid *gid);
+    struct ibv_pd *(*alloc_pd)(struct ibv_context *ctx);
+    int (*dealloc_pd)(struct ibv_pd *pd);
+    struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t len,
+                             int access);
+    int (*dereg_mr)(struct ibv_mr *mr);
+    struct ibv_comp_channel *(*create_comp_channel)(struct ibv_context *c);
+    int (*destroy_comp_channel)(struct ibv_comp_channel *ch);
+    struct ibv_cq *(*create_cq)(struct ibv_context *ctx, int cqe,
+                                void *cq_context, struct ibv_comp_channel *ch,
+                                int comp_vector);
+    int (*destroy_cq)(struct ibv_cq *cq);
+    int (*get_cq_event)(struct ibv_comp_channel *ch, struct ibv_cq **cq,
+                        void **cq_context);
+    void (*ack_cq_events)(struct ibv_cq *cq, unsigned int n);
+    struct ibv_qp *(*create_qp)(struct ibv_pd *pd,
+                                struct ibv_qp_init_attr *attr);
+    int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
+    int (*destroy_qp)(struct ibv_qp *qp);
+    const char *(*wc_status_str)(enum ibv_wc_status status);
+} wf_ibv_t;
+
+/* Loads libibverbs once per process.  Returns the table, or NULL with the
+ * reason in *why (static text). */
+const wf_ibv_t *wf_ibv_load(const char **why);
+/* The registry's probe: libibverbs loads and some port is ACTIVE. */
+bool wf_ib_probe(char *why, size_t why_len);
+
+/* ---- ib_dev.c ---------------------------------------------------------- */
+
+/* The chosen local port. */
+typedef struct wf_ib_port {
+    char dev_name[64];
+    uint8_t port;
+    uint8_t link_layer; /* IBV_LINK_LAYER_* */
+    uint8_t mtu;        /* enum ibv_mtu, the port's active MTU */
+    uint16_t lid;
+    int gid_index;      /* -1: none (InfiniBand without GRH) */
+    union ibv_gid gid;
+    uint64_t speed_mbps;
+} wf_ib_port_t;
+
+/* Opens the device and port chosen by `hca` (WEFT_IB_HCA, may be empty)
+ * and the GID (`gid_index` < 0: automatic, RoCE v2 of `family`, 4 or 6). */
+weft_status_t wf_ib_dev_open(const wf_ibv_t *v, const char *hca,
+                             int gid_index, int family,
+                             struct ibv_context **ctx, wf_ib_port_t *port);
+/* True when some device has an active port; the names go to `list`. */
+bool wf_ib_dev_any_active(const wf_ibv_t *v, char *list, size_t list_len);
+/* Fails with a clear message when RLIMIT_MEMLOCK cannot cover `need`
+ * bytes and the process cannot lock memory without limit. */
+weft_status_t wf_ib_check_memlock(size_t need);
+/* "::ffff:10.0.0.1" style text of a GID. */
+void wf_ib_gid_str(const union ibv_gid *gid, char *out, size_t size);
+/* "IB"/"RoCE" and "1024" style names for messages. */
+const char *wf_ib_mtu_str(uint8_t mtu);
+
+/* ---- objects ----------------------------------------------------------- */
+
+typedef enum { WF_IB_REQ_SEND, WF_IB_REQ_RECV } wf_ib_req_kind_t;
+
+struct wf_treq {
+    struct wf_treq *next;                /* send queue / posted list */
+    struct wf_treq *all_prev, *all_next; /* every live request of the ctx */
+    wf_ib_req_kind_t kind;
+    int peer;
+    uint64_t tag;
+    uint64_t sig[2];
+    char *buf;
+    size_t len;    /* send: message length; recv: buffer capacity */
+    size_t staged; /* send: payload bytes copied into staging slots */
+    bool started;  /* send: the header fragment is posted */
+    weft_status_t status;
+    wf_treq_info_t info;
+};
+
+/* A message that arrived before its receive was posted. */
+typedef struct wf_ib_umsg {
+    struct wf_ib_umsg *next;
+    uint64_t tag;
+    uint64_t sig[2];
+    size_t len;
+    bool complete;
+    struct wf_treq *waiter; /* a receive matched it before it completed */
+    char data[];
+} wf_ib_umsg_t;
+
+/* Receive state of one peer: the message whose fragments are arriving. */
+typedef struct wf_ib_rx {
+    bool in_msg;
+    uint64_t tag, sig[2];
+    size_t len;     /* message length */
+    size_t got;     /* payload bytes consumed */
+    char *dst;      /* user or unexpected buffer */
+    size_t dst_len; /* bytes that go to dst: min(len, capacity) */
+    struct wf_treq *req;
+    wf_ib_umsg_t *umsg;
+} wf_ib_rx_t;
+
+typedef enum {
+    WF_IB_IDLE,     /* connect() not called yet */
+    WF_IB_EXCHANGE, /* bootstrap: INFO sent, waiting for the peer's */
+    WF_IB_WAIT_READY, /* QP ready to receive, waiting for the peer's READY */
+    WF_IB_UP,
+    WF_IB_FAILED
+} wf_ib_state_t;
+
+/* Per-peer registered memory: receive slots, staging slots, and the two
+ * credit words (in: written by the peer; out: the source of our writes). */
+typedef struct wf_ib_bufs {
+    char *mem;
+    size_t len;
+    struct ibv_mr *mr;
+    char *recv;             /* WF_IB_SLOTS * WF_IB_SLOT_LEN */
+    char *send;             /* WF_IB_SLOTS * WF_IB_SLOT_LEN */
+    volatile uint64_t *credit_in;
+    uint64_t *credit_out;
+} wf_ib_bufs_t;
+
+typedef struct wf_ib_peer {
+    int rank;
+    wf_ib_state_t state;
+    bool have_addr;
+    uint8_t rlink_layer, rport, rmtu;
+    uint16_t rlid;
+    union ibv_gid rgid;
+    struct ibv_qp *qp;
+    uint32_t psn;
+    wf_ib_bufs_t b;
+    uint64_t rcredit_addr; /* the peer's credit_in word */
+    uint32_t rcredit_rkey;
+    char desc[160];
+    /* bootstrap requests on the TCP context (NULL when none) */
+    wf_treq_t *boot_info_send, *boot_info_recv, *boot_ready_send,
+        *boot_ready_recv, *boot_live;
+    uint8_t info_out[WF_IB_INFO_LEN], info_in[WF_IB_INFO_LEN];
+    uint8_t ready_in[1], live_in[1];
+    /* sending */
+    uint64_t sends_posted, sends_done; /* fragments */
+    struct wf_treq *slot_req[WF_IB_SLOTS]; /* last fragment of a message */
+    struct wf_treq *sendq, *sendq_tail;
+    /* receiving */
+    uint64_t recvs_done;     /* fragments received */
+    uint64_t recvs_posted;   /* receives posted in total */
+    uint64_t credit_sent;    /* recvs_posted value last written */
+    int credit_writes;       /* credit writes in flight */
+    bool stalled;            /* sends wait for credits (see ib_poll.c) */
+    struct wf_treq *posted, *posted_tail;
+    wf_ib_umsg_t *unexp, *unexp_tail;
+    wf_ib_rx_t rx;
+    /* failure */
+    weft_status_t fail_status;
+    bool fail_unreported;
+    char fail_msg[200];
+} wf_ib_peer_t;
+
+/* One cached registration (ib_mr.c). */
+typedef struct wf_ib_reg {
+    char *addr;
+    size_t len;
+    struct ibv_mr *mr;
+    int refs;
+} wf_ib_reg_t;
+
+typedef struct wf_ib_mrcache {
+    wf_ib_reg_t **regs; /* sorted by addr */
+    size_t n, cap;
+} wf_ib_mrcache_t;
+
+struct wf_tctx {
+    wf_tconfig_t cfg;
+    const wf_ibv_t *v;
+    struct ibv_context *dev;
+    wf_ib_port_t port;
+    struct ibv_pd *pd;
+    struct ibv_comp_channel *channel;
+    struct ibv_cq *cq;
+    int cq_depth;
+    unsigned cq_events;    /* received, not yet acknowledged */
+    int epfd;              /* channel fd + the bootstrap's fd + timer */
+    int timer_fd;          /* ticks while some peer waits for credits */
+    int stalled;           /* peers waiting for credits */
+    const wf_transport_ops_t *boot_ops;
+    wf_tctx_t *boot;       /* private TCP context */
+    uint8_t blob[WF_TADDR_MAX];
+    size_t blob_len;
+    char local_str[80];
+    wf_ib_peer_t *peers;   /* cfg.size entries */
+    int connecting;        /* peers in EXCHANGE or WAIT_READY */
+    struct wf_treq *all;   /* every live request, for fini */
+    wf_ib_mrcache_t mrc;
+};
+
+/* ---- ib_qp.c ----------------------------------------------------------- */
+
+/* Registers the peer's buffers and creates its QP in INIT with every
+ * receive posted; fills p->info_out. */
+weft_status_t wf_ib_qp_create(wf_tctx_t *ctx, wf_ib_peer_t *p);
+/* INIT -> RTR -> RTS with the peer's INFO (p->info_in). */
+weft_status_t wf_ib_qp_connect(wf_tctx_t *ctx, wf_ib_peer_t *p);
+void wf_ib_qp_destroy(wf_tctx_t *ctx, wf_ib_peer_t *p);
+/* Posts the receive of slot `slot`. */
+weft_status_t wf_ib_post_recv(wf_tctx_t *ctx, wf_ib_peer_t *p, unsigned slot);
+/* Bytes of pinned memory one peer needs. */
+size_t wf_ib_peer_mem(void);
+
+/* wr_id: peer << 16 | kind << 8 | slot. */
+enum { WF_IB_WR_RECV = 1, WF_IB_WR_SEND = 2, WF_IB_WR_CREDIT = 3 };
+static inline uint64_t wf_ib_wrid(int peer, int kind, unsigned slot)
+{
+    return ((uint64_t)(uint32_t)peer << 16) | ((uint64_t)kind << 8) | slot;
+}
+
+/* ---- ib_conn.c --------------------------------------------------------- */
+
+weft_status_t wf_ib_connect(wf_tctx_t *ctx, int peer, const void *addr,
+                            size_t len);
+/* Advances the bootstrap of connecting peers and watches liveness. */
+int wf_ib_conn_progress(wf_tctx_t *ctx);
+/* Fails a peer: logs once (or keeps the message for the next post when
+ * p->fail_unreported is set), fails its requests. */
+void wf_ib_peer_fail(wf_tctx_t *ctx, wf_ib_peer_t *p, weft_status_t st,
+                     const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+weft_status_t wf_ib_peer_failed(wf_ib_peer_t *p);
+/* Tells connected peers that this context closes on purpose. */
+void wf_ib_conn_bye(wf_tctx_t *ctx);
+
+/* ---- ib_xfer.c --------------------------------------------------------- */
+
+weft_status_t wf_ib_isend(wf_tctx_t *ctx, int peer, uint64_t tag,
+                          const uint64_t sig[2], const void *buf, size_t len,
+                          void *mh, wf_treq_t **req);
+weft_status_t wf_ib_irecv(wf_tctx_t *ctx, int peer, uint64_t tag, void *buf,
+                          size_t cap, void *mh, wf_treq_t **req);
+weft_status_t wf_ib_test(wf_tctx_t *ctx, wf_treq_t *req, wf_treq_info_t *info);
+/* Posts fragments of queued sends while slots and credits allow. */
+void wf_ib_pump(wf_tctx_t *ctx, wf_ib_peer_t *p);
+/* Handles one completion. */
+void wf_ib_on_send_done(wf_tctx_t *ctx, wf_ib_peer_t *p, unsigned slot);
+void wf_ib_on_recv(wf_tctx_t *ctx, wf_ib_peer_t *p, unsigned slot,
+                   size_t len);
+/* Writes the count of posted receives to the peer when due. */
+void wf_ib_credit_flush(wf_tctx_t *ctx, wf_ib_peer_t *p, bool force);
+void wf_ib_xfer_fail(wf_tctx_t *ctx, wf_ib_peer_t *p);
+void wf_ib_xfer_free_all(wf_tctx_t *ctx);
+
+/* ---- ib_poll.c --------------------------------------------------------- */
+
+int wf_ib_progress(wf_tctx_t *ctx);
+/* Notes that `p` waits for credits: returned credits arrive by RDMA
+ * WRITE, which raises no completion on this side, so a timer wakes the
+ * engine to look while any peer waits. */
+void wf_ib_stall(wf_tctx_t *ctx, wf_ib_peer_t *p);
+/* Polls the completion queue until it is empty; < 0 when it failed. */
+int wf_ib_poll_cq(wf_tctx_t *ctx);
+
+/* ---- ib_init.c --------------------------------------------------------- */
+
+weft_status_t wf_ib_init(const wf_tconfig_t *cfg, wf_tctx_t **ctx);
+void wf_ib_fini(wf_tctx_t *ctx);
+weft_status_t wf_ib_query(wf_tctx_t *ctx, wf_tdev_attr_t *attr);
+weft_status_t wf_ib_get_address(wf_tctx_t *ctx, void *addr, size_t *len);
+int wf_ib_get_fd(wf_tctx_t *ctx);
+const char *wf_ib_peer_describe(wf_tctx_t *ctx, int peer);
+
+/* ---- ib_mr.c ----------------------------------------------------------- */
+
+weft_status_t wf_ib_mem_reg(wf_tctx_t *ctx, void *buf, size_t len, void **mh);
+void wf_ib_mem_dereg(wf_tctx_t *ctx, void *mh);
+void wf_ib_mrcache_free(wf_tctx_t *ctx);
+
+#endif /* WF_IB_H */

@@ -1,0 +1,281 @@
+/*
+ * ib_conn.c - connecting a peer pair and noticing when it breaks.
+ *
+ * connect() decodes the peer's blob, starts the private TCP context's
+ * connection, creates the QP with its receives posted and sends INFO (QP
+ * number, PSN, credit word).  When the peer's INFO arrives the QP goes to
+ * RTR and RTS and READY is sent; the pair is UP when the peer's READY
+ * arrives, so no SEND can reach a QP that is not yet ready to receive.
+ * A receive on the LIVE tag stays posted for the life of the pair: it
+ * completes with BYE when the peer closes its context, and fails when the
+ * peer's process dies and its kernel closes the socket.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ib.h"
+
+static const uint8_t wf_ib_ready_msg[1] = {'R'};
+static const uint8_t wf_ib_bye_msg[1] = {'B'};
+
+static bool decode_blob(wf_ib_peer_t *p, const uint8_t *b, size_t len,
+                        size_t *tcp_len)
+{
+    if (!b || len < WF_IB_BLOB_FIXED || b[0] != WF_IB_VERSION ||
+        WF_IB_BLOB_FIXED + (size_t)b[22] != len)
+        return false;
+    p->rlink_layer = b[1];
+    p->rport = b[2];
+    p->rmtu = b[3];
+    p->rlid = (uint16_t)(b[4] | (b[5] << 8));
+    memcpy(p->rgid.raw, b + 6, 16);
+    *tcp_len = b[22];
+    return true;
+}
+
+void wf_ib_peer_fail(wf_tctx_t *ctx, wf_ib_peer_t *p, weft_status_t st,
+                     const char *fmt, ...)
+{
+    va_list ap;
+
+    if (p->state == WF_IB_FAILED)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(p->fail_msg, sizeof(p->fail_msg), fmt, ap);
+    va_end(ap);
+    if (p->fail_unreported)
+        WEFT_DEBUG(NET, "ib: %s: %s", p->desc, p->fail_msg);
+    else
+        WEFT_WARN(NET, "ib: %s: %s", p->desc, p->fail_msg);
+    if (p->state == WF_IB_EXCHANGE || p->state == WF_IB_WAIT_READY)
+        ctx->connecting--;
+    p->state = WF_IB_FAILED;
+    p->fail_status = st;
+    wf_ib_xfer_fail(ctx, p);
+}
+
+weft_status_t wf_ib_peer_failed(wf_ib_peer_t *p)
+{
+    if (p->fail_unreported) {
+        WEFT_WARN(NET, "ib: %s: %s", p->desc, p->fail_msg);
+        p->fail_unreported = false;
+    }
+    return p->fail_status;
+}
+
+/* Final status of a bootstrap request, or INPROGRESS; clears *req when
+ * final. */
+static weft_status_t boot_test(wf_tctx_t *ctx, wf_treq_t **req)
+{
+    wf_treq_info_t info;
+    weft_status_t st;
+
+    if (!*req)
+        return WEFT_OK;
+    st = ctx->boot_ops->test(ctx->boot, *req, &info);
+    if (st != WEFT_INPROGRESS)
+        *req = NULL;
+    return st;
+}
+
+static void boot_fail(wf_tctx_t *ctx, wf_ib_peer_t *p, weft_status_t st,
+                      const char *step)
+{
+    wf_ib_peer_fail(ctx, p, st == WEFT_ERR_REMOTE ? WEFT_ERR_REMOTE : st,
+                    "%s over the bootstrap connection failed: %s", step,
+                    weft_status_name(st));
+}
+
+/* Posts INFO and the receives of INFO, READY and LIVE. */
+static weft_status_t boot_start(wf_tctx_t *ctx, wf_ib_peer_t *p)
+{
+    const wf_transport_ops_t *o = ctx->boot_ops;
+    int r = p->rank;
+
+    WEFT_CHECK(o->irecv(ctx->boot, r, WF_IB_TAG_INFO, p->info_in,
+                        sizeof(p->info_in), NULL, &p->boot_info_recv));
+    WEFT_CHECK(o->irecv(ctx->boot, r, WF_IB_TAG_READY, p->ready_in,
+                        sizeof(p->ready_in), NULL, &p->boot_ready_recv));
+    WEFT_CHECK(o->irecv(ctx->boot, r, WF_IB_TAG_LIVE, p->live_in,
+                        sizeof(p->live_in), NULL, &p->boot_live));
+    return o->isend(ctx->boot, r, WF_IB_TAG_INFO, NULL, p->info_out,
+                    sizeof(p->info_out), NULL, &p->boot_info_send);
+}
+
+static void set_desc(wf_tctx_t *ctx, wf_ib_peer_t *p)
+{
+    char gid[64];
+
+    if (ctx->port.gid_index >= 0) {
+        wf_ib_gid_str(&p->rgid, gid, sizeof(gid));
+        snprintf(p->desc, sizeof(p->desc), "%s [gid %s]",
+                 ctx->boot_ops->peer_describe(ctx->boot, p->rank), gid);
+    } else {
+        snprintf(p->desc, sizeof(p->desc), "%s [lid %u]",
+                 ctx->boot_ops->peer_describe(ctx->boot, p->rank), p->rlid);
+    }
+}
+
+static weft_status_t connect_start(wf_tctx_t *ctx, wf_ib_peer_t *p,
+                                   const void *addr, size_t len)
+{
+    const uint8_t *b = addr;
+    size_t tcp_len = 0;
+    weft_status_t st;
+
+    if (!decode_blob(p, b, len, &tcp_len)) {
+        WEFT_WARN(NET, "ib: malformed address of peer %d (%zu bytes)",
+                  p->rank, len);
+        return WEFT_ERR_INVALID_ARG;
+    }
+    st = ctx->boot_ops->connect(ctx->boot, p->rank, b + WF_IB_BLOB_FIXED,
+                                tcp_len);
+    set_desc(ctx, p);
+    ctx->connecting++;
+    p->state = WF_IB_EXCHANGE;
+    if (st < 0) {
+        boot_fail(ctx, p, st, "connecting");
+        return st;
+    }
+    if (p->rlink_layer != ctx->port.link_layer) {
+        wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
+                        "link layers differ: the peer's port is %s, this "
+                        "rank's %s:%d is %s",
+                        p->rlink_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE"
+                                                                  : "IB",
+                        ctx->port.dev_name, ctx->port.port,
+                        ctx->port.link_layer == IBV_LINK_LAYER_ETHERNET
+                            ? "RoCE"
+                            : "IB");
+        return WEFT_ERR_TRANSPORT;
+    }
+    st = wf_ib_qp_create(ctx, p);
+    if (st < 0) {
+        wf_ib_peer_fail(ctx, p, st, "QP setup failed (see above)");
+        return st;
+    }
+    st = boot_start(ctx, p);
+    if (st < 0) {
+        boot_fail(ctx, p, st, "posting the QP exchange");
+        return st;
+    }
+    return WEFT_INPROGRESS;
+}
+
+weft_status_t wf_ib_connect(wf_tctx_t *ctx, int peer, const void *addr,
+                            size_t len)
+{
+    wf_ib_peer_t *p;
+
+    if (!ctx || peer < 0 || peer >= ctx->cfg.size || peer == ctx->cfg.rank) {
+        WEFT_WARN(NET, "ib: connect to invalid peer %d (rank %d of %d)", peer,
+                  ctx ? ctx->cfg.rank : -1, ctx ? ctx->cfg.size : 0);
+        return WEFT_ERR_INVALID_ARG;
+    }
+    p = &ctx->peers[peer];
+    if (p->state == WF_IB_IDLE)
+        return connect_start(ctx, p, addr, len);
+    if (p->state == WF_IB_FAILED)
+        return wf_ib_peer_failed(p);
+    return p->state == WF_IB_UP ? WEFT_OK : WEFT_INPROGRESS;
+}
+
+/* EXCHANGE -> WAIT_READY -> UP. */
+static void advance(wf_tctx_t *ctx, wf_ib_peer_t *p)
+{
+    const wf_transport_ops_t *o = ctx->boot_ops;
+    weft_status_t st;
+
+    if ((st = boot_test(ctx, &p->boot_info_send)) < 0)
+        return boot_fail(ctx, p, st, "sending the QP number");
+    if (p->state == WF_IB_EXCHANGE) {
+        st = boot_test(ctx, &p->boot_info_recv);
+        if (st < 0)
+            return boot_fail(ctx, p, st, "receiving the peer's QP number");
+        if (st == WEFT_INPROGRESS || wf_ib_qp_connect(ctx, p) < 0)
+            return;
+        st = o->isend(ctx->boot, p->rank, WF_IB_TAG_READY, NULL,
+                      wf_ib_ready_msg, 1, NULL, &p->boot_ready_send);
+        if (st < 0)
+            return boot_fail(ctx, p, st, "sending READY");
+        p->state = WF_IB_WAIT_READY;
+    }
+    if ((st = boot_test(ctx, &p->boot_ready_send)) < 0)
+        return boot_fail(ctx, p, st, "sending READY");
+    if (p->state != WF_IB_WAIT_READY)
+        return;
+    st = boot_test(ctx, &p->boot_ready_recv);
+    if (st < 0)
+        return boot_fail(ctx, p, st, "receiving the peer's READY");
+    if (st == WEFT_INPROGRESS)
+        return;
+    p->state = WF_IB_UP;
+    ctx->connecting--;
+    WEFT_DEBUG(NET, "ib: %s: QP 0x%x up", p->desc, p->qp->qp_num);
+    wf_ib_pump(ctx, p);
+}
+
+static bool peer_idle(const wf_ib_peer_t *p)
+{
+    return !p->sendq && !p->posted && !p->rx.in_msg &&
+           p->sends_done == p->sends_posted;
+}
+
+/* The LIVE receive finished: the peer closed its context or died. */
+static void watch_live(wf_tctx_t *ctx, wf_ib_peer_t *p)
+{
+    weft_status_t st = boot_test(ctx, &p->boot_live);
+
+    if (st == WEFT_INPROGRESS)
+        return;
+    /* Fragments the peer sent before it left are already in the CQ. */
+    wf_ib_poll_cq(ctx);
+    if (p->state == WF_IB_FAILED)
+        return;
+    if (st == WEFT_OK) {
+        /* Leaving on purpose is news only if this side still waits. */
+        p->fail_unreported = peer_idle(p);
+        wf_ib_peer_fail(ctx, p, WEFT_ERR_REMOTE, "the peer closed its "
+                                                 "context");
+    } else {
+        wf_ib_peer_fail(ctx, p, WEFT_ERR_REMOTE,
+                        "the peer's bootstrap connection broke (%s): its "
+                        "process exited or was killed",
+                        weft_status_name(st));
+    }
+}
+
+int wf_ib_conn_progress(wf_tctx_t *ctx)
+{
+    int n = ctx->boot_ops->progress(ctx->boot);
+
+    if (n < 0)
+        return n;
+    if (n == 0 && ctx->connecting == 0)
+        return 0;
+    for (int i = 0; i < ctx->cfg.size; i++) {
+        wf_ib_peer_t *p = &ctx->peers[i];
+        if (p->state == WF_IB_EXCHANGE || p->state == WF_IB_WAIT_READY ||
+            p->boot_ready_send)
+            advance(ctx, p);
+        if (p->state != WF_IB_IDLE && p->state != WF_IB_FAILED)
+            watch_live(ctx, p);
+    }
+    return n;
+}
+
+void wf_ib_conn_bye(wf_tctx_t *ctx)
+{
+    for (int i = 0; ctx->peers && i < ctx->cfg.size; i++) {
+        wf_ib_peer_t *p = &ctx->peers[i];
+        wf_treq_t *r = NULL;
+        if (p->state == WF_IB_IDLE || p->state == WF_IB_FAILED)
+            continue;
+        /* Written at once when the socket is up; the TCP context frees
+         * what is left at its fini. */
+        ctx->boot_ops->isend(ctx->boot, i, WF_IB_TAG_LIVE, NULL, wf_ib_bye_msg,
+                             1, NULL, &r);
+    }
+    ctx->boot_ops->progress(ctx->boot);
+}

@@ -1,0 +1,140 @@
+/*
+ * ib_mr.c - the registration cache behind mem_reg/mem_dereg.
+ *
+ * Registrations are kept sorted by start address.  mem_reg of a range that
+ * an existing registration covers takes a reference to it instead of
+ * pinning the pages again (collectives register the same buffers over and
+ * over); mem_dereg drops the reference and the last one deregisters, so a
+ * freed buffer never stays pinned behind the caller's back.  The handle is
+ * the cache entry.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ib.h"
+
+/* Index of the first entry whose start is above `addr`. */
+static size_t upper_bound(const wf_ib_mrcache_t *c, const char *addr)
+{
+    size_t lo = 0, hi = c->n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->regs[mid]->addr <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* An entry that covers [addr, addr+len), or NULL.  Entries may nest, so
+ * the search walks back over every start at or below addr. */
+static wf_ib_reg_t *find_cover(const wf_ib_mrcache_t *c, const char *addr,
+                               size_t len)
+{
+    for (size_t i = upper_bound(c, addr); i-- > 0;) {
+        wf_ib_reg_t *r = c->regs[i];
+        if (r->addr + r->len >= addr + len)
+            return r;
+    }
+    return NULL;
+}
+
+static weft_status_t insert(wf_ib_mrcache_t *c, wf_ib_reg_t *r)
+{
+    size_t at;
+
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 16;
+        wf_ib_reg_t **regs = realloc(c->regs, cap * sizeof(*regs));
+        if (!regs)
+            return WEFT_ERR_NO_MEMORY;
+        c->regs = regs;
+        c->cap = cap;
+    }
+    at = upper_bound(c, r->addr);
+    memmove(c->regs + at + 1, c->regs + at, (c->n - at) * sizeof(*c->regs));
+    c->regs[at] = r;
+    c->n++;
+    return WEFT_OK;
+}
+
+static void remove_entry(wf_ib_mrcache_t *c, const wf_ib_reg_t *r)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        if (c->regs[i] == r) {
+            memmove(c->regs + i, c->regs + i + 1,
+                    (c->n - i - 1) * sizeof(*c->regs));
+            c->n--;
+            return;
+        }
+    }
+}
+
+weft_status_t wf_ib_mem_reg(wf_tctx_t *ctx, void *buf, size_t len, void **mh)
+{
+    wf_ib_mrcache_t *c;
+    wf_ib_reg_t *r;
+    int err;
+
+    if (!ctx || !mh || (!buf && len))
+        return WEFT_ERR_INVALID_ARG;
+    c = &ctx->mrc;
+    r = find_cover(c, buf, WF_MAX(len, (size_t)1));
+    if (r) {
+        r->refs++;
+        *mh = r;
+        return WEFT_OK;
+    }
+    r = calloc(1, sizeof(*r));
+    if (!r)
+        return WEFT_ERR_NO_MEMORY;
+    r->addr = buf;
+    r->len = WF_MAX(len, (size_t)1);
+    r->refs = 1;
+    r->mr = ctx->v->reg_mr(ctx->pd, buf, r->len,
+                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                               IBV_ACCESS_REMOTE_READ);
+    if (!r->mr) {
+        err = errno;
+        WEFT_WARN(NET, "ib: %s: ibv_reg_mr of %zu bytes at %p failed: %s%s",
+                  ctx->port.dev_name, len, buf, wf_errno_str(err),
+                  err == ENOMEM || err == EPERM
+                      ? " (memlock limit too low? see `ulimit -l`)"
+                      : "");
+        free(r);
+        return WEFT_ERR_TRANSPORT;
+    }
+    if (insert(c, r) < 0) {
+        ctx->v->dereg_mr(r->mr);
+        free(r);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    *mh = r;
+    return WEFT_OK;
+}
+
+void wf_ib_mem_dereg(wf_tctx_t *ctx, void *mh)
+{
+    wf_ib_reg_t *r = mh;
+
+    if (!ctx || !r || --r->refs > 0)
+        return;
+    remove_entry(&ctx->mrc, r);
+    ctx->v->dereg_mr(r->mr);
+    free(r);
+}
+
+void wf_ib_mrcache_free(wf_tctx_t *ctx)
+{
+    wf_ib_mrcache_t *c = &ctx->mrc;
+
+    for (size_t i = 0; i < c->n; i++) {
+        ctx->v->dereg_mr(c->regs[i]->mr);
+        free(c->regs[i]);
+    }
+    free(c->regs);
+    memset(c, 0, sizeof(*c));
+}
