@@ -161,6 +161,7 @@ weft_status_t wf_comm_connect(wf_comm_impl_t *c)
         .peer_addrs = peer_addrs, .peer_addr_lens = peer_lens,
         .max_inflight = (int)c->cfg.max_inflight,
         .timeout_ms = c->cfg.timeout_ms,
+        .debug_dump = c->cfg.debug_dump,
     };
     WEFT_CHECK_GOTO(wf_engine_create(&ep, &c->engine), st, out);
     tctx = NULL; /* the engine owns it now */

@@ -64,6 +64,7 @@ typedef struct wf_engine_params {
     const size_t *peer_addr_lens;
     int max_inflight;
     int64_t timeout_ms;
+    bool debug_dump;            /* WEFT_DEBUG_DUMP: log the history on failure */
 } wf_engine_params_t;
 
 /* Creates the engine and starts its progress thread.  On success the

@@ -9,6 +9,22 @@
 
 typedef struct wf_notice_peer wf_notice_peer_t;
 
+/* The last WF_HISTORY operations of a communicator, for hang diagnosis. */
+#define WF_HISTORY 16
+typedef struct {
+    uint64_t seq;
+    int coll;                 /* wf_coll_t */
+    uint64_t count;
+    int dtype;
+    const char *algo;
+    uint64_t start_ms, end_ms; /* end 0: not finished */
+    weft_status_t status;
+} wf_history_entry_t;
+typedef struct {
+    wf_history_entry_t e[WF_HISTORY];
+    uint64_t n;               /* entries ever recorded */
+} wf_history_t;
+
 struct wf_engine {
     int rank, size;
     const wf_transport_ops_t *tops;
@@ -41,6 +57,12 @@ struct wf_engine {
     char error_msg[WF_ERRMSG_MAX];
 
     int error_origin;              /* rank the failure came from; -1: here */
+    bool debug_dump;
+    wf_history_t history;          /* recent operations (history.c) */
+    /* Per peer: 1 + the collective sequence number of the last message
+     * received from it (0: none yet), for "who has not arrived" in
+     * timeout messages.  Under progress_lock. */
+    uint64_t *peer_seen;
 
     /* Owned by the holder of progress_lock. */
     struct weft_request *active_head, *active_tail;
@@ -67,6 +89,13 @@ static inline uint64_t wf_tag_make(uint64_t kind, uint64_t seq, uint32_t step)
  * wf_engine_fail): `origin` is the rank it started on, `text` its message. */
 void wf_engine_adopt(wf_engine_t *e, weft_status_t status, int origin,
                      const char *text);
+
+/* ---- history (history.c), under the engine's state lock ------------------ */
+void wf_history_start(wf_engine_t *e, const struct weft_request *req);
+void wf_history_end(wf_engine_t *e, const struct weft_request *req,
+                    weft_status_t status);
+/* Logs the history and what the active requests wait for (WARN). */
+void wf_history_dump(wf_engine_t *e, const char *why);
 
 /* ---- failure notices (notice.c) ---------------------------------------- */
 weft_status_t wf_notice_init(wf_engine_t *e);

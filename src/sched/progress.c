@@ -115,6 +115,7 @@ weft_status_t wf_engine_submit(wf_engine_t *e, struct weft_request *req,
         req->seq = e->coll_seq++;
     req->deadline_ms = wf_deadline_after(e->timeout_ms);
     req->engine = e;
+    wf_history_start(e, req);
     wf_req_retain(req);
     append(&e->submitted_head, &e->submitted_tail, req);
     pthread_mutex_unlock(&e->lock);
@@ -130,6 +131,7 @@ static void finish(wf_engine_t *e, struct weft_request *req,
     if (status == WEFT_OK)
         WEFT_TRACE(SCHED, "%s #%llu done", wf_coll_name(req->args.coll),
                    (unsigned long long)req->seq);
+    wf_history_end(e, req, status);
     wf_exec_free(e, req);
     wf_req_complete(req, status); /* clears req->engine */
     wf_req_release(req);
@@ -239,6 +241,8 @@ static int progress_round(wf_engine_t *e, int *timeout, bool *exit)
      * closing next does not look like one. */
     if (e->notice_phase == WF_NOTICE_NONE &&
         (sticky != WEFT_OK || (stop && !e->active_head))) {
+        if (sticky != WEFT_OK && e->debug_dump && sticky != WEFT_ERR_ABORTED)
+            wf_history_dump(e, weft_status_name(sticky));
         if (sticky != WEFT_OK)
             wf_notice_fail_all(e);
         else
@@ -417,6 +421,7 @@ static void engine_free(wf_engine_t *e)
     free(e->inflight_recv);
     free(e->p2p_send_seq);
     free(e->p2p_recv_seq);
+    free(e->peer_seen);
     free(e);
 }
 
@@ -436,6 +441,7 @@ weft_status_t wf_engine_create(const wf_engine_params_t *p,
     e->max_inflight = p->max_inflight > 0 ? p->max_inflight : 1;
     e->timeout_ms = p->timeout_ms;
     e->error_origin = -1;
+    e->debug_dump = p->debug_dump;
     e->peer_addrs = malloc(n * WF_TADDR_MAX);
     e->peer_addr_lens = calloc(n, sizeof(size_t));
     e->peer_connect_called = calloc(n, sizeof(bool));
@@ -443,9 +449,10 @@ weft_status_t wf_engine_create(const wf_engine_params_t *p,
     e->inflight_recv = calloc(n, sizeof(int));
     e->p2p_send_seq = calloc(n, sizeof(uint64_t));
     e->p2p_recv_seq = calloc(n, sizeof(uint64_t));
+    e->peer_seen = calloc(n, sizeof(uint64_t));
     if (!e->peer_addrs || !e->peer_addr_lens || !e->peer_connect_called ||
         !e->inflight_send || !e->inflight_recv || !e->p2p_send_seq ||
-        !e->p2p_recv_seq || wf_notice_init(e) != WEFT_OK)
+        !e->p2p_recv_seq || !e->peer_seen || wf_notice_init(e) != WEFT_OK)
         goto err_nomem;
     memcpy(e->peer_addrs, p->peer_addrs, n * WF_TADDR_MAX);
     memcpy(e->peer_addr_lens, p->peer_addr_lens, n * sizeof(size_t));

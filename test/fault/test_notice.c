@@ -4,6 +4,7 @@
  * before any timeout; a clean destroy on one rank is not a failure for the
  * ranks that go on without it.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -86,4 +87,54 @@ WF_TEST(clean_destroy_is_not_a_failure, 60)
 {
     wf_test_run_threads(3, clean_leave_rank,
                         (void *)wf_test_unique("notice-bye"));
+}
+
+/* Hang diagnosis: rank 1 never calls the second allreduce.  Rank 0's
+ * timeout says whom it waits for and how far that rank got, and
+ * WEFT_DEBUG_DUMP=1 logs the recent operations. */
+static char diag_log[65536];
+static pthread_mutex_t diag_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void diag_capture(void *ctx, weft_log_level_t level,
+                         const char *subsys, const char *line)
+{
+    (void)ctx, (void)level, (void)subsys;
+    pthread_mutex_lock(&diag_lock);
+    size_t used = strlen(diag_log);
+    snprintf(diag_log + used, sizeof(diag_log) - used, "%s\n", line);
+    pthread_mutex_unlock(&diag_lock);
+}
+
+static void late_rank(int rank, int size, void *p)
+{
+    weft_comm_t comm;
+    ASSERT_OK(wf_test_comm_mem(p, rank, size,
+                               "WEFT_TIMEOUT=1500ms,WEFT_DEBUG_DUMP=1", &comm));
+    float v = 1;
+    ASSERT_OK(weft_allreduce(&v, &v, 1, WEFT_FLOAT32, WEFT_SUM, comm));
+    if (rank == 0) {
+        ASSERT_STATUS(weft_allreduce(&v, &v, 1, WEFT_FLOAT32, WEFT_SUM, comm),
+                      WEFT_ERR_TIMEOUT);
+        const char *msg = NULL;
+        ASSERT_STATUS(weft_comm_get_error(comm, &msg), WEFT_ERR_TIMEOUT);
+        ASSERT_STR_CONTAINS(msg, "allreduce #1 timed out");
+        ASSERT_STR_CONTAINS(msg, "waiting to receive from peer 1");
+        ASSERT_STR_CONTAINS(msg, "rank 1's last message belonged to "
+                                 "operation #0: it has not reached #1");
+    } else {
+        usleep(2500000); /* "stuck" in application code */
+    }
+    weft_comm_destroy(comm);
+}
+
+WF_TEST(timeout_names_the_late_rank_and_dumps_history, 60)
+{
+    weft_set_logger(diag_capture, NULL);
+    wf_test_run_threads(2, late_rank, (void *)wf_test_unique("late"));
+    ASSERT_STR_CONTAINS(diag_log, "debug dump of rank 0 (ERR_TIMEOUT): last "
+                                  "2 of 2 operations");
+    ASSERT_STR_CONTAINS(diag_log, "#0 allreduce 1 x float32 (");
+    ASSERT_STR_CONTAINS(diag_log, "): done after ");
+    ASSERT_STR_CONTAINS(diag_log, "#1 allreduce is waiting to receive from "
+                                  "peer 1");
 }
