@@ -2,7 +2,7 @@
 # DEBUG=1 (no optimisation) ASAN=1 (address+undefined sanitizers, builds in
 # build-asan) TSAN=1 (thread sanitizer, builds in build-tsan) PREFIX=...
 # Targets: all lib tools bench bench-report bench-reduce bench-netns test
-# check install clean docs deps compare fuzz
+# check install clean docs deps compare fuzz soak
 
 PREFIX ?= /usr/local
 # Sanitizer builds get their own tree: objects of different flags never mix.
@@ -131,6 +131,16 @@ test: deps
 	@$(if $(SANITIZED),echo "Python suite skipped: sanitizer build",\
 	  $(MAKE) --no-print-directory test-python PY_C_SUMMARY=$(C_SUITE).log)
 	@exit $$(cat $(C_SUITE).rc)
+
+# The long versions of the fault and soak tests (test/fault/): 200 trials
+# of kill -9 on a random rank, 100,000 random allreduces checked element by
+# element.  `make test` runs the same tests with 20 trials and 1,500.
+SOAK_TRIALS ?= 200
+SOAK_ITERS ?= 100000
+.PHONY: soak
+soak: all $(TEST_BIN)
+	WF_FAULT_TRIALS=$(SOAK_TRIALS) WF_SOAK_ITERS=$(SOAK_ITERS) \
+	  WF_TEST_TIMEOUT_MULT=8 $(TEST_BIN) --build $(BUILD) kill9_ soak_
 
 # ---- Python package and PyTorch backend (python/, test/python/,
 # docs/pytorch.md).  `make python` creates $(VENV) (PyTorch 2.x for CPU,

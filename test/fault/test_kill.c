@@ -33,7 +33,18 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static weft_comm_t join(const char *rdv, const char *job, int rank)
+static void report(int fd, int rank, weft_status_t st, const char *msg)
+{
+    char line[1024];
+    int len = snprintf(line, sizeof(line), "%d|%s|%s\n", rank,
+                       weft_status_name(st), msg ? msg : "(no message)");
+    if (write(fd, line, (size_t)len) != len)
+        _exit(4);
+}
+
+/* A kill during creation fails the others' weft_comm_create: that is a
+ * report too (the rendezvous times out waiting for the dead rank). */
+static weft_comm_t join(const char *rdv, const char *job, int rank, int fd)
 {
     char cfg[96];
     snprintf(cfg, sizeof(cfg), "WEFT_TIMEOUT=%d,WEFT_CHUNK_SIZE=8k",
@@ -45,8 +56,11 @@ static weft_comm_t join(const char *rdv, const char *job, int rank)
         .rank = rank, .size = RANKS, .rendezvous = rdv, .job_id = job,
         .config = cfg};
     weft_comm_t comm = NULL;
-    if (weft_comm_create(&prm, &comm) != WEFT_OK)
-        _exit(3);
+    weft_status_t st = weft_comm_create(&prm, &comm);
+    if (st != WEFT_OK) {
+        report(fd, rank, st, "weft_comm_create failed");
+        _exit(0);
+    }
     return comm;
 }
 
@@ -73,7 +87,7 @@ static weft_status_t mixed_op(weft_comm_t comm, int it, float *a, float *b,
 /* A rank: runs the loop until an operation fails, reports, exits. */
 static void loop_rank(const char *rdv, const char *job, int rank, int fd)
 {
-    weft_comm_t comm = join(rdv, job, rank);
+    weft_comm_t comm = join(rdv, job, rank, fd);
     size_t n = 4096;
     float *a = calloc(n, sizeof(float)), *b = calloc(n, sizeof(float));
     weft_status_t st = WEFT_OK;
@@ -81,11 +95,7 @@ static void loop_rank(const char *rdv, const char *job, int rank, int fd)
         st = mixed_op(comm, it, a, b, n);
     const char *msg = NULL;
     weft_comm_get_error(comm, &msg);
-    char line[1024];
-    int len = snprintf(line, sizeof(line), "%d|%s|%s\n", rank,
-                       weft_status_name(st), msg ? msg : "(no message)");
-    if (write(fd, line, (size_t)len) != len)
-        _exit(4);
+    report(fd, rank, st, msg);
     weft_comm_destroy(comm);
     free(a), free(b);
     _exit(0);
