@@ -103,13 +103,16 @@ WF_BF16_KERNEL(wf_reduce_bfloat16_prod_avx2, _mm256_mul_ps,
 
 wf_reduce_fn wf_reduce_x86_get(weft_dtype_t dtype, weft_op_t op)
 {
+    /* Any thread may be first; every one computes the same answer, so a
+     * relaxed atomic is enough. */
     static int usable = -1;
-    if (usable < 0) {
+    int u = __atomic_load_n(&usable, __ATOMIC_RELAXED);
+    if (u < 0) {
         __builtin_cpu_init();
-        usable = __builtin_cpu_supports("avx2") &&
-                 __builtin_cpu_supports("f16c");
+        u = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+        __atomic_store_n(&usable, u, __ATOMIC_RELAXED);
     }
-    if (!usable)
+    if (!u)
         return NULL;
     if (dtype == WEFT_FLOAT16 && op == WEFT_SUM)
         return wf_reduce_float16_sum_f16c;

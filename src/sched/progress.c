@@ -300,6 +300,7 @@ static void *progress_main(void *arg)
         bool exit;
         pthread_mutex_lock(&e->progress_lock);
         int work = progress_round(e, &timeout, &exit);
+        bool in_flight = e->active_head != NULL; /* read under the lock */
         pthread_mutex_unlock(&e->progress_lock);
         if (exit)
             break;
@@ -311,7 +312,7 @@ static void *progress_main(void *arg)
          * within microseconds: yield a few rounds before paying for a
          * sleep in poll() and the wake-up after it. */
         idle = work ? 0 : idle + 1;
-        if (!work && e->active_head && idle <= WF_IDLE_SPINS)
+        if (!work && in_flight && idle <= WF_IDLE_SPINS)
             sched_yield();
         else if (!work)
             sleep_until_work(e, timeout, true);
