@@ -143,12 +143,10 @@ err:
     return st;
 }
 
-static weft_status_t start(weft_comm_t comm, const call_t *k,
-                           weft_request_t *req)
+static weft_status_t start_on(wf_comm_impl_t *c, const call_t *k,
+                              weft_request_t *req)
 {
-    wf_comm_impl_t *c;
     uint64_t sb, rb;
-    WEFT_CHECK(wf_comm_get(comm, k->fn, &c));
     if (!req) {
         WEFT_WARN(COLL, "%s: req is NULL", k->fn);
         return WEFT_ERR_INVALID_ARG;
@@ -166,6 +164,19 @@ static weft_status_t start(weft_comm_t comm, const call_t *k,
     a.in_place = in_place(k, &a);
     WEFT_CHECK(check_overlap(k, sb, rb, a.in_place));
     return launch(c, k, &a, req);
+}
+
+/* The communicator is referenced only until the operation is handed to the
+ * engine: waiting needs the engine, not the communicator, so a destroy or
+ * abort from another thread is never held up by a waiter. */
+static weft_status_t start(weft_comm_t comm, const call_t *k,
+                           weft_request_t *req)
+{
+    wf_comm_impl_t *c;
+    WEFT_CHECK(wf_comm_get(comm, k->fn, &c));
+    weft_status_t st = start_on(c, k, req);
+    wf_comm_put(c);
+    return st;
 }
 
 /* Completes a started request (blocking forms). */
