@@ -3,9 +3,10 @@
 
 usage: bench-netns-table.py OUT_DIR COLLECTIVE RATE ALGO... (auto last)
 
-Reads OUT_DIR/COLL-RATE-ALGO.csv (weft-bench --csv of rank 0) and prints a
-markdown table: busbw of every algorithm as a percentage of the link rate,
-the best forced algorithm, and auto-selection's time relative to it.  Exits
+Reads OUT_DIR/COLL-RATE-ALGO.csv (weft-bench --csv --percentiles of rank
+0) and prints a markdown table: busbw of the median iteration of every
+algorithm as a percentage of the link rate, the best forced algorithm, and
+auto-selection's median time relative to it.  Exits
 1 when a run reported wrong results.
 """
 import csv
@@ -53,8 +54,11 @@ def main():
                 cells.append("-")
                 continue
             wrong += int(r["wrong"])
-            times[a] = float(r["time_us"])
-            cells.append(f"{100 * float(r['busbw_gbs']) / link:.0f}%")
+            # busbw of the median iteration: busbw scales with 1/time.
+            mean, p50 = float(r["time_us"]), float(r["p50_us"] or r["time_us"])
+            times[a] = p50
+            busbw = float(r["busbw_gbs"]) * mean / p50 if p50 > 0 else 0.0
+            cells.append(f"{100 * busbw / link:.0f}%")
         best = min((a for a in forced if a in times), key=times.get, default=None)
         ratio = (f"{times['auto'] / times[best]:.2f}"
                  if best and "auto" in times else "-")

@@ -4,7 +4,9 @@
 # a switch namespace; each host's egress is shaped with tc tbf to a link
 # rate, so the ranks see a multi-host network with a known physical limit.
 # Every algorithm of each collective, and auto-selection, runs over it and
-# the table gives bus bandwidth as a fraction of the link rate.
+# the table gives bus bandwidth as a fraction of the link rate, from the
+# median iteration (one slow iteration on a shared machine should not
+# decide a cell).
 #
 # Everything lives inside namespaces created here: no address or route is
 # added to the host's own namespace, and an EXIT trap kills the ranks and
@@ -92,7 +94,7 @@ run_job() { # csv coll algo job_id
         ip netns exec "$(host_ns $h)" env WEFT_RANK=$h WEFT_WORLD_SIZE=$hosts \
             WEFT_RENDEZVOUS="$(host_ip 0):$port" WEFT_JOB_ID="$job" \
             WEFT_SOCKET_IFNAME=eth0 \
-            "$bench" "$coll" -a "$algo" $sizes $iters -c 1 --csv \
+            "$bench" "$coll" -a "$algo" $sizes $iters -c 1 --percentiles --csv \
             > "$out/rank$h.out" 2>&1 &
         rank_pids+=($!)
     done
