@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # Measures every algorithm of a collective, and auto-selection, with
 # weft-bench on local ranks, and prints a markdown table of bus bandwidth
 # per size with auto's ratio to the best forced algorithm.
@@ -6,7 +6,11 @@
 #   scripts/algo-sweep.sh COLLECTIVE "RANKS..." [MIN] [MAX] [FACTOR]
 #   e.g. scripts/algo-sweep.sh allreduce "2 4" 8 64M 8
 #
-# Environment: BUILD (default build), WARMUP (2), ITERS (5).
+# Environment: BUILD (default build), WARMUP (2), ITERS (5), ROUNDS (1).
+# Each cell is the median (p50) iteration time; with ROUNDS > 1 the whole
+# set of runs repeats, interleaved, and each cell keeps its best round, so
+# a burst of someone else's load spoils one round of every algorithm
+# rather than every round of one.
 set -eu
 coll=$1
 ranks=$2
@@ -16,6 +20,7 @@ factor=${5:-8}
 build=${BUILD:-build}
 warmup=${WARMUP:-2}
 iters=${ITERS:-5}
+rounds=${ROUNDS:-1}
 bench="$build/bin/weft-bench"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -23,14 +28,17 @@ trap 'rm -rf "$tmp"' EXIT
 # The algorithm names come from the library itself.
 algos=$("$build/bin/weft-info" --simulate "$coll" --ranks 4 --bytes 1024 |
         awk '!/^#/ {print $1}')
+for ((round = 0; round < rounds; round++)); do
 for n in $ranks; do
     for a in $algos auto; do
+        # Fields of --csv: 14 variant, 15 size, 18 p50_us, 21 busbw.
         "$bench" "$coll" -n "$n" -a "$a" -b "$min" -e "$max" -f "$factor" \
-            -w "$warmup" -r "$iters" -c 0 --csv |
+            -w "$warmup" -r "$iters" -c 0 --percentiles --csv |
             awk -F, -v n="$n" -v a="$a" \
-                'NR > 1 && $14 == "out-of-place" {print n "," a "," $15 "," $17 "," $21}' \
+                'NR > 1 && $14 == "out-of-place" {print n "," a "," $15 "," $18 "," $21}' \
             >> "$tmp/rows.csv"
     done
+done
 done
 python3 - "$tmp/rows.csv" "$coll" <<'PY'
 import collections, sys
@@ -38,11 +46,12 @@ rows = collections.defaultdict(dict)
 algos = []
 for line in open(sys.argv[1]):
     n, a, size, t, bw = line.strip().split(",")
-    rows[(int(n), int(size))][a] = float(t)
+    cell = rows[(int(n), int(size))]
+    cell[a] = min(float(t), cell.get(a, float("inf")))
     if a not in algos:
         algos.append(a)
 forced = [a for a in algos if a != "auto"]
-print(f"### {sys.argv[2]}: time per operation (us); ratio = auto / best forced")
+print(f"### {sys.argv[2]}: median time per operation (us), best round; ratio = auto / best forced")
 print()
 print("| ranks | size (B) | " + " | ".join(algos) + " | best | auto/best |")
 print("|---" * (len(algos) + 4) + "|")

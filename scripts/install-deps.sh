@@ -11,9 +11,10 @@ set -eu
 # libssl-dev: libcrypto for HMAC authentication (src/auth.c); clang:
 # libFuzzer harnesses (make fuzz); valgrind: the leak-check test;
 # libibverbs-dev: <infiniband/verbs.h> for the verbs transport (libibverbs
-# itself is loaded at run time, so the library never needs it).
+# itself is loaded at run time, so the library never needs it); nftables:
+# packet-loss rules between network namespaces (test/fault/netns-faults.sh).
 PACKAGES="build-essential pkg-config iproute2 procps gnuplot-nox python3-venv
-          libssl-dev clang valgrind libibverbs-dev"
+          libssl-dev clang valgrind libibverbs-dev nftables"
 
 [ $# -gt 0 ] && PACKAGES="$*"
 

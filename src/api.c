@@ -23,6 +23,7 @@ typedef struct {
     int op;
     int root; /* -1 when not rooted */
     int peer; /* -1 when not point-to-point */
+    bool blocking; /* the caller waits right away and drives the engine */
 } call_t;
 
 static bool is_rooted(wf_coll_t coll)
@@ -134,7 +135,7 @@ static weft_status_t launch(wf_comm_impl_t *c, const call_t *k,
     wf_plan_init(&req->plan, a->dtype, a->op, a->elem_size, a->size);
     WEFT_CHECK_GOTO(wf_algo_select(a, c->cfg.algo, &req->algo), st, err);
     WEFT_CHECK_GOTO(req->algo->build(a, &req->plan), st, err);
-    WEFT_CHECK_GOTO(wf_engine_submit(c->engine, req), st, err);
+    WEFT_CHECK_GOTO(wf_engine_submit(c->engine, req, !k->blocking), st, err);
     *out = req;
     return WEFT_OK;
 err:
@@ -142,12 +143,10 @@ err:
     return st;
 }
 
-static weft_status_t start(weft_comm_t comm, const call_t *k,
-                           weft_request_t *req)
+static weft_status_t start_on(wf_comm_impl_t *c, const call_t *k,
+                              weft_request_t *req)
 {
-    wf_comm_impl_t *c;
     uint64_t sb, rb;
-    WEFT_CHECK(wf_comm_get(comm, k->fn, &c));
     if (!req) {
         WEFT_WARN(COLL, "%s: req is NULL", k->fn);
         return WEFT_ERR_INVALID_ARG;
@@ -167,6 +166,19 @@ static weft_status_t start(weft_comm_t comm, const call_t *k,
     return launch(c, k, &a, req);
 }
 
+/* The communicator is referenced only until the operation is handed to the
+ * engine: waiting needs the engine, not the communicator, so a destroy or
+ * abort from another thread is never held up by a waiter. */
+static weft_status_t start(weft_comm_t comm, const call_t *k,
+                           weft_request_t *req)
+{
+    wf_comm_impl_t *c;
+    WEFT_CHECK(wf_comm_get(comm, k->fn, &c));
+    weft_status_t st = start_on(c, k, req);
+    wf_comm_put(c);
+    return st;
+}
+
 /* Completes a started request (blocking forms). */
 static weft_status_t wait_free(weft_status_t st, weft_request_t req)
 {
@@ -180,7 +192,9 @@ static weft_status_t wait_free(weft_status_t st, weft_request_t req)
 static weft_status_t run(weft_comm_t comm, const call_t *k)
 {
     weft_request_t req = NULL;
-    weft_status_t st = start(comm, k, &req); /* before req is read */
+    call_t blocking = *k;
+    blocking.blocking = true;
+    weft_status_t st = start(comm, &blocking, &req); /* before req is read */
     return wait_free(st, req);
 }
 

@@ -161,6 +161,7 @@ weft_status_t wf_comm_connect(wf_comm_impl_t *c)
         .peer_addrs = peer_addrs, .peer_addr_lens = peer_lens,
         .max_inflight = (int)c->cfg.max_inflight,
         .timeout_ms = c->cfg.timeout_ms,
+        .debug_dump = c->cfg.debug_dump,
     };
     WEFT_CHECK_GOTO(wf_engine_create(&ep, &c->engine), st, out);
     tctx = NULL; /* the engine owns it now */
@@ -252,6 +253,12 @@ WEFT_API weft_status_t weft_comm_init(weft_comm_t *comm)
     return weft_comm_create(&p, comm);
 }
 
+/* Guards every shell's magic and impl pointer and every impl's refs and
+ * released flags.  Destroyed shells stay allocated (see comm.h) and
+ * listed, so they are reachable rather than leaked. */
+static pthread_mutex_t shell_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct weft_comm *dead_shells;
+
 weft_status_t wf_comm_get(weft_comm_t comm, const char *caller,
                           wf_comm_impl_t **impl)
 {
@@ -259,25 +266,35 @@ weft_status_t wf_comm_get(weft_comm_t comm, const char *caller,
         WEFT_WARN(COLL, "%s: communicator is NULL", caller);
         return WEFT_ERR_INVALID_ARG;
     }
-    if (comm->magic == WF_COMM_DEAD) {
+    pthread_mutex_lock(&shell_lock);
+    uint32_t magic = comm->magic;
+    wf_comm_impl_t *c = magic == WF_COMM_MAGIC ? comm->impl : NULL;
+    if (c)
+        c->refs++;
+    pthread_mutex_unlock(&shell_lock);
+    if (magic == WF_COMM_DEAD) {
         WEFT_WARN(COLL, "%s: communicator %p was destroyed", caller,
                   (void *)comm);
         return WEFT_ERR_INVALID_USAGE;
     }
-    if (comm->magic != WF_COMM_MAGIC) {
+    if (!c) {
         WEFT_WARN(COLL, "%s: %p is not a weft communicator", caller,
                   (void *)comm);
         return WEFT_ERR_INVALID_ARG;
     }
-    wf_log_set_rank(comm->impl->rank);
-    *impl = comm->impl;
+    wf_log_set_rank(c->rank);
+    *impl = c;
     return WEFT_OK;
 }
 
-/* Destroyed shells stay allocated (see comm.h) and listed, so they are
- * reachable rather than leaked. */
-static pthread_mutex_t dead_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct weft_comm *dead_shells;
+void wf_comm_put(wf_comm_impl_t *c)
+{
+    pthread_mutex_lock(&shell_lock);
+    bool last = --c->refs == 0 && c->released;
+    pthread_mutex_unlock(&shell_lock);
+    if (last)
+        wf_comm_impl_free(c, c->release_abort);
+}
 
 static weft_status_t comm_release(weft_comm_t comm, bool abort)
 {
@@ -286,13 +303,29 @@ static weft_status_t comm_release(weft_comm_t comm, bool abort)
         return WEFT_OK;
     WEFT_CHECK(wf_comm_get(comm, abort ? "weft_comm_abort"
                                        : "weft_comm_destroy", &c));
-    pthread_mutex_lock(&dead_lock);
-    comm->magic = WF_COMM_DEAD;
-    comm->impl = NULL;
-    comm->next_dead = dead_shells;
-    dead_shells = comm;
-    pthread_mutex_unlock(&dead_lock);
-    wf_comm_impl_free(c, abort);
+    pthread_mutex_lock(&shell_lock);
+    bool first = comm->magic == WF_COMM_MAGIC;
+    if (first) {
+        comm->magic = WF_COMM_DEAD;
+        comm->impl = NULL;
+        comm->next_dead = dead_shells;
+        dead_shells = comm;
+        c->released = true;
+        c->release_abort = abort;
+    }
+    pthread_mutex_unlock(&shell_lock);
+    /* A call still inside the library on another thread holds a
+     * reference and frees the communicator when it returns; an abort
+     * makes what it waits for, and what it is about to start, fail now. */
+    if (first && abort && c->engine)
+        wf_engine_fail(c->engine, WEFT_ERR_ABORTED, "communicator aborted");
+    wf_comm_put(c);
+    if (!first) {
+        WEFT_WARN(COLL, "%s: communicator %p was destroyed",
+                  abort ? "weft_comm_abort" : "weft_comm_destroy",
+                  (void *)comm);
+        return WEFT_ERR_INVALID_USAGE;
+    }
     return WEFT_OK;
 }
 
@@ -310,20 +343,20 @@ WEFT_API weft_status_t weft_comm_rank(weft_comm_t comm, int *rank)
 {
     wf_comm_impl_t *c;
     WEFT_CHECK(wf_comm_get(comm, "weft_comm_rank", &c));
-    if (!rank)
-        return WEFT_ERR_INVALID_ARG;
-    *rank = c->rank;
-    return WEFT_OK;
+    if (rank)
+        *rank = c->rank;
+    wf_comm_put(c);
+    return rank ? WEFT_OK : WEFT_ERR_INVALID_ARG;
 }
 
 WEFT_API weft_status_t weft_comm_size(weft_comm_t comm, int *size)
 {
     wf_comm_impl_t *c;
     WEFT_CHECK(wf_comm_get(comm, "weft_comm_size", &c));
-    if (!size)
-        return WEFT_ERR_INVALID_ARG;
-    *size = c->size;
-    return WEFT_OK;
+    if (size)
+        *size = c->size;
+    wf_comm_put(c);
+    return size ? WEFT_OK : WEFT_ERR_INVALID_ARG;
 }
 
 WEFT_API weft_status_t weft_comm_get_error(weft_comm_t comm,
@@ -331,7 +364,8 @@ WEFT_API weft_status_t weft_comm_get_error(weft_comm_t comm,
 {
     wf_comm_impl_t *c;
     WEFT_CHECK(wf_comm_get(comm, "weft_comm_get_error", &c));
-    if (!message)
-        return WEFT_ERR_INVALID_ARG;
-    return wf_engine_error(c->engine, message);
+    weft_status_t st = message ? wf_engine_error(c->engine, message)
+                               : WEFT_ERR_INVALID_ARG;
+    wf_comm_put(c);
+    return st;
 }

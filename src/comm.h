@@ -31,6 +31,12 @@ typedef struct wf_comm_impl {
     wf_engine_t *engine;
     char transport_name[16];
     uint64_t split_seq; /* weft_comm_split calls so far */
+    /* Calls inside the library that use this implementation (wf_comm_get
+     * to wf_comm_put), and whether destroy/abort has released the handle:
+     * the last of the two frees it.  Guarded by comm.c's shell lock. */
+    int refs;
+    bool released;
+    bool release_abort;
 } wf_comm_impl_t;
 
 struct weft_comm {
@@ -44,14 +50,19 @@ struct weft_comm {
  * set. */
 weft_status_t wf_comm_connect(wf_comm_impl_t *c);
 
+/* Validates a handle (logs and fails for NULL, foreign or destroyed ones)
+ * and takes a reference on it for the duration of a call;
+ * every successful wf_comm_get is paired with wf_comm_put.  A destroy or
+ * abort from another thread in between frees the implementation only at
+ * the last put (an abort fails its operations at once). */
+weft_status_t wf_comm_get(weft_comm_t comm, const char *caller,
+                          wf_comm_impl_t **impl);
+void wf_comm_put(wf_comm_impl_t *impl);
+
 /* Releases an implementation (engine, store handle, hosted server). */
 void wf_comm_impl_free(wf_comm_impl_t *c, bool abort);
 
 /* Makes `shell` the live handle of `impl`. */
 weft_comm_t wf_comm_wrap(struct weft_comm *shell, wf_comm_impl_t *impl);
-
-/* Validates a handle; logs and fails for NULL, foreign or destroyed ones. */
-weft_status_t wf_comm_get(weft_comm_t comm, const char *caller,
-                          wf_comm_impl_t **impl);
 
 #endif /* WF_COMM_H */

@@ -107,12 +107,10 @@ err:
     return st;
 }
 
-WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key,
-                                       weft_comm_t *newcomm)
+static weft_status_t split_on(wf_comm_impl_t *p, int color, int key,
+                              weft_comm_t *newcomm)
 {
-    wf_comm_impl_t *p;
     int rank = -1, size = 0;
-    WEFT_CHECK(wf_comm_get(comm, "weft_comm_split", &p));
     if (!newcomm || (color < 0 && color != WEFT_UNDEFINED)) {
         WEFT_WARN(INIT, "weft_comm_split: %s", !newcomm
                   ? "newcomm is NULL"
@@ -126,4 +124,14 @@ WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key,
         return WEFT_OK;
     }
     return create_child(p, seq, color, rank, size, newcomm);
+}
+
+WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key,
+                                       weft_comm_t *newcomm)
+{
+    wf_comm_impl_t *p;
+    WEFT_CHECK(wf_comm_get(comm, "weft_comm_split", &p));
+    weft_status_t st = split_on(p, color, key, newcomm);
+    wf_comm_put(p);
+    return st;
 }

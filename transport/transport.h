@@ -7,9 +7,10 @@
  *
  * Lifecycle and threading
  *  - One context per communicator, created by init() and released by fini().
- *    All calls on one context come from one thread at a time (the
- *    communicator's progress thread), so transports need no locks of their
- *    own.  No call blocks: waiting is the engine's job, using get_fd().
+ *    All calls on one context come from one thread at a time (whichever
+ *    thread holds the engine's progress lock: its progress thread or a
+ *    caller waiting for an operation), so transports need no locks of their
+ *    own and must not keep per-thread state.  No call blocks: waiting is the engine's job, using get_fd().
  *  - init() opens the listening endpoint and get_address() returns its
  *    opaque address blob (at most WF_TADDR_MAX bytes), which the bootstrap
  *    publishes through the rendezvous store.

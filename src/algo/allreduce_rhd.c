@@ -19,8 +19,9 @@
  * virtual rank's operand first).
  *
  * Units and dependencies.  The vector is cut into units on one grid of
- * WEFT_CHUNK_SIZE chunks, and segment s is the units [s*n/p, (s+1)*n/p)
- * of the n units, so every exchanged range is a whole number of units,
+ * WEFT_CHUNK_SIZE chunks (finer when the vector has fewer than p chunks,
+ * so that every segment gets its share), and segment s is the units
+ * [s*n/p, (s+1)*n/p) of the n units, so every exchanged range is a whole number of units,
  * each unit has one writer at a time, and a rank sends at most one message
  * per unit in each step: about 2 log2(p) messages for a small vector
  * rather than one per segment (segments of a vector shorter than p chunks
@@ -177,8 +178,13 @@ static weft_status_t rhd_build(const wf_coll_args_t *a, wf_plan_t *plan)
     if (wf_arutil_trivial(a, plan, &st))
         return st;
     rhd_t g = {.x = {.a = a, .plan = plan}};
-    g.chunk = wf_arutil_chunk_elems(a);
     wf_arfold_init(&g.f, a->rank, a->size);
+    /* At least p units when there are p elements: on a coarser grid a
+     * vector shorter than p chunks has empty segments, and the halving
+     * then moves whole vectors (64 KiB on 4 ranks sent 128 KiB per rank
+     * instead of 96). */
+    size_t per_rank = (a->count + (size_t)g.f.p - 1) / (size_t)g.f.p;
+    g.chunk = WF_MIN(wf_arutil_chunk_elems(a), WF_MAX((size_t)1, per_rank));
     if (rhd_units(&g)) {
         rhd_run(&g);
         wf_arx_fini(&g.x);

@@ -19,6 +19,7 @@
 #include <strings.h>
 
 #include "reduce/half.h"
+#include "reduce/reduce_x86.h"
 
 /*
  * The kernels may run with dst == a or dst == b (in-place reductions), so
@@ -36,8 +37,11 @@
 #define WF_IVDEP
 #endif
 
-#define WF_KERNEL(fname, T, COMBINE)                                           \
-    static void fname(void *dst_, const void *a_, const void *b_, size_t n)    \
+#define WF_KERNEL(fname, T, COMBINE) static WF_KERNEL_BODY(fname, T, COMBINE)
+/* The ones reduce_x86.c falls back to for the tail of a buffer. */
+#define WF_KERNEL_SHARED(fname, T, COMBINE) WF_KERNEL_BODY(fname, T, COMBINE)
+#define WF_KERNEL_BODY(fname, T, COMBINE)                                      \
+    void fname(void *dst_, const void *a_, const void *b_, size_t n)           \
     {                                                                          \
         T *dst = dst_;                                                         \
         const T *a = a_;                                                       \
@@ -171,12 +175,12 @@ static inline uint16_t wf_max_h16(uint16_t x, uint16_t y, int32_t inf,
     WF_KERNEL(wf_reduce_##name##_max, T, WF_MORE)
 WF_INT_TYPES(WF_INT_KERNELS)
 
-WF_KERNEL(wf_reduce_float16_sum, uint16_t, WF_F16_ADD)
-WF_KERNEL(wf_reduce_float16_prod, uint16_t, WF_F16_MUL)
+WF_KERNEL_SHARED(wf_reduce_float16_sum, uint16_t, WF_F16_ADD)
+WF_KERNEL_SHARED(wf_reduce_float16_prod, uint16_t, WF_F16_MUL)
 WF_KERNEL(wf_reduce_float16_min, uint16_t, WF_F16_MIN)
 WF_KERNEL(wf_reduce_float16_max, uint16_t, WF_F16_MAX)
-WF_KERNEL(wf_reduce_bfloat16_sum, uint16_t, WF_BF16_ADD)
-WF_KERNEL(wf_reduce_bfloat16_prod, uint16_t, WF_BF16_MUL)
+WF_KERNEL_SHARED(wf_reduce_bfloat16_sum, uint16_t, WF_BF16_ADD)
+WF_KERNEL_SHARED(wf_reduce_bfloat16_prod, uint16_t, WF_BF16_MUL)
 WF_KERNEL(wf_reduce_bfloat16_min, uint16_t, WF_BF16_MIN)
 WF_KERNEL(wf_reduce_bfloat16_max, uint16_t, WF_BF16_MAX)
 WF_KERNEL(wf_reduce_float32_sum, float, WF_ADD)
@@ -215,11 +219,19 @@ WF_KERNEL(wf_reduce_float64_max, double, wf_max_f64)
 static const wf_reduce_fn wf_reduce_table[WEFT_DTYPE_COUNT][WEFT_AVG] = {
     WF_DTYPES(WF_TABLE_ROW)};
 
-wf_reduce_fn wf_reduce_get(weft_dtype_t dtype, weft_op_t op)
+wf_reduce_fn wf_reduce_get_portable(weft_dtype_t dtype, weft_op_t op)
 {
     if (!wf_dtype_valid(dtype) || !wf_op_valid(op))
         return NULL;
     return wf_reduce_table[dtype][op == WEFT_AVG ? WEFT_SUM : op];
+}
+
+wf_reduce_fn wf_reduce_get(weft_dtype_t dtype, weft_op_t op)
+{
+    if (!wf_dtype_valid(dtype) || !wf_op_valid(op))
+        return NULL;
+    wf_reduce_fn fast = wf_reduce_x86_get(dtype, op == WEFT_AVG ? WEFT_SUM : op);
+    return fast ? fast : wf_reduce_get_portable(dtype, op);
 }
 
 void wf_reduce(void *dst, const void *a, const void *b, size_t n,

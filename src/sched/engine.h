@@ -1,11 +1,12 @@
 /*
  * engine.h - the progress engine: runs plans over a transport.
  *
- * One engine per communicator, with one progress thread that owns the
- * transport context: it takes submitted requests in order, starts the steps
- * whose dependencies are done (at most max_inflight transfers per peer and
- * direction), runs reductions as receives land, and completes requests.
- * Callers only submit and wait, so non-blocking operations progress while
+ * One engine per communicator.  Progress rounds take submitted requests in
+ * order, start the steps whose dependencies are done (at most max_inflight
+ * transfers per peer and direction), run reductions as receives land, and
+ * complete requests.  A caller blocked in weft_wait runs the rounds itself
+ * (no hand-off between threads on the critical path); otherwise the
+ * engine's progress thread does, so non-blocking operations progress while
  * the application computes.
  *
  * Every message carries a tag (kind, operation sequence number, step tag)
@@ -63,6 +64,7 @@ typedef struct wf_engine_params {
     const size_t *peer_addr_lens;
     int max_inflight;
     int64_t timeout_ms;
+    bool debug_dump;            /* WEFT_DEBUG_DUMP: log the history on failure */
 } wf_engine_params_t;
 
 /* Creates the engine and starts its progress thread.  On success the
@@ -76,10 +78,13 @@ weft_status_t wf_engine_create(const wf_engine_params_t *params,
 void wf_engine_destroy(wf_engine_t *engine, bool abort);
 
 /* Hands a prepared request (args, algo, buffers, plan built) to the engine:
- * assigns its sequence number and deadline and wakes the thread.  Takes a
+ * assigns its sequence number and deadline and, with `wake_thread`, wakes
+ * the progress thread (a caller that waits right away drives the request
+ * itself; waking the thread would only make the two compete).  Takes a
  * reference.  Fails at once (request completed with the sticky error) when
  * the engine has failed. */
-weft_status_t wf_engine_submit(wf_engine_t *engine, struct weft_request *req);
+weft_status_t wf_engine_submit(wf_engine_t *engine, struct weft_request *req,
+                               bool wake_thread);
 
 /* Records a sticky error (first one wins) and fails every pending request.
  * Thread-safe. */
@@ -89,14 +94,35 @@ void wf_engine_fail(wf_engine_t *engine, weft_status_t status,
 /* The sticky error and its message (NULL when none). */
 weft_status_t wf_engine_error(wf_engine_t *engine, const char **message);
 
+/* Runs progress rounds in the calling thread until *done is set (returns
+ * true), or until the engine stops (returns false: the progress thread
+ * completes what is left).  Call between wf_engine_driver_enter/leave. */
+bool wf_engine_drive(wf_engine_t *engine, const volatile bool *done);
+/* Runs one progress round in the calling thread unless another thread is
+ * running one (weft_test).  Same registration as wf_engine_drive. */
+void wf_engine_poke(wf_engine_t *engine);
+/* Registers a driving caller; the engine is not freed until it leaves.
+ * enter/leave are called under the request lock (req.c), which orders them
+ * against wf_req_wait_for_drivers.  Before leaving, outside that lock
+ * (it takes the engine's locks, which rank before the request lock),
+ * wf_engine_driver_hands_over tells whether the progress thread must be
+ * woken to take over requests nobody drives any more. */
+void wf_engine_driver_enter(wf_engine_t *engine);
+bool wf_engine_driver_hands_over(wf_engine_t *engine);
+void wf_engine_driver_leave(wf_engine_t *engine, bool wake_thread);
+int wf_engine_driver_count(wf_engine_t *engine);
+
 /* ---- requests (req.c) ---------------------------------------------------- */
 struct weft_request *wf_req_create(void);
 void wf_req_retain(struct weft_request *req);
 void wf_req_release(struct weft_request *req);
-/* Sets the final status and wakes waiters (first completion wins). */
+/* Sets the final status, detaches the request from its engine and wakes
+ * waiters (first completion wins). */
 void wf_req_complete(struct weft_request *req, weft_status_t status);
+/* Blocks until no caller drives `engine` any more (before it is freed). */
+void wf_req_wait_for_drivers(wf_engine_t *engine);
 
-/* ---- execution of one plan (exec.c), called by the progress thread ------ */
+/* ---- execution of one plan (exec.c), called under progress_lock --------- */
 weft_status_t wf_exec_start(wf_engine_t *engine, struct weft_request *req);
 /* Advances the request; returns the amount of work done, and sets *finished
  * with the final status in *status when it ended. */

@@ -7,6 +7,24 @@
 
 #include "sched/engine.h"
 
+typedef struct wf_notice_peer wf_notice_peer_t;
+
+/* The last WF_HISTORY operations of a communicator, for hang diagnosis. */
+#define WF_HISTORY 16
+typedef struct {
+    uint64_t seq;
+    int coll;                 /* wf_coll_t */
+    uint64_t count;
+    int dtype;
+    const char *algo;
+    uint64_t start_ms, end_ms; /* end 0: not finished */
+    weft_status_t status;
+} wf_history_entry_t;
+typedef struct {
+    wf_history_entry_t e[WF_HISTORY];
+    uint64_t n;               /* entries ever recorded */
+} wf_history_t;
+
 struct wf_engine {
     int rank, size;
     const wf_transport_ops_t *tops;
@@ -22,6 +40,13 @@ struct wf_engine {
     bool thread_started;
     int wake_fd;
 
+    /* Whoever holds progress_lock runs progress rounds: the progress
+     * thread, or a caller waiting in weft_wait/weft_test.  Letting the
+     * waiting caller drive saves a thread hand-off per message round. */
+    pthread_mutex_t progress_lock;
+    int drivers;  /* callers driving: changed under the request lock,
+                   * read atomically; destroy waits for it to reach 0 */
+
     pthread_mutex_t lock;          /* guards everything below */
     struct weft_request *submitted_head, *submitted_tail;
     bool stop;
@@ -31,16 +56,59 @@ struct wf_engine {
     weft_status_t error;
     char error_msg[WF_ERRMSG_MAX];
 
-    /* Owned by the progress thread. */
+    int error_origin;              /* rank the failure came from; -1: here */
+    bool debug_dump;
+    wf_history_t history;          /* recent operations (history.c) */
+    /* Per peer: 1 + the collective sequence number of the last message
+     * received from it (0: none yet), for "who has not arrived" in
+     * timeout messages.  Under progress_lock. */
+    uint64_t *peer_seen;
+
+    /* Owned by the holder of progress_lock. */
     struct weft_request *active_head, *active_tail;
+
+    /* Failure notices (notice.c), also under progress_lock. */
+    wf_notice_peer_t *notice;      /* [size] */
+    int *notice_peers;             /* the peers watched, in order */
+    int notice_npeers;
+    enum { WF_NOTICE_NONE, WF_NOTICE_FLUSHING, WF_NOTICE_DONE } notice_phase;
+    uint64_t notice_deadline;      /* flushing gives up then */
+    char notice_text[WF_ERRMSG_MAX];
 };
 
 /* Tags: bits 63..62 kind, 61..32 sequence number, 31..0 plan tag. */
 #define WF_TAG_KIND_COLL 0ull
 #define WF_TAG_KIND_P2P 1ull
+#define WF_TAG_KIND_CTRL 2ull /* failure notices (notice.c) */
 static inline uint64_t wf_tag_make(uint64_t kind, uint64_t seq, uint32_t step)
 {
     return kind << 62 | (seq & 0x3fffffffull) << 32 | step;
 }
+
+/* Records a failure another rank reported (first one wins, as with
+ * wf_engine_fail): `origin` is the rank it started on, `text` its message. */
+void wf_engine_adopt(wf_engine_t *e, weft_status_t status, int origin,
+                     const char *text);
+
+/* ---- history (history.c), under the engine's state lock ------------------ */
+void wf_history_start(wf_engine_t *e, const struct weft_request *req);
+void wf_history_end(wf_engine_t *e, const struct weft_request *req,
+                    weft_status_t status);
+/* Logs the history and what the active requests wait for (WARN). */
+void wf_history_dump(wf_engine_t *e, const char *why);
+
+/* ---- failure notices (notice.c) ---------------------------------------- */
+weft_status_t wf_notice_init(wf_engine_t *e);
+void wf_notice_free(wf_engine_t *e);
+/* Starts watching `peer` (called when the engine first connects to it). */
+void wf_notice_watch(wf_engine_t *e, int peer);
+/* Tests the control receives: adopts reported failures, fails the
+ * communicator for lost peers.  Returns the work done. */
+int wf_notice_poll(wf_engine_t *e);
+/* Sends the communicator's failure, or a bye, to every watched peer. */
+void wf_notice_fail_all(wf_engine_t *e);
+void wf_notice_bye_all(wf_engine_t *e);
+/* True once every notice sent has left (or failed). */
+bool wf_notice_flushed(wf_engine_t *e);
 
 #endif /* WF_ENGINE_IMPL_H */

@@ -141,11 +141,15 @@ static void run_local(struct weft_request *req, const wf_step_t *s)
     }
 }
 
+static bool is_p2p(const struct weft_request *req)
+{
+    return req->args.coll == WF_COLL_SEND || req->args.coll == WF_COLL_RECV;
+}
+
 static uint64_t step_tag(const struct weft_request *req, const wf_step_t *s)
 {
-    bool p2p = req->args.coll == WF_COLL_SEND || req->args.coll == WF_COLL_RECV;
-    return wf_tag_make(p2p ? WF_TAG_KIND_P2P : WF_TAG_KIND_COLL, req->seq,
-                       s->tag);
+    return wf_tag_make(is_p2p(req) ? WF_TAG_KIND_P2P : WF_TAG_KIND_COLL,
+                       req->seq, s->tag);
 }
 
 /* Posts a transfer; returns 1 when posted, 0 when it must wait for a flow
@@ -170,6 +174,7 @@ static int post_transfer(wf_engine_t *e, struct weft_request *req,
         if (st < 0)
             return st;
         e->peer_connect_called[s->peer] = true;
+        wf_notice_watch(e, s->peer);
     }
     if (x->nposted == x->posted_cap) {
         uint32_t cap = x->posted_cap ? x->posted_cap * 2 : 16;
@@ -198,6 +203,11 @@ static int post_transfer(wf_engine_t *e, struct weft_request *req,
 static void fail_req(wf_engine_t *e, struct weft_request *req,
                      weft_status_t st, const wf_step_t *s)
 {
+    /* A peer that failed first tells why in a notice, which may be waiting
+     * behind the data this transfer missed: that cause wins over "the
+     * connection closed". */
+    if (st == WEFT_ERR_REMOTE)
+        wf_notice_poll(e);
     wf_engine_fail(e, st, "%s #%llu: %s %s %s failed: %s",
                    wf_coll_name(req->args.coll),
                    (unsigned long long)req->seq,
@@ -291,6 +301,9 @@ static int poll_posted(wf_engine_t *e, struct weft_request *req,
         if (s->kind == WF_STEP_RECV &&
             (*status = check_arrival(e, req, s, &info)) < 0)
             return work;
+        if (s->kind == WF_STEP_RECV && !is_p2p(req) &&
+            e->peer_seen[s->peer] < req->seq + 1)
+            e->peer_seen[s->peer] = req->seq + 1;
         mark_done(req, p.step);
         work++;
     }
@@ -314,6 +327,23 @@ int wf_exec_advance(wf_engine_t *e, struct weft_request *req, bool *finished,
     return work;
 }
 
+/* Where the awaited peer stands, from the collectives it sent data for:
+ * the usual answer to "who is holding everyone up". */
+static void describe_peer_progress(wf_engine_t *e,
+                                   const struct weft_request *req, int peer,
+                                   char *buf, size_t len)
+{
+    uint64_t seen = e->peer_seen[peer];
+    if (seen == 0)
+        snprintf(buf, len, "; rank %d has sent nothing on this communicator "
+                 "yet", peer);
+    else if (seen - 1 < req->seq)
+        snprintf(buf, len, "; rank %d's last message belonged to operation "
+                 "#%llu: it has not reached #%llu, or waits in it for "
+                 "another rank", peer, (unsigned long long)(seen - 1),
+                 (unsigned long long)req->seq);
+}
+
 void wf_exec_describe_wait(wf_engine_t *e, struct weft_request *req,
                            char *buf, size_t len)
 {
@@ -321,8 +351,11 @@ void wf_exec_describe_wait(wf_engine_t *e, struct weft_request *req,
     for (uint32_t k = 0; x && k < x->nposted; k++) {
         const wf_step_t *s = &req->plan.steps[x->posted[k].step];
         if (s->kind == WF_STEP_RECV) {
-            snprintf(buf, len, "waiting to receive from %s",
-                     e->tops->peer_describe(e->tctx, s->peer));
+            int k = snprintf(buf, len, "waiting to receive from %s",
+                             e->tops->peer_describe(e->tctx, s->peer));
+            if (k > 0 && (size_t)k < len && !is_p2p(req))
+                describe_peer_progress(e, req, s->peer, buf + k,
+                                       len - (size_t)k);
             return;
         }
     }

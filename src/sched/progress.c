@@ -1,9 +1,12 @@
 /*
  * progress.c - the engine's lifecycle and its progress thread.
  *
- * The thread owns the transport context.  It sleeps in poll() on the
- * transport's fd and a wake-up eventfd when there is nothing to do, and
- * spins through progress/advance while work is happening.
+ * Progress happens in rounds (progress_round) run by whoever holds
+ * progress_lock: the progress thread, or a caller blocked in weft_wait that
+ * drives the engine itself (wf_engine_drive).  While a caller drives, the
+ * thread sleeps on the wake-up fd, so the two never compete for a core; it
+ * takes over again for non-blocking operations nobody waits on.  An idle
+ * runner sleeps in poll() on the transport's fd and the wake-up eventfd.
  */
 #include <errno.h>
 #include <poll.h>
@@ -18,15 +21,37 @@
 #include "common.h"
 #include "sched/engine_impl.h"
 
-/* Rounds the progress thread yields, with operations in flight, before it
- * sleeps in poll(). */
+/* Idle rounds a runner (the thread or a driving caller) yields, with
+ * operations in flight, before it sleeps in poll(). */
 #define WF_IDLE_SPINS 100
+/* How long a failing or departing engine keeps trying to deliver its
+ * notices (notice.c) before it gives up on a peer. */
+#define WF_NOTICE_GRACE_MS 250
+/* Longest sleep of a driving caller between rounds.  Rounds that complete
+ * a sleeping driver's request wake it; the cap only bounds a lost wake-up. */
+#define WF_DRIVER_SLEEP_MS 10
 
 static void wake(wf_engine_t *e)
 {
     uint64_t one = 1;
     ssize_t r = write(e->wake_fd, &one, sizeof(one));
     (void)r; /* a full counter already means "wake up" */
+}
+
+/* Records the first failure; returns whether this one was it. */
+static bool record_error(wf_engine_t *e, weft_status_t status, int origin,
+                         const char *msg)
+{
+    pthread_mutex_lock(&e->lock);
+    bool first = e->error == WEFT_OK;
+    if (first) {
+        e->error = status;
+        e->error_origin = origin;
+        wf_strlcpy(e->error_msg, msg, sizeof(e->error_msg));
+    }
+    pthread_mutex_unlock(&e->lock);
+    wake(e);
+    return first;
 }
 
 void wf_engine_fail(wf_engine_t *e, weft_status_t status, const char *fmt,
@@ -37,16 +62,15 @@ void wf_engine_fail(wf_engine_t *e, weft_status_t status, const char *fmt,
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    pthread_mutex_lock(&e->lock);
-    bool first = e->error == WEFT_OK;
-    if (first) {
-        e->error = status;
-        wf_strlcpy(e->error_msg, msg, sizeof(e->error_msg));
-    }
-    pthread_mutex_unlock(&e->lock);
-    if (first && status != WEFT_ERR_ABORTED)
+    if (record_error(e, status, -1, msg) && status != WEFT_ERR_ABORTED)
         WEFT_WARN(SCHED, "%s", msg);
-    wake(e);
+}
+
+void wf_engine_adopt(wf_engine_t *e, weft_status_t status, int origin,
+                     const char *text)
+{
+    if (record_error(e, status, origin, text))
+        WEFT_WARN(SCHED, "failure reported by rank %d: %s", origin, text);
 }
 
 weft_status_t wf_engine_error(wf_engine_t *e, const char **message)
@@ -70,7 +94,8 @@ static void append(struct weft_request **head, struct weft_request **tail,
     *tail = req;
 }
 
-weft_status_t wf_engine_submit(wf_engine_t *e, struct weft_request *req)
+weft_status_t wf_engine_submit(wf_engine_t *e, struct weft_request *req,
+                               bool wake_thread)
 {
     pthread_mutex_lock(&e->lock);
     weft_status_t err = e->error;
@@ -90,10 +115,12 @@ weft_status_t wf_engine_submit(wf_engine_t *e, struct weft_request *req)
         req->seq = e->coll_seq++;
     req->deadline_ms = wf_deadline_after(e->timeout_ms);
     req->engine = e;
+    wf_history_start(e, req);
     wf_req_retain(req);
     append(&e->submitted_head, &e->submitted_tail, req);
     pthread_mutex_unlock(&e->lock);
-    wake(e);
+    if (wake_thread)
+        wake(e);
     return WEFT_OK;
 }
 
@@ -104,9 +131,9 @@ static void finish(wf_engine_t *e, struct weft_request *req,
     if (status == WEFT_OK)
         WEFT_TRACE(SCHED, "%s #%llu done", wf_coll_name(req->args.coll),
                    (unsigned long long)req->seq);
+    wf_history_end(e, req, status);
     wf_exec_free(e, req);
-    req->engine = NULL;
-    wf_req_complete(req, status);
+    wf_req_complete(req, status); /* clears req->engine */
     wf_req_release(req);
 }
 
@@ -182,12 +209,15 @@ static int check_deadlines(wf_engine_t *e)
     return timeout;
 }
 
-static void sleep_until_work(wf_engine_t *e, int timeout_ms)
+/* Sleeps in poll() until the transport or the wake-up fd has something,
+ * or timeout_ms passes.  `transport` false: only the wake-up fd (the
+ * progress thread while a caller drives). */
+static void sleep_until_work(wf_engine_t *e, int timeout_ms, bool transport)
 {
     struct pollfd fds[2] = {{.fd = e->wake_fd, .events = POLLIN},
                             {.fd = e->tops->get_fd(e->tctx), .events = POLLIN}};
-    int nfds = fds[1].fd >= 0 ? 2 : 1;
-    if (nfds == 1 && timeout_ms > 1)
+    int nfds = transport && fds[1].fd >= 0 ? 2 : 1;
+    if (transport && nfds == 1 && timeout_ms > 1)
         timeout_ms = 1; /* a transport without an fd must be polled */
     if (poll(fds, (nfds_t)nfds, timeout_ms) > 0 && (fds[0].revents & POLLIN)) {
         uint64_t v;
@@ -196,49 +226,195 @@ static void sleep_until_work(wf_engine_t *e, int timeout_ms)
     }
 }
 
+/* One progress round: takes submissions, drives the transport, advances
+ * every active request and checks deadlines.  The caller holds
+ * progress_lock.  Returns the work done; *timeout is the poll timeout until
+ * the next deadline; *exit is set when the engine is stopping and nothing
+ * is left to do. */
+static int progress_round(wf_engine_t *e, int *timeout, bool *exit)
+{
+    bool stop;
+    take_submitted(e, &stop);
+    weft_status_t sticky = wf_engine_error(e, NULL);
+    /* Tell the peers before anything else: on failure so that they stop
+     * waiting for this rank, on a clean stop so that the connection
+     * closing next does not look like one. */
+    if (e->notice_phase == WF_NOTICE_NONE &&
+        (sticky != WEFT_OK || (stop && !e->active_head))) {
+        if (sticky != WEFT_OK && e->debug_dump && sticky != WEFT_ERR_ABORTED)
+            wf_history_dump(e, weft_status_name(sticky));
+        if (sticky != WEFT_OK)
+            wf_notice_fail_all(e);
+        else
+            wf_notice_bye_all(e);
+        e->notice_phase = WF_NOTICE_FLUSHING;
+        e->notice_deadline = wf_deadline_after(WF_NOTICE_GRACE_MS);
+    }
+    int work = 0;
+    if (sticky == WEFT_OK || e->notice_phase == WF_NOTICE_FLUSHING) {
+        int n = e->tops->progress(e->tctx);
+        if (n < 0 && sticky == WEFT_OK)
+            wf_engine_fail(e, n, "transport %s failed: %s", e->tops->name,
+                           weft_strerror(n));
+        work += n > 0 ? n : 0;
+    }
+    /* Operations first: what a peer sent before its notice arrived in
+     * order before it, and its own verdict (a mismatch) comes first. */
+    work += advance_all(e, sticky);
+    if (sticky == WEFT_OK)
+        work += wf_notice_poll(e);
+    if (e->notice_phase == WF_NOTICE_FLUSHING &&
+        (wf_notice_flushed(e) || wf_deadline_passed(e->notice_deadline)))
+        e->notice_phase = WF_NOTICE_DONE;
+    *timeout = check_deadlines(e);
+    if (e->notice_phase == WF_NOTICE_FLUSHING && *timeout > 1)
+        *timeout = 1;
+    *exit = stop && e->notice_phase == WF_NOTICE_DONE &&
+            (sticky != WEFT_OK || !e->active_head);
+    return work;
+}
+
+static bool has_drivers(wf_engine_t *e)
+{
+    return __atomic_load_n(&e->drivers, __ATOMIC_ACQUIRE) > 0;
+}
+
 static void *progress_main(void *arg)
 {
     wf_engine_t *e = arg;
     int idle = 0;
     wf_log_set_rank(e->rank);
     for (;;) {
-        bool stop;
-        take_submitted(e, &stop);
-        weft_status_t sticky = wf_engine_error(e, NULL);
-        if (stop && (sticky != WEFT_OK || !e->active_head))
-            break;
-        int work = 0;
-        if (sticky == WEFT_OK) {
-            int n = e->tops->progress(e->tctx);
-            if (n < 0)
-                wf_engine_fail(e, n, "transport %s failed: %s", e->tops->name,
-                               weft_strerror(n));
-            work += n > 0 ? n : 0;
+        if (has_drivers(e)) {
+            /* A waiting caller runs the rounds; stay out of its way until
+             * it leaves (it wakes us) or the engine stops. */
+            pthread_mutex_lock(&e->lock);
+            bool stop = e->stop;
+            pthread_mutex_unlock(&e->lock);
+            if (!stop) {
+                sleep_until_work(e, 10, false);
+                continue;
+            }
         }
-        work += advance_all(e, sticky);
-        int timeout = check_deadlines(e);
+        int timeout;
+        bool exit;
+        pthread_mutex_lock(&e->progress_lock);
+        int work = progress_round(e, &timeout, &exit);
+        bool in_flight = e->active_head != NULL; /* read under the lock */
+        pthread_mutex_unlock(&e->progress_lock);
+        if (exit)
+            break;
+        /* A caller that started driving during the round may sleep in
+         * poll() on a transport fd this round has just drained. */
+        if (work && has_drivers(e))
+            wake(e);
         /* With operations in flight the next message usually arrives
          * within microseconds: yield a few rounds before paying for a
          * sleep in poll() and the wake-up after it. */
         idle = work ? 0 : idle + 1;
-        if (!work && e->active_head && idle <= WF_IDLE_SPINS)
+        if (!work && in_flight && idle <= WF_IDLE_SPINS)
             sched_yield();
         else if (!work)
-            sleep_until_work(e, timeout);
+            sleep_until_work(e, timeout, true);
     }
     /* Anything left fails with the sticky error (abort, failure). */
     weft_status_t st = wf_engine_error(e, NULL);
+    pthread_mutex_lock(&e->progress_lock);
     advance_all(e, st != WEFT_OK ? st : WEFT_ERR_ABORTED);
+    pthread_mutex_unlock(&e->progress_lock);
     return NULL;
+}
+
+void wf_engine_poke(wf_engine_t *e)
+{
+    int timeout;
+    bool exit;
+    if (pthread_mutex_trylock(&e->progress_lock) == 0) {
+        int work = progress_round(e, &timeout, &exit);
+        pthread_mutex_unlock(&e->progress_lock);
+        if (work && wf_engine_driver_count(e) > 1)
+            wake(e);
+    }
+}
+
+bool wf_engine_drive(wf_engine_t *e, const volatile bool *done)
+{
+    int idle = 0;
+    for (;;) {
+        int timeout, work;
+        bool exit;
+        /* Blocking, not trylock: whoever holds the lock runs one short
+         * round, and sleeping on the mutex until then is cheaper than
+         * spinning on it. */
+        pthread_mutex_lock(&e->progress_lock);
+        if (__atomic_load_n(done, __ATOMIC_ACQUIRE)) {
+            pthread_mutex_unlock(&e->progress_lock);
+            return true;
+        }
+        work = progress_round(e, &timeout, &exit);
+        pthread_mutex_unlock(&e->progress_lock);
+        if (exit)
+            return false; /* the progress thread finishes what is left */
+        if (work && wf_engine_driver_count(e) > 1)
+            wake(e); /* the round may have completed another's request */
+        idle = work ? 0 : idle + 1;
+        if (work || __atomic_load_n(done, __ATOMIC_ACQUIRE))
+            continue;
+        if (idle <= WF_IDLE_SPINS)
+            sched_yield();
+        else
+            sleep_until_work(e, timeout < WF_DRIVER_SLEEP_MS
+                                    ? timeout : WF_DRIVER_SLEEP_MS, true);
+    }
+}
+
+void wf_engine_driver_enter(wf_engine_t *e)
+{
+    __atomic_add_fetch(&e->drivers, 1, __ATOMIC_ACQ_REL);
+}
+
+/* Whether requests are submitted or active: the progress thread has to
+ * take over when the last driver leaves. */
+static bool has_pending_work(wf_engine_t *e)
+{
+    pthread_mutex_lock(&e->progress_lock);
+    bool active = e->active_head != NULL;
+    pthread_mutex_unlock(&e->progress_lock);
+    pthread_mutex_lock(&e->lock);
+    active = active || e->notice_phase == WF_NOTICE_FLUSHING;
+    bool pending = active || e->submitted_head != NULL || e->stop;
+    pthread_mutex_unlock(&e->lock);
+    return pending;
+}
+
+bool wf_engine_driver_hands_over(wf_engine_t *e)
+{
+    return __atomic_load_n(&e->drivers, __ATOMIC_ACQUIRE) == 1 &&
+           has_pending_work(e);
+}
+
+void wf_engine_driver_leave(wf_engine_t *e, bool wake_thread)
+{
+    __atomic_sub_fetch(&e->drivers, 1, __ATOMIC_ACQ_REL);
+    /* The thread sleeps on the wake-up fd only while a caller drives. */
+    if (wake_thread)
+        wake(e);
+}
+
+int wf_engine_driver_count(wf_engine_t *e)
+{
+    return __atomic_load_n(&e->drivers, __ATOMIC_ACQUIRE);
 }
 
 static void engine_free(wf_engine_t *e)
 {
     if (e->tctx)
         e->tops->fini(e->tctx);
+    wf_notice_free(e);
     if (e->wake_fd >= 0)
         close(e->wake_fd);
     pthread_mutex_destroy(&e->lock);
+    pthread_mutex_destroy(&e->progress_lock);
     free(e->peer_addrs);
     free(e->peer_addr_lens);
     free(e->peer_connect_called);
@@ -246,6 +422,7 @@ static void engine_free(wf_engine_t *e)
     free(e->inflight_recv);
     free(e->p2p_send_seq);
     free(e->p2p_recv_seq);
+    free(e->peer_seen);
     free(e);
 }
 
@@ -258,11 +435,14 @@ weft_status_t wf_engine_create(const wf_engine_params_t *p,
         goto err_nomem;
     e->wake_fd = -1;
     pthread_mutex_init(&e->lock, NULL);
+    pthread_mutex_init(&e->progress_lock, NULL);
     e->rank = p->rank;
     e->size = p->size;
     e->tops = p->tops;
     e->max_inflight = p->max_inflight > 0 ? p->max_inflight : 1;
     e->timeout_ms = p->timeout_ms;
+    e->error_origin = -1;
+    e->debug_dump = p->debug_dump;
     e->peer_addrs = malloc(n * WF_TADDR_MAX);
     e->peer_addr_lens = calloc(n, sizeof(size_t));
     e->peer_connect_called = calloc(n, sizeof(bool));
@@ -270,9 +450,10 @@ weft_status_t wf_engine_create(const wf_engine_params_t *p,
     e->inflight_recv = calloc(n, sizeof(int));
     e->p2p_send_seq = calloc(n, sizeof(uint64_t));
     e->p2p_recv_seq = calloc(n, sizeof(uint64_t));
+    e->peer_seen = calloc(n, sizeof(uint64_t));
     if (!e->peer_addrs || !e->peer_addr_lens || !e->peer_connect_called ||
         !e->inflight_send || !e->inflight_recv || !e->p2p_send_seq ||
-        !e->p2p_recv_seq)
+        !e->p2p_recv_seq || !e->peer_seen || wf_notice_init(e) != WEFT_OK)
         goto err_nomem;
     memcpy(e->peer_addrs, p->peer_addrs, n * WF_TADDR_MAX);
     memcpy(e->peer_addr_lens, p->peer_addr_lens, n * sizeof(size_t));
@@ -313,5 +494,6 @@ void wf_engine_destroy(wf_engine_t *e, bool abort)
     wake(e);
     if (e->thread_started)
         pthread_join(e->thread, NULL);
+    wf_req_wait_for_drivers(e);
     engine_free(e);
 }

@@ -5,7 +5,11 @@
  * Completion uses one process-wide lock and condition variable rather than
  * per-request ones: a waiter must be able to wake safely even when the
  * communicator (and its engine) is torn down by weft_comm_abort in another
- * thread, and a request may outlive its engine.
+ * thread, and a request may outlive its engine.  The same lock guards
+ * req->engine and the engine's count of driving callers, so a waiter that
+ * drives an engine keeps it alive: wf_engine_destroy waits for it.
+ * Lock order: the engine's progress lock and state lock before req_lock
+ * (completions happen inside progress rounds), never the other way.
  */
 #include <errno.h>
 #include <sched.h>
@@ -15,9 +19,6 @@
 
 #include "common.h"
 #include "sched/engine.h"
-
-/* Yields before weft_wait blocks. */
-#define WF_WAIT_SPINS 200
 
 static pthread_mutex_t req_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t req_cond = PTHREAD_COND_INITIALIZER;
@@ -54,9 +55,40 @@ void wf_req_complete(struct weft_request *req, weft_status_t status)
     pthread_mutex_lock(&req_lock);
     if (!req->done) {
         req->status = status;
+        req->engine = NULL;
         __atomic_store_n(&req->done, true, __ATOMIC_RELEASE);
         pthread_cond_broadcast(&req_cond);
     }
+    pthread_mutex_unlock(&req_lock);
+}
+
+void wf_req_wait_for_drivers(wf_engine_t *engine)
+{
+    pthread_mutex_lock(&req_lock);
+    while (wf_engine_driver_count(engine) > 0)
+        pthread_cond_wait(&req_cond, &req_lock);
+    pthread_mutex_unlock(&req_lock);
+}
+
+/* Runs the request's engine in this thread until the request is done or
+ * the engine stops (see wf_engine_drive); with `once`, one round only. */
+static void drive(struct weft_request *req, bool once)
+{
+    pthread_mutex_lock(&req_lock);
+    wf_engine_t *e = req->done ? NULL : req->engine;
+    if (e)
+        wf_engine_driver_enter(e);
+    pthread_mutex_unlock(&req_lock);
+    if (!e)
+        return;
+    if (once)
+        wf_engine_poke(e);
+    else
+        wf_engine_drive(e, &req->done);
+    bool wake_thread = wf_engine_driver_hands_over(e);
+    pthread_mutex_lock(&req_lock);
+    wf_engine_driver_leave(e, wake_thread);
+    pthread_cond_broadcast(&req_cond); /* wf_req_wait_for_drivers */
     pthread_mutex_unlock(&req_lock);
 }
 
@@ -77,6 +109,8 @@ static weft_status_t check_req(weft_request_t req)
 WEFT_API weft_status_t weft_test(weft_request_t req)
 {
     WEFT_CHECK(check_req(req));
+    /* Like MPI_Test: a caller that polls also makes progress. */
+    drive(req, true);
     pthread_mutex_lock(&req_lock);
     weft_status_t st = req->done ? req->status : WEFT_INPROGRESS;
     pthread_mutex_unlock(&req_lock);
@@ -86,12 +120,7 @@ WEFT_API weft_status_t weft_test(weft_request_t req)
 WEFT_API weft_status_t weft_wait(weft_request_t req)
 {
     WEFT_CHECK(check_req(req));
-    /* Most operations finish within microseconds of the call that waits
-     * for them; yielding a little first avoids the cost of a sleep and a
-     * wake-up through the condition variable. */
-    for (int i = 0; i < WF_WAIT_SPINS &&
-                    !__atomic_load_n(&req->done, __ATOMIC_ACQUIRE); i++)
-        sched_yield();
+    drive(req, false);
     pthread_mutex_lock(&req_lock);
     while (!req->done) {
         /* The engine enforces deadlines; the timed wait is only a guard

@@ -3,6 +3,7 @@
  * ranks as threads over the in-memory store, and ranks as processes over a
  * real weft-rendezvous server on loopback.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,4 +137,58 @@ static void progress_rank(int rank, int size, void *p)
 WF_TEST(allreduce_progress_without_wait, 60)
 {
     wf_test_run_threads(3, progress_rank, (void *)wf_test_unique("prog"));
+}
+
+/* Several threads of one rank wait at once on different requests of the
+ * same communicator: each drives the engine in turn (one progress lock) and
+ * every result must be right. */
+enum { WAITERS = 4, WAITER_COUNT = 3000 };
+
+typedef struct {
+    weft_request_t req;
+    weft_status_t status;
+} waiter_t;
+
+static void *wait_one(void *p)
+{
+    waiter_t *w = p;
+    w->status = weft_wait(w->req);
+    return NULL;
+}
+
+static void concurrent_waiters_rank(int rank, int size, void *p)
+{
+    weft_comm_t comm;
+    ASSERT_OK(wf_test_comm_mem(p, rank, size, "WEFT_CHUNK_SIZE=1k", &comm));
+    int32_t *bufs[WAITERS];
+    waiter_t waiters[WAITERS];
+    pthread_t threads[WAITERS];
+    for (int k = 0; k < WAITERS; k++) {
+        bufs[k] = malloc(WAITER_COUNT * sizeof(int32_t));
+        for (int i = 0; i < WAITER_COUNT; i++)
+            bufs[k][i] = k * 100000 + rank * 10 + i;
+        ASSERT_OK(weft_iallreduce(bufs[k], bufs[k], WAITER_COUNT, WEFT_INT32,
+                                  WEFT_SUM, comm, &waiters[k].req));
+    }
+    for (int k = 0; k < WAITERS; k++)
+        ASSERT_EQ(pthread_create(&threads[k], NULL, wait_one, &waiters[k]), 0);
+    for (int k = 0; k < WAITERS; k++) {
+        ASSERT_EQ(pthread_join(threads[k], NULL), 0);
+        ASSERT_OK(waiters[k].status);
+        weft_request_free(waiters[k].req);
+        for (int i = 0; i < WAITER_COUNT; i++) {
+            int32_t want = size * (k * 100000 + i) + 10 * size * (size - 1) / 2;
+            if (bufs[k][i] != want)
+                wf_test_fail(__FILE__, __LINE__, "op %d elem %d: %d != %d", k,
+                             i, bufs[k][i], want);
+        }
+        free(bufs[k]);
+    }
+    ASSERT_OK(weft_comm_destroy(comm));
+}
+
+WF_TEST(allreduce_concurrent_waiters, 60)
+{
+    wf_test_run_threads(3, concurrent_waiters_rank,
+                        (void *)wf_test_unique("waiters"));
 }

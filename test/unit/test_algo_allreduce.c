@@ -106,11 +106,14 @@ WF_TEST(algo_allreduce_rhd_shape, 60)
             ASSERT_EQ(sh.nsend, 2 * (uint64_t)(p - 1) * (32 / (uint64_t)p));
             /* Scratch for the half kept in the first step. */
             ASSERT_EQ(sh.scratch, bytes / 2);
-            /* A vector of one chunk: at most one message per step and
-             * direction, not one per segment. */
+            /* A vector shorter than p chunks still moves only its
+             * 2(p-1)/p share (the unit grid gets finer, never coarser
+             * than one segment per rank), in at most one message per
+             * segment and phase. */
             shape_t small = plan_shape(&wf_algo_allreduce_rhd, r, p, count,
                                        1 << 20);
-            ASSERT_TRUE(small.nsend <= 2 * (uint64_t)wf_ceil_log2(p));
+            ASSERT_EQ(small.sent, sh.sent);
+            ASSERT_TRUE(small.nsend <= 2 * (uint64_t)(p - 1));
         }
     /* 6 ranks: p = 4, ranks 0 and 2 fold out into 1 and 3. */
     shape_t out = plan_shape(&wf_algo_allreduce_rhd, 0, 6, count, chunk);

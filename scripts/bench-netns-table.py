@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Table of one bench-netns collective at one link rate.
+
+usage: bench-netns-table.py OUT_DIR COLLECTIVE RATE ALGO... (auto last)
+
+Reads OUT_DIR/COLL-RATE-ALGO.csv (weft-bench --csv --percentiles of rank
+0) and prints a markdown table: busbw of the median iteration of every
+algorithm as a percentage of the link rate, the best forced algorithm, and
+auto-selection's median time relative to it.  Exits
+1 when a run reported wrong results.
+"""
+import csv
+import re
+import sys
+
+UNITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12}
+
+
+def link_gbytes_per_s(rate):
+    m = re.fullmatch(r"([0-9.]+)([a-z]+)", rate.lower())
+    if not m or m.group(2) not in UNITS:
+        sys.exit(f"bench-netns-table: cannot read the rate {rate!r}")
+    return float(m.group(1)) * UNITS[m.group(2)] / 8 / 1e9
+
+
+def read_rows(path):
+    rows = {}
+    try:
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                if r["variant"] == "out-of-place":
+                    rows[int(r["size"])] = r
+    except FileNotFoundError:
+        pass
+    return rows
+
+
+def main():
+    out, coll, rate, *algos = sys.argv[1:]
+    link = link_gbytes_per_s(rate)
+    data = {a: read_rows(f"{out}/{coll}-{rate}-{a}.csv") for a in algos}
+    sizes = sorted({s for rows in data.values() for s in rows})
+    forced = [a for a in algos if a != "auto"]
+    wrong = 0
+    print(f"\n### {coll}, link {rate} ({link:.3f} GB/s): busbw as % of the link")
+    print()
+    print("| size (B) | " + " | ".join(algos) + " | best forced | auto / best (time) |")
+    print("|---:" * (len(algos) + 3) + "|")
+    for size in sizes:
+        cells, times = [], {}
+        for a in algos:
+            r = data[a].get(size)
+            if r is None:
+                cells.append("-")
+                continue
+            wrong += int(r["wrong"])
+            # busbw of the median iteration: busbw scales with 1/time.
+            mean, p50 = float(r["time_us"]), float(r["p50_us"] or r["time_us"])
+            times[a] = p50
+            busbw = float(r["busbw_gbs"]) * mean / p50 if p50 > 0 else 0.0
+            cells.append(f"{100 * busbw / link:.0f}%")
+        best = min((a for a in forced if a in times), key=times.get, default=None)
+        ratio = (f"{times['auto'] / times[best]:.2f}"
+                 if best and "auto" in times else "-")
+        print(f"| {size} | " + " | ".join(cells) + f" | {best or '-'} | {ratio} |")
+    if wrong:
+        print(f"\nbench-netns: {wrong} wrong elements in {coll} at {rate}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

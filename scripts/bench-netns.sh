@@ -1,0 +1,137 @@
+#!/bin/bash
+# bench-netns.sh - `make bench-netns`: weft across several "hosts" on one
+# box.  Each host is a network namespace with one veth link to a bridge in
+# a switch namespace; each host's egress is shaped with tc tbf to a link
+# rate, so the ranks see a multi-host network with a known physical limit.
+# Every algorithm of each collective, and auto-selection, runs over it and
+# the table gives bus bandwidth as a fraction of the link rate, from the
+# median iteration (one slow iteration on a shared machine should not
+# decide a cell).
+#
+# Everything lives inside namespaces created here: no address or route is
+# added to the host's own namespace, and an EXIT trap kills the ranks and
+# deletes the namespaces (which deletes their links) however the run ends.
+# Needs root and `ip netns`; otherwise it prints why and exits 0 (skipped).
+#
+# usage: bench-netns.sh BUILD_DIR
+# environment:
+#   NETNS_HOSTS   number of hosts, one rank each (4)
+#   NETNS_RATES   tbf rates, one table set per rate ("1gbit 5gbit")
+#   NETNS_BURST   tbf burst; below ~256kb tbf itself limits (256kb)
+#   NETNS_MTU     link MTU (1500)
+#   NETNS_COLLS   collectives ("allreduce broadcast")
+#   NETNS_SIZES   weft-bench size options ("-b 64K -e 64M -f 4")
+#   NETNS_ITERS   weft-bench iteration options ("-w 2 -r 5")
+#   NETNS_ALGOS   algorithms to force (default: every one the library has
+#                 for the collective), auto is always added
+#   NETNS_OUT     directory for the raw CSV (BUILD_DIR/bench-netns)
+set -euo pipefail
+
+build=${1:?usage: bench-netns.sh BUILD_DIR}
+hosts=${NETNS_HOSTS:-4}
+rates=${NETNS_RATES:-1gbit 5gbit}
+burst=${NETNS_BURST:-256kb}
+mtu=${NETNS_MTU:-1500}
+colls=${NETNS_COLLS:-allreduce broadcast}
+sizes=${NETNS_SIZES:--b 64K -e 64M -f 4}
+iters=${NETNS_ITERS:--w 2 -r 5}
+out=${NETNS_OUT:-$build/bench-netns}
+bench=$build/bin/weft-bench
+
+skip() {
+    echo "bench-netns: skipped: $*"
+    exit 0
+}
+[ "$(id -u)" = 0 ] || skip "needs root to create network namespaces"
+command -v ip >/dev/null || skip "ip (iproute2) is not installed"
+command -v tc >/dev/null || skip "tc (iproute2) is not installed"
+[ -x "$bench" ] || { echo "bench-netns: $bench not built" >&2; exit 1; }
+
+prefix="wfnb$$"
+switch="$prefix-sw"
+subnet="10.77.0"
+port=29400
+pids=()
+
+cleanup() {
+    for pid in "${pids[@]}"; do
+        kill "$pid" 2>/dev/null || true
+    done
+    for ns in $(ip netns list | awk -v p="$prefix-" 'index($1, p) == 1 {print $1}'); do
+        for pid in $(ip netns pids "$ns" 2>/dev/null); do
+            kill -9 "$pid" 2>/dev/null || true
+        done
+        ip netns del "$ns" 2>/dev/null || true
+    done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+host_ns() { echo "$prefix-h$1"; }
+host_ip() { echo "$subnet.$(($1 + 1))"; }
+
+# The switch: a bridge in its own namespace, one port per host.
+ip netns add "$switch" || skip "cannot create network namespaces here"
+ip -n "$switch" link add br0 type bridge
+ip -n "$switch" link set br0 up
+for ((h = 0; h < hosts; h++)); do
+    ns=$(host_ns $h)
+    ip netns add "$ns"
+    ip -n "$switch" link add "p$h" mtu "$mtu" type veth peer name eth0 \
+        netns "$ns" mtu "$mtu"
+    ip -n "$switch" link set "p$h" master br0 up
+    ip -n "$ns" addr add "$(host_ip $h)/24" dev eth0
+    ip -n "$ns" link set eth0 up
+    ip -n "$ns" link set lo up
+done
+
+# Starts one rank per host; rank 0's CSV goes to $1, the others' output to
+# files beside it (shown when a run fails).
+run_job() { # csv coll algo job_id
+    local csv=$1 coll=$2 algo=$3 job=$4 rank_pids=() status=0
+    for ((h = 0; h < hosts; h++)); do
+        # shellcheck disable=SC2086
+        ip netns exec "$(host_ns $h)" env WEFT_RANK=$h WEFT_WORLD_SIZE=$hosts \
+            WEFT_RENDEZVOUS="$(host_ip 0):$port" WEFT_JOB_ID="$job" \
+            WEFT_SOCKET_IFNAME=eth0 \
+            "$bench" "$coll" -a "$algo" $sizes $iters -c 1 --percentiles --csv \
+            > "$out/rank$h.out" 2>&1 &
+        rank_pids+=($!)
+    done
+    for pid in "${rank_pids[@]}"; do
+        wait "$pid" || status=$?
+    done
+    if [ "$status" != 0 ]; then
+        echo "bench-netns: $coll -a $algo failed (exit $status):" >&2
+        tail -n 5 "$out"/rank*.out >&2
+        return "$status"
+    fi
+    grep -v '^#' "$out/rank0.out" > "$csv"
+}
+
+mkdir -p "$out"
+ip netns exec "$(host_ns 0)" "$build/bin/weft-rendezvous" \
+    --listen "$(host_ip 0):$port" > "$out/rendezvous.log" 2>&1 &
+pids+=($!)
+sleep 0.5
+
+echo "# $hosts hosts (network namespaces) on a bridge, egress tbf burst $burst, MTU $mtu"
+echo "# weft-bench $sizes $iters; busbw as % of the link rate"
+status=0
+for rate in $rates; do
+    for ((h = 0; h < hosts; h++)); do
+        ip netns exec "$(host_ns $h)" tc qdisc replace dev eth0 root tbf \
+            rate "$rate" burst "$burst" latency 50ms
+    done
+    for coll in $colls; do
+        algos=${NETNS_ALGOS:-$("$build/bin/weft-info" --simulate "$coll" \
+            --ranks "$hosts" --bytes 1024 | awk '!/^#/ {print $1}')}
+        for algo in $algos auto; do
+            csv="$out/$coll-$rate-$algo.csv"
+            run_job "$csv" "$coll" "$algo" "nb-$coll-$rate-$algo" || status=1
+        done
+        python3 "$(dirname "$0")/bench-netns-table.py" "$out" "$coll" "$rate" \
+            $algos auto || status=1
+    done
+done
+exit "$status"

@@ -1,0 +1,87 @@
+/*
+ * history.c - the last operations of a communicator, for hang diagnosis.
+ *
+ * A timeout says what this rank waits for; the question after a hang is
+ * usually what every rank was doing before.  Each engine keeps its last
+ * WF_HISTORY operations (sequence number, collective, count, dtype,
+ * algorithm, start, end, status) and, with WEFT_DEBUG_DUMP=1, logs them
+ * together with what each unfinished operation waits for when the
+ * communicator fails.  Recording costs a few stores per operation.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "common.h"
+#include "reduce/reduce.h"
+#include "sched/engine_impl.h"
+
+void wf_history_start(wf_engine_t *e, const struct weft_request *req)
+{
+    wf_history_entry_t *h = &e->history.e[e->history.n++ % WF_HISTORY];
+    *h = (wf_history_entry_t){
+        .seq = req->seq, .coll = req->args.coll, .count = req->args.count,
+        .dtype = req->args.dtype, .algo = req->algo ? req->algo->name : "?",
+        .start_ms = wf_time_ms(), .status = WEFT_INPROGRESS};
+}
+
+void wf_history_end(wf_engine_t *e, const struct weft_request *req,
+                    weft_status_t status)
+{
+    pthread_mutex_lock(&e->lock);
+    uint64_t n = e->history.n, first = n > WF_HISTORY ? n - WF_HISTORY : 0;
+    for (uint64_t i = n; i-- > first;) {
+        wf_history_entry_t *h = &e->history.e[i % WF_HISTORY];
+        if (h->seq == req->seq && h->coll == (int)req->args.coll &&
+            h->end_ms == 0) {
+            h->end_ms = wf_time_ms();
+            h->status = status;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&e->lock);
+}
+
+static void describe(const wf_history_entry_t *h, uint64_t now, char *buf,
+                     size_t len)
+{
+    const char *dt = wf_dtype_valid(h->dtype)
+                         ? wf_dtype_name((weft_dtype_t)h->dtype) : "?";
+    int k = snprintf(buf, len, "#%llu %s %llu x %s (%s): ",
+                     (unsigned long long)h->seq, wf_coll_name(h->coll),
+                     (unsigned long long)h->count, dt, h->algo);
+    if (k < 0 || (size_t)k >= len)
+        return;
+    if (h->end_ms)
+        snprintf(buf + k, len - (size_t)k, "%s after %llu ms",
+                 h->status == WEFT_OK ? "done" : weft_status_name(h->status),
+                 (unsigned long long)(h->end_ms - h->start_ms));
+    else
+        snprintf(buf + k, len - (size_t)k, "unfinished for %llu ms",
+                 (unsigned long long)(now - h->start_ms));
+}
+
+void wf_history_dump(wf_engine_t *e, const char *why)
+{
+    wf_history_entry_t copy[WF_HISTORY];
+    pthread_mutex_lock(&e->lock);
+    uint64_t n = e->history.n, first = n > WF_HISTORY ? n - WF_HISTORY : 0;
+    for (uint64_t i = first; i < n; i++)
+        copy[i - first] = e->history.e[i % WF_HISTORY];
+    pthread_mutex_unlock(&e->lock);
+    uint64_t now = wf_time_ms();
+    WEFT_WARN(SCHED, "debug dump of rank %d (%s): last %llu of %llu "
+              "operations", e->rank, why, (unsigned long long)(n - first),
+              (unsigned long long)n);
+    for (uint64_t i = 0; i < n - first; i++) {
+        char line[256];
+        describe(&copy[i], now, line, sizeof(line));
+        WEFT_WARN(SCHED, "  %s", line);
+    }
+    /* What the unfinished ones wait for (caller holds progress_lock). */
+    for (struct weft_request *req = e->active_head; req; req = req->next) {
+        char what[256];
+        wf_exec_describe_wait(e, req, what, sizeof(what));
+        WEFT_WARN(SCHED, "  #%llu %s is %s", (unsigned long long)req->seq,
+                  wf_coll_name(req->args.coll), what);
+    }
+}

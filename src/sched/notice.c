@@ -1,0 +1,190 @@
+/*
+ * notice.c - failure notices between the engines of one communicator.
+ *
+ * A rank whose communicator fails (a peer died, a mismatch, a timeout, an
+ * abort) must not leave the others waiting for data it will never send.
+ * So every engine keeps one receive posted per peer it has connected to,
+ * on a control tag no operation uses, and on failure sends each of those
+ * peers a notice: the status and the message.  A rank that gets a notice
+ * fails with the same status (an abort becomes WEFT_ERR_REMOTE) and the
+ * originator's message, and passes it on to its own peers, so the failure
+ * reaches every rank that is connected to the job through anyone.  When
+ * that control receive fails instead (the transport lost the connection:
+ * the peer was killed, its host went away), the peer is lost, and that is
+ * itself a failure of the communicator, named after the peer.
+ *
+ * A rank that destroys its communicator cleanly sends a "bye" notice
+ * first, so its peers know that the connection closing next is not a
+ * failure (their own later operations with it still fail if they need it).
+ *
+ * Notices ride on the data connections: the transport keeps a complete
+ * message deliverable even after the connection that brought it closed, so
+ * a notice followed by the sender's exit is still read.
+ *
+ * Everything here runs under the engine's progress lock.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "sched/engine_impl.h"
+
+/* sig[0] of a notice: its kind, and the status for a failure. */
+#define WF_NOTICE_FAIL 1u
+#define WF_NOTICE_BYE 2u
+
+typedef enum {
+    NP_IDLE = 0,  /* never connected: nothing to watch or tell */
+    NP_WATCHED,   /* control receive posted */
+    NP_LEFT,      /* said bye, or was reported lost: no longer watched */
+} notice_peer_state_t;
+
+struct wf_notice_peer {
+    notice_peer_state_t state;
+    wf_treq_t *recv;
+    wf_treq_t *send;
+    char text[WF_ERRMSG_MAX]; /* what arrives (receive buffer) */
+};
+
+static uint64_t notice_tag(void)
+{
+    return wf_tag_make(WF_TAG_KIND_CTRL, 0, 0);
+}
+
+weft_status_t wf_notice_init(wf_engine_t *e)
+{
+    e->notice = calloc((size_t)e->size, sizeof(*e->notice));
+    e->notice_peers = calloc((size_t)e->size, sizeof(int));
+    return e->notice && e->notice_peers ? WEFT_OK : WEFT_ERR_NO_MEMORY;
+}
+
+void wf_notice_free(wf_engine_t *e)
+{
+    free(e->notice); /* the transport drops posted requests at fini */
+    free(e->notice_peers);
+    e->notice = NULL;
+    e->notice_peers = NULL;
+}
+
+void wf_notice_watch(wf_engine_t *e, int peer)
+{
+    wf_notice_peer_t *np = &e->notice[peer];
+    if (np->state != NP_IDLE || peer == e->rank)
+        return;
+    weft_status_t st = e->tops->irecv(e->tctx, peer, notice_tag(), np->text,
+                                      sizeof(np->text) - 1, NULL, &np->recv);
+    if (st == WEFT_ERR_AGAIN)
+        return; /* back-pressure: the next operation's connect retries */
+    if (st < 0) {
+        wf_engine_fail(e, st, "rank %d cannot watch %s for failures: %s",
+                       e->rank, e->tops->peer_describe(e->tctx, peer),
+                       weft_strerror(st));
+        return;
+    }
+    np->state = NP_WATCHED;
+    e->notice_peers[e->notice_npeers++] = peer;
+}
+
+/* A notice arrived from `peer`: a bye, or a failure to adopt. */
+static void notice_arrived(wf_engine_t *e, wf_notice_peer_t *np,
+                           const wf_treq_info_t *info)
+{
+    np->state = NP_LEFT;
+    unsigned kind = (unsigned)(info->sig[0] & 0xff);
+    if (kind == WF_NOTICE_BYE)
+        return;
+    size_t len = info->len < sizeof(np->text) ? info->len
+                                              : sizeof(np->text) - 1;
+    np->text[len] = '\0';
+    weft_status_t st = (weft_status_t)(int32_t)(uint32_t)(info->sig[0] >> 32);
+    /* A peer's abort is a remote failure here; statuses that are not
+     * failures would be a garbled notice. */
+    if (st == WEFT_ERR_ABORTED || st >= 0 || kind != WF_NOTICE_FAIL)
+        st = WEFT_ERR_REMOTE;
+    int origin = (int)(uint32_t)info->sig[1];
+    wf_engine_adopt(e, st, origin, np->text);
+}
+
+int wf_notice_poll(wf_engine_t *e)
+{
+    int work = 0;
+    for (int k = 0; k < e->notice_npeers; k++) {
+        int peer = e->notice_peers[k];
+        wf_notice_peer_t *np = &e->notice[peer];
+        if (np->state != NP_WATCHED)
+            continue;
+        wf_treq_info_t info = {0};
+        weft_status_t st = e->tops->test(e->tctx, np->recv, &info);
+        if (st == WEFT_INPROGRESS)
+            continue;
+        np->recv = NULL;
+        work++;
+        if (st == WEFT_OK) {
+            notice_arrived(e, np, &info);
+            continue;
+        }
+        np->state = NP_LEFT;
+        wf_engine_fail(e, st == WEFT_ERR_REMOTE ? WEFT_ERR_REMOTE : st,
+                       "rank %d lost %s (%s): the process died, its host or "
+                       "network went away, or it left without "
+                       "weft_comm_destroy", e->rank,
+                       e->tops->peer_describe(e->tctx, peer),
+                       weft_strerror(st));
+    }
+    return work;
+}
+
+/* Posts one notice to every peer this rank is connected to. */
+static void notice_send_all(wf_engine_t *e, uint64_t sig0, int origin,
+                            const char *text)
+{
+    uint64_t sig[2] = {sig0, (uint64_t)(uint32_t)origin};
+    size_t len = strlen(text);
+    for (int k = 0; k < e->notice_npeers; k++) {
+        int peer = e->notice_peers[k];
+        wf_notice_peer_t *np = &e->notice[peer];
+        if (np->state != NP_WATCHED || np->send)
+            continue;
+        if (e->tops->isend(e->tctx, peer, notice_tag(), sig, text, len, NULL,
+                           &np->send) < 0)
+            np->send = NULL; /* that peer is gone already */
+    }
+}
+
+void wf_notice_fail_all(wf_engine_t *e)
+{
+    const char *msg;
+    weft_status_t st = wf_engine_error(e, &msg);
+    /* The text outlives the sends: it is copied into e->notice_text. */
+    if (e->error_origin < 0)
+        snprintf(e->notice_text, sizeof(e->notice_text), "rank %d: %s",
+                 e->rank, msg ? msg : weft_strerror(st));
+    else
+        wf_strlcpy(e->notice_text, msg ? msg : "", sizeof(e->notice_text));
+    int origin = e->error_origin < 0 ? e->rank : e->error_origin;
+    notice_send_all(e, WF_NOTICE_FAIL | (uint64_t)(uint32_t)st << 32, origin,
+                    e->notice_text);
+}
+
+void wf_notice_bye_all(wf_engine_t *e)
+{
+    e->notice_text[0] = '\0';
+    notice_send_all(e, WF_NOTICE_BYE, e->rank, e->notice_text);
+}
+
+bool wf_notice_flushed(wf_engine_t *e)
+{
+    bool flushed = true;
+    for (int k = 0; k < e->notice_npeers; k++) {
+        wf_notice_peer_t *np = &e->notice[e->notice_peers[k]];
+        if (!np->send)
+            continue;
+        wf_treq_info_t info;
+        if (e->tops->test(e->tctx, np->send, &info) == WEFT_INPROGRESS)
+            flushed = false;
+        else
+            np->send = NULL;
+    }
+    return flushed;
+}

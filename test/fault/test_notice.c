@@ -1,0 +1,140 @@
+/*
+ * test_notice.c - failures spread between ranks (src/sched/notice.c):
+ * an abort on one rank reaches ranks that are not waiting for it, long
+ * before any timeout; a clean destroy on one rank is not a failure for the
+ * ranks that go on without it.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Ranks 1 and 2 wait for each other forever (both receive); rank 0
+ * aborts.  Only the notice can end their wait before the 60 s timeout. */
+static void abort_spreads_rank(int rank, int size, void *p)
+{
+    weft_comm_t comm;
+    ASSERT_OK(wf_test_comm_mem(p, rank, size, "WEFT_TIMEOUT=60s", &comm));
+    ASSERT_OK(weft_barrier(comm)); /* everyone connected to everyone */
+    ASSERT_OK(weft_barrier(comm));
+    if (rank == 0) {
+        usleep(200000);
+        weft_comm_abort(comm);
+        return;
+    }
+    float v;
+    double t0 = now_s();
+    weft_status_t st = rank == 3 ? weft_barrier(comm)
+                                 : weft_recv(&v, 1, WEFT_FLOAT32, 3 - rank,
+                                             comm);
+    double took = now_s() - t0;
+    ASSERT_STATUS(st, WEFT_ERR_REMOTE);
+    ASSERT_TRUE(took < 5.0);
+    const char *msg = NULL;
+    ASSERT_STATUS(weft_comm_get_error(comm, &msg), WEFT_ERR_REMOTE);
+    ASSERT_STR_CONTAINS(msg, "rank 0: communicator aborted");
+    weft_comm_destroy(comm);
+}
+
+WF_TEST(abort_on_one_rank_reaches_the_others, 60)
+{
+    wf_test_run_threads(4, abort_spreads_rank,
+                        (void *)wf_test_unique("notice-abort"));
+}
+
+/* Rank 0 leaves cleanly after a collective; ranks 1 and 2 keep exchanging
+ * point-to-point messages, which must all succeed. */
+static void clean_leave_rank(int rank, int size, void *p)
+{
+    weft_comm_t comm;
+    ASSERT_OK(wf_test_comm_mem(p, rank, size, "WEFT_TIMEOUT=20s", &comm));
+    int32_t x = rank + 1;
+    ASSERT_OK(weft_allreduce(&x, &x, 1, WEFT_INT32, WEFT_SUM, comm));
+    ASSERT_EQ(x, size * (size + 1) / 2);
+    if (rank == 0) {
+        ASSERT_OK(weft_comm_destroy(comm));
+        return;
+    }
+    usleep(300000); /* rank 0's bye and its closed connections land */
+    for (int i = 0; i < 50; i++) {
+        int32_t out = rank * 1000 + i, in = -1;
+        if (rank == 1) {
+            ASSERT_OK(weft_send(&out, 1, WEFT_INT32, 2, comm));
+            ASSERT_OK(weft_recv(&in, 1, WEFT_INT32, 2, comm));
+            ASSERT_EQ(in, 2000 + i);
+        } else {
+            ASSERT_OK(weft_recv(&in, 1, WEFT_INT32, 1, comm));
+            ASSERT_OK(weft_send(&out, 1, WEFT_INT32, 1, comm));
+            ASSERT_EQ(in, 1000 + i);
+        }
+    }
+    const char *msg = NULL;
+    ASSERT_OK(weft_comm_get_error(comm, &msg));
+    ASSERT_OK(weft_comm_destroy(comm));
+}
+
+WF_TEST(clean_destroy_is_not_a_failure, 60)
+{
+    wf_test_run_threads(3, clean_leave_rank,
+                        (void *)wf_test_unique("notice-bye"));
+}
+
+/* Hang diagnosis: rank 1 never calls the second allreduce.  Rank 0's
+ * timeout says whom it waits for and how far that rank got, and
+ * WEFT_DEBUG_DUMP=1 logs the recent operations. */
+static char diag_log[65536];
+static pthread_mutex_t diag_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void diag_capture(void *ctx, weft_log_level_t level,
+                         const char *subsys, const char *line)
+{
+    (void)ctx, (void)level, (void)subsys;
+    pthread_mutex_lock(&diag_lock);
+    size_t used = strlen(diag_log);
+    snprintf(diag_log + used, sizeof(diag_log) - used, "%s\n", line);
+    pthread_mutex_unlock(&diag_lock);
+}
+
+static void late_rank(int rank, int size, void *p)
+{
+    weft_comm_t comm;
+    ASSERT_OK(wf_test_comm_mem(p, rank, size,
+                               "WEFT_TIMEOUT=1500ms,WEFT_DEBUG_DUMP=1", &comm));
+    float v = 1;
+    ASSERT_OK(weft_allreduce(&v, &v, 1, WEFT_FLOAT32, WEFT_SUM, comm));
+    if (rank == 0) {
+        ASSERT_STATUS(weft_allreduce(&v, &v, 1, WEFT_FLOAT32, WEFT_SUM, comm),
+                      WEFT_ERR_TIMEOUT);
+        const char *msg = NULL;
+        ASSERT_STATUS(weft_comm_get_error(comm, &msg), WEFT_ERR_TIMEOUT);
+        ASSERT_STR_CONTAINS(msg, "allreduce #1 timed out");
+        ASSERT_STR_CONTAINS(msg, "waiting to receive from peer 1");
+        ASSERT_STR_CONTAINS(msg, "rank 1's last message belonged to "
+                                 "operation #0: it has not reached #1");
+    } else {
+        usleep(2500000); /* "stuck" in application code */
+    }
+    weft_comm_destroy(comm);
+}
+
+WF_TEST(timeout_names_the_late_rank_and_dumps_history, 60)
+{
+    weft_set_logger(diag_capture, NULL);
+    wf_test_run_threads(2, late_rank, (void *)wf_test_unique("late"));
+    ASSERT_STR_CONTAINS(diag_log, "debug dump of rank 0 (ERR_TIMEOUT): last "
+                                  "2 of 2 operations");
+    ASSERT_STR_CONTAINS(diag_log, "#0 allreduce 1 x float32 (");
+    ASSERT_STR_CONTAINS(diag_log, "): done after ");
+    ASSERT_STR_CONTAINS(diag_log, "#1 allreduce is waiting to receive from "
+                                  "peer 1");
+}
