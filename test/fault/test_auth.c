@@ -340,17 +340,33 @@ static void scanned_rank(int rank, int size, void *p)
     ASSERT_OK(weft_comm_destroy(comm));
 }
 
-static int free_port_base(void)
+static bool port_free(int port)
 {
     struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
     int fd = socket(AF_INET, SOCK_STREAM, 0);
+    bool ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
 
-    ASSERT_EQ(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    ASSERT_EQ(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    close(fd);
-    return ntohs(a.sin_port) < 60000 ? ntohs(a.sin_port) : 40000;
+/* Eight free ports below Linux's ephemeral range (32768 and up by
+ * default): the scanner's own outgoing connections take ephemeral ports,
+ * and one of those inside the ranks' WEFT_PORT_RANGE made their bind
+ * fail (an intermittent ERR_SYSTEM at creation). */
+static int free_port_base(void)
+{
+    for (int tries = 0; tries < 1000; tries++) {
+        int base = 20000 + (int)((getpid() + tries * 8) % 1500) * 8;
+        bool all = true;
+        for (int p = base; p < base + 8 && all; p++)
+            all = port_free(p);
+        if (all)
+            return base;
+    }
+    wf_test_fail(__FILE__, __LINE__, "no 8 free ports in 20000-32000");
 }
 
 WF_TEST(auth_port_scan_during_allreduce, 60)

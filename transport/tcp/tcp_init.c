@@ -205,60 +205,65 @@ static void set_port(struct sockaddr_storage *ss, int port)
         ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
 }
 
-/* Binds the listening socket to the first free port of the configured
- * range, or to an ephemeral port. */
-static weft_status_t bind_port(wf_tctx_t *ctx, int fd)
-{
-    int lo = ctx->cfg.port_min, hi = ctx->cfg.port_max;
-    char where[80];
-    int err = 0;
-
-    for (int port = lo; port <= hi; port++) {
-        set_port(&ctx->local, port);
-        if (bind(fd, (struct sockaddr *)&ctx->local, ctx->local_len) == 0)
-            return WEFT_OK;
-        err = errno;
-        if (err != EADDRINUSE && err != EACCES)
-            break;
-    }
-    set_port(&ctx->local, 0);
-    wf_tcp_format_addr((struct sockaddr *)&ctx->local, where, sizeof(where));
-    if (lo == hi)
-        WEFT_WARN(NET, "tcp: cannot bind %s: %s", where, wf_errno_str(err));
-    else
-        WEFT_WARN(NET, "tcp: cannot bind %s with a port in %d-%d: %s", where,
-                  lo, hi, wf_errno_str(err));
-    return WEFT_ERR_SYSTEM;
-}
-
-static weft_status_t open_listen(wf_tctx_t *ctx)
+/* A listening socket on `port` (0: ephemeral), or -1 with errno set. */
+static int listen_on(wf_tctx_t *ctx, int port, int backlog)
 {
     int one = 1;
-    int backlog = WF_MAX(128, ctx->cfg.size);
-    weft_status_t st;
     int fd = socket(ctx->local.ss_family,
                     SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-
-    if (fd < 0) {
-        WEFT_WARN(NET, "tcp: socket failed: %s", wf_errno_str(errno));
-        return WEFT_ERR_SYSTEM;
-    }
+    if (fd < 0)
+        return -1;
     /* Lets a restarted job reuse a port still in TIME_WAIT. */
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    WEFT_CHECK_GOTO(bind_port(ctx, fd), st, err_close);
-    if (listen(fd, backlog) != 0 ||
-        getsockname(fd, (struct sockaddr *)&ctx->local, &ctx->local_len)) {
-        WEFT_WARN(NET, "tcp: listen failed: %s", wf_errno_str(errno));
-        st = WEFT_ERR_SYSTEM;
-        goto err_close;
+    set_port(&ctx->local, port);
+    if (bind(fd, (struct sockaddr *)&ctx->local, ctx->local_len) != 0 ||
+        listen(fd, backlog) != 0) {
+        int err = errno;
+        close(fd);
+        errno = err;
+        return -1;
+    }
+    return fd;
+}
+
+/* Listens on the first free port of the configured range, or on an
+ * ephemeral port.  bind and listen are tried together: with SO_REUSEADDR
+ * two processes may both bind a port before either listens, and then the
+ * second listen() fails with EADDRINUSE - that port is taken too. */
+static weft_status_t open_listen(wf_tctx_t *ctx)
+{
+    int backlog = WF_MAX(128, ctx->cfg.size);
+    int lo = ctx->cfg.port_min, hi = ctx->cfg.port_max;
+    int fd = -1, err = 0;
+    char where[80];
+
+    for (int port = lo; port <= hi && fd < 0; port++) {
+        fd = listen_on(ctx, port, backlog);
+        err = fd < 0 ? errno : 0;
+        if (fd < 0 && err != EADDRINUSE && err != EACCES)
+            break;
+    }
+    if (fd < 0) {
+        set_port(&ctx->local, 0);
+        wf_tcp_format_addr((struct sockaddr *)&ctx->local, where,
+                           sizeof(where));
+        if (lo == hi)
+            WEFT_WARN(NET, "tcp: cannot listen on %s: %s", where,
+                      wf_errno_str(err));
+        else
+            WEFT_WARN(NET, "tcp: cannot listen on %s with a port in %d-%d: "
+                      "%s", where, lo, hi, wf_errno_str(err));
+        return WEFT_ERR_SYSTEM;
+    }
+    if (getsockname(fd, (struct sockaddr *)&ctx->local, &ctx->local_len)) {
+        WEFT_WARN(NET, "tcp: getsockname failed: %s", wf_errno_str(errno));
+        close(fd);
+        return WEFT_ERR_SYSTEM;
     }
     ctx->listen_fd = fd;
     wf_tcp_format_addr((struct sockaddr *)&ctx->local, ctx->local_str,
                        sizeof(ctx->local_str));
     return WEFT_OK;
-err_close:
-    close(fd);
-    return st;
 }
 
 static void blob_encode(wf_tctx_t *ctx)
