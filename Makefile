@@ -131,7 +131,7 @@ TSAN_ONE_THREAD := single-threaded unit test: nothing for TSan to check
 TSAN_SKIPS := algo_ unrooted_ sim_ vsim_ reduce_ plan_
 TSAN_SAME_CODE := processes of code the threaded tests cover under TSan
 TSAN_SKIPS_PROCS := allreduce_procs_n5 allreduce_procs_n7 allreduce_procs_n8 \
-                    bench_progress_line_on_tty_only
+                    bench_progress_line_on_tty_only netns_
 TEST_ARGS ?= $(if $(TSAN),$(foreach p,$(TSAN_SKIPS),--skip '$(p)=$(TSAN_ONE_THREAD)') \
   $(foreach p,$(TSAN_SKIPS_PROCS),--skip '$(p)=$(TSAN_SAME_CODE)'))
 # halt_on_error: a report fails the test that produced it.

@@ -61,7 +61,7 @@ run_ranks() { # job extra-bench-args...
         ip netns exec "$(ns $h)" env WEFT_RANK=$h WEFT_WORLD_SIZE=$hosts \
             WEFT_RENDEZVOUS="$(ip_of 0):29511" WEFT_RENDEZVOUS_SERVE=1 \
             WEFT_JOB_ID="$job" WEFT_SOCKET_IFNAME=eth0 \
-            WEFT_TIMEOUT=${timeout_s}s \
+            WEFT_TIMEOUT=${run_timeout:-$timeout_s}s \
             "$bench" allreduce "$@" > "$out/$job.$h" 2>&1 &
         pids[h]=$!
     done
@@ -82,7 +82,9 @@ table inet wfloss {
 EOF
     done
     pids=()
-    run_ranks "loss$loss" -b 8 -e 4M -f 8 -w 1 -r 3 -c 1
+    # Lost SYNs wait out 1 s retransmission timers: loss runs get a long
+    # timeout (they test results, not deadlines).
+    run_timeout=60 run_ranks "loss$loss" -b 8 -e 4M -f 8 -w 1 -r 3 -c 1
     ok=1
     for ((h = 0; h < hosts; h++)); do
         wait "${pids[h]}" || ok=0
