@@ -20,7 +20,9 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
+#include <cpuid.h>
 #include <immintrin.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define WF_X86_TARGET __attribute__((target("avx2,f16c")))
@@ -108,8 +110,13 @@ wf_reduce_fn wf_reduce_x86_get(weft_dtype_t dtype, weft_op_t op)
     static int usable = -1;
     int u = __atomic_load_n(&usable, __ATOMIC_RELAXED);
     if (u < 0) {
+        /* F16C from CPUID leaf 1, ECX bit 29: clang's
+         * __builtin_cpu_supports does not know "f16c". */
+        unsigned eax, ebx, ecx = 0, edx;
+        bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) &&
+                    (ecx & (1u << 29));
         __builtin_cpu_init();
-        u = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+        u = __builtin_cpu_supports("avx2") && f16c;
         __atomic_store_n(&usable, u, __ATOMIC_RELAXED);
     }
     if (!u)
