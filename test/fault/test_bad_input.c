@@ -23,13 +23,6 @@ static void capture(void *ctx, weft_log_level_t level, const char *subsys,
     snprintf(logbuf + used, sizeof(logbuf) - used, "%s\n", line);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void args_rank(int rank, int size, void *p)
 {
     weft_comm_t comm;
@@ -185,9 +178,9 @@ WF_TEST(rendezvous_unreachable_times_out, 30)
                       WEFT_COMM_PARAM_RENDEZVOUS | WEFT_COMM_PARAM_TIMEOUT,
         .rank = 0, .size = 2, .rendezvous = "127.0.0.1:1",
         .timeout_ms = 1500};
-    double t0 = now_s();
+    double t0 = wf_test_now_s();
     ASSERT_STATUS(weft_comm_create(&p, &comm), WEFT_ERR_TIMEOUT);
-    double took = now_s() - t0;
+    double took = wf_test_now_s() - t0;
     ASSERT_TRUE(took >= 1.0 && took < 5.0);
     ASSERT_STR_CONTAINS(logbuf, "127.0.0.1:1");
 }
@@ -260,10 +253,10 @@ static void timeout_rank(int rank, int size, void *p)
     ASSERT_OK(wf_test_comm_mem(p, rank, size, "WEFT_TIMEOUT=1500ms", &comm));
     if (rank == 0) {
         float v = 1;
-        double t0 = now_s();
+        double t0 = wf_test_now_s();
         ASSERT_STATUS(weft_allreduce(&v, &v, 1, WEFT_FLOAT32, WEFT_SUM, comm),
                       WEFT_ERR_TIMEOUT);
-        ASSERT_TRUE(now_s() - t0 < 4.5);
+        ASSERT_TRUE(wf_test_now_s() - t0 < 4.5);
         const char *msg;
         ASSERT_STATUS(weft_comm_get_error(comm, &msg), WEFT_ERR_TIMEOUT);
         ASSERT_STR_CONTAINS(msg, "timed out after 1500 ms");
@@ -301,10 +294,10 @@ static void abort_rank(int rank, int size, void *p)
         pthread_t t;
         pthread_create(&t, NULL, blocked_allreduce, &a);
         usleep(300000);
-        double t0 = now_s();
+        double t0 = wf_test_now_s();
         ASSERT_OK(weft_comm_abort(a.comm));
         pthread_join(t, NULL);
-        ASSERT_TRUE(now_s() - t0 < 2.0);
+        ASSERT_TRUE(wf_test_now_s() - t0 < 2.0);
         ASSERT_STATUS(a.st, WEFT_ERR_ABORTED);
     } else {
         usleep(600000);

@@ -26,13 +26,6 @@
 #define RANKS 4
 #define TIMEOUT_MS 4000
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void report(int fd, int rank, weft_status_t st, const char *msg)
 {
     char line[1024];
@@ -114,7 +107,7 @@ static int read_reports(int fd, report_t *out, int want, double deadline)
     static char buf[8192];
     size_t got = 0;
     int n = 0;
-    while (n < want && now_s() < deadline) {
+    while (n < want && wf_test_now_s() < deadline) {
         ssize_t r = read(fd, buf + got, sizeof(buf) - 1 - got);
         if (r < 0 && errno == EAGAIN) {
             usleep(10000);
@@ -165,13 +158,13 @@ static void one_trial(const char *rdv, int trial, unsigned *seed)
     useconds_t delay = 50000 + rand_r(seed) % 450000; /* 50-500 ms */
     usleep(delay);
     ASSERT_EQ(kill(pids[victim], SIGKILL), 0);
-    double killed_at = now_s();
+    double killed_at = wf_test_now_s();
     report_t reps[RANKS];
     int fl = fcntl(fds[0], F_GETFL);
     fcntl(fds[0], F_SETFL, fl | O_NONBLOCK);
     int n = read_reports(fds[0], reps, RANKS - 1,
                          killed_at + 2.0 * TIMEOUT_MS / 1000.0 + 1.0);
-    double took = now_s() - killed_at;
+    double took = wf_test_now_s() - killed_at;
     /* Reap everyone; a survivor still running past the deadline hangs. */
     for (int r = 0; r < RANKS; r++) {
         if (r != victim && n < RANKS - 1)

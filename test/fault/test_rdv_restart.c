@@ -20,13 +20,6 @@ typedef struct {
     double took;
 } join_arg_t;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static char log_text[16384];
 static void capture(void *ctx, weft_log_level_t level, const char *subsys,
                     const char *line)
@@ -47,11 +40,11 @@ static void waiting_rank(const char *rdv, const char *job, int fd)
         .rank = 0, .size = 3, .rendezvous = rdv, .job_id = job,
         .timeout_ms = 20000};
     weft_comm_t comm;
-    double t0 = now_s();
+    double t0 = wf_test_now_s();
     weft_status_t st = weft_comm_create(&p, &comm);
     char line[2048];
     int n = snprintf(line, sizeof(line), "%s %.2f %s", weft_status_name(st),
-                     now_s() - t0, log_text);
+                     wf_test_now_s() - t0, log_text);
     if (write(fd, line, (size_t)n) < 0)
         _exit(2);
     _exit(0);

@@ -165,3 +165,10 @@ void wf_test_stop_process(int pid)
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
 }
+
+double wf_test_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

@@ -103,6 +103,9 @@ weft_status_t wf_test_comm_mem(const char *name, int rank, int size,
 /* A unique name for this test run (pid + counter), for stores and job ids. */
 const char *wf_test_unique(const char *base);
 
+/* Seconds on the monotonic clock, for tests that time an operation. */
+double wf_test_now_s(void);
+
 /* Path of a built tool, e.g. wf_test_tool("weft-rendezvous"). */
 const char *wf_test_tool(const char *name);
 

@@ -34,13 +34,6 @@ static int run(const char *cmd, char **out)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 WF_TEST(tool_weftrun_prefix_and_exit_code, 60)
 {
     char cmd[1024], *out;
@@ -48,10 +41,10 @@ WF_TEST(tool_weftrun_prefix_and_exit_code, 60)
              "%s -n 3 -l -- sh -c 'echo hello $WEFT_RANK of $WEFT_WORLD_SIZE; "
              "[ $WEFT_RANK = 1 ] && exit 7; sleep 30'",
              wf_test_tool("weftrun"));
-    double t0 = now_s();
+    double t0 = wf_test_now_s();
     int code = run(cmd, &out);
     ASSERT_EQ(code, 7);               /* the failing rank's code */
-    ASSERT_TRUE(now_s() - t0 < 10);   /* the sleepers were stopped */
+    ASSERT_TRUE(wf_test_now_s() - t0 < 10);   /* the sleepers were stopped */
     ASSERT_STR_CONTAINS(out, "[1] hello 1 of 3");
     ASSERT_STR_CONTAINS(out, "rank 1 exited with code 7");
     free(out);
