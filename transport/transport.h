@@ -140,6 +140,10 @@ typedef struct wf_transport_ops {
     int (*get_fd)(wf_tctx_t *ctx);
     /* "peer 3 (10.0.0.2:41234)" for messages; never NULL. */
     const char *(*peer_describe)(wf_tctx_t *ctx, int peer);
+    /* True when a connection with `peer` is up or being set up, including
+     * one the peer started before this side called connect(): the engine
+     * owes such a peer its failure and bye notices. */
+    bool (*peer_linked)(wf_tctx_t *ctx, int peer);
 } wf_transport_ops_t;
 
 /* The registry: transports compiled in, in preference order. */

@@ -85,6 +85,10 @@ static inline uint64_t wf_tag_make(uint64_t kind, uint64_t seq, uint32_t step)
     return kind << 62 | (seq & 0x3fffffffull) << 32 | step;
 }
 
+/* Calls the transport's connect() for `peer` once and starts watching it
+ * for failure notices (exec.c); under progress_lock. */
+weft_status_t wf_engine_connect(wf_engine_t *e, int peer);
+
 /* Records a failure another rank reported (first one wins, as with
  * wf_engine_fail): `origin` is the rank it started on, `text` its message. */
 void wf_engine_adopt(wf_engine_t *e, weft_status_t status, int origin,
@@ -105,7 +109,9 @@ void wf_notice_watch(wf_engine_t *e, int peer);
 /* Tests the control receives: adopts reported failures, fails the
  * communicator for lost peers.  Returns the work done. */
 int wf_notice_poll(wf_engine_t *e);
-/* Sends the communicator's failure, or a bye, to every watched peer. */
+/* Sends the communicator's failure, or a bye, to every watched peer and to
+ * every peer whose connection the transport reports linked, even if this
+ * rank never used it (the peer is waiting on it). */
 void wf_notice_fail_all(wf_engine_t *e);
 void wf_notice_bye_all(wf_engine_t *e);
 /* True once every notice sent has left (or failed). */

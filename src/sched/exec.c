@@ -152,6 +152,20 @@ static uint64_t step_tag(const struct weft_request *req, const wf_step_t *s)
                        req->seq, s->tag);
 }
 
+weft_status_t wf_engine_connect(wf_engine_t *e, int peer)
+{
+    if (!e->peer_connect_called[peer]) {
+        weft_status_t st = e->tops->connect(
+            e->tctx, peer, e->peer_addrs + (size_t)peer * WF_TADDR_MAX,
+            e->peer_addr_lens[peer]);
+        if (st < 0)
+            return st;
+        e->peer_connect_called[peer] = true;
+    }
+    wf_notice_watch(e, peer); /* once; retried after back-pressure */
+    return WEFT_OK;
+}
+
 /* Posts a transfer; returns 1 when posted, 0 when it must wait for a flow
  * slot, negative on failure. */
 static int post_transfer(wf_engine_t *e, struct weft_request *req,
@@ -167,15 +181,9 @@ static int post_transfer(wf_engine_t *e, struct weft_request *req,
      * which they depend on through the peers, wait for one. */
     if (is_send && inflight[s->peer] >= e->max_inflight)
         return 0;
-    if (!e->peer_connect_called[s->peer]) {
-        weft_status_t st = e->tops->connect(
-            e->tctx, s->peer, e->peer_addrs + (size_t)s->peer * WF_TADDR_MAX,
-            e->peer_addr_lens[s->peer]);
-        if (st < 0)
-            return st;
-        e->peer_connect_called[s->peer] = true;
-        wf_notice_watch(e, s->peer);
-    }
+    weft_status_t st = wf_engine_connect(e, s->peer);
+    if (st < 0)
+        return st;
     if (x->nposted == x->posted_cap) {
         uint32_t cap = x->posted_cap ? x->posted_cap * 2 : 16;
         posted_t *np = realloc(x->posted, cap * sizeof(*np));
@@ -185,11 +193,10 @@ static int post_transfer(wf_engine_t *e, struct weft_request *req,
         x->posted_cap = cap;
     }
     wf_treq_t *treq = NULL;
-    weft_status_t st =
-        is_send ? e->tops->isend(e->tctx, s->peer, step_tag(req, s), x->sig,
-                                 buf_at(req, s->src), s->count, NULL, &treq)
-                : e->tops->irecv(e->tctx, s->peer, step_tag(req, s),
-                                 buf_at(req, s->dst), s->count, NULL, &treq);
+    st = is_send ? e->tops->isend(e->tctx, s->peer, step_tag(req, s), x->sig,
+                                  buf_at(req, s->src), s->count, NULL, &treq)
+                 : e->tops->irecv(e->tctx, s->peer, step_tag(req, s),
+                                  buf_at(req, s->dst), s->count, NULL, &treq);
     if (st == WEFT_ERR_AGAIN)
         return 0;
     if (st < 0)

@@ -135,10 +135,25 @@ int wf_notice_poll(wf_engine_t *e)
     return work;
 }
 
+/* A peer may have connected to this rank and be waiting on that connection
+ * although no operation of this rank has used it yet (the peer got further
+ * ahead).  Watching it too makes sure it hears why the connection closes,
+ * instead of calling this rank lost. */
+static void notice_watch_linked(wf_engine_t *e)
+{
+    if (!e->tops->peer_linked)
+        return;
+    for (int peer = 0; peer < e->size; peer++)
+        if (peer != e->rank && e->notice[peer].state == NP_IDLE &&
+            e->tops->peer_linked(e->tctx, peer))
+            (void)wf_engine_connect(e, peer); /* a failure: nobody to tell */
+}
+
 /* Posts one notice to every peer this rank is connected to. */
 static void notice_send_all(wf_engine_t *e, uint64_t sig0, int origin,
                             const char *text)
 {
+    notice_watch_linked(e);
     uint64_t sig[2] = {sig0, (uint64_t)(uint32_t)origin};
     size_t len = strlen(text);
     for (int k = 0; k < e->notice_npeers; k++) {

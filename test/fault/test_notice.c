@@ -82,6 +82,41 @@ WF_TEST(clean_destroy_is_not_a_failure, 60)
                         (void *)wf_test_unique("notice-bye"));
 }
 
+/* Rank 0 sends to rank 1, which never touches that connection itself and
+ * then aborts and leaves.  Rank 0 must hear why (the abort), not report
+ * rank 1 as lost: the abort notice also goes over connections that only
+ * the peer has used. */
+static pthread_barrier_t one_sided_sent;
+
+static void one_sided_rank(int rank, int size, void *p)
+{
+    weft_comm_t comm;
+    ASSERT_OK(wf_test_comm_mem(p, rank, size, "WEFT_TIMEOUT=60s", &comm));
+    int32_t x = 7;
+    if (rank == 0) {
+        /* Complete once written: the connection is up on both sides. */
+        ASSERT_OK(weft_send(&x, 1, WEFT_INT32, 1, comm));
+        pthread_barrier_wait(&one_sided_sent);
+        weft_status_t st = weft_recv(&x, 1, WEFT_INT32, 1, comm);
+        ASSERT_STATUS(st, WEFT_ERR_REMOTE);
+        const char *msg = NULL;
+        ASSERT_STATUS(weft_comm_get_error(comm, &msg), WEFT_ERR_REMOTE);
+        ASSERT_STR_CONTAINS(msg, "rank 1: communicator aborted");
+    } else {
+        pthread_barrier_wait(&one_sided_sent);
+        weft_comm_abort(comm);
+    }
+    weft_comm_destroy(comm);
+}
+
+WF_TEST(abort_reaches_a_peer_that_only_the_peer_connected, 60)
+{
+    pthread_barrier_init(&one_sided_sent, NULL, 2);
+    wf_test_run_threads(2, one_sided_rank,
+                        (void *)wf_test_unique("notice-one-sided"));
+    pthread_barrier_destroy(&one_sided_sent);
+}
+
 /* Hang diagnosis: rank 1 never calls the second allreduce.  Rank 0's
  * timeout says whom it waits for and how far that rank got, and
  * WEFT_DEBUG_DUMP=1 logs the recent operations. */

@@ -168,6 +168,18 @@ int wf_ib_progress(wf_tctx_t *ctx)
     return n + m;
 }
 
+/* A peer that has started connecting reaches us over the bootstrap
+ * context first: linked as soon as that one is. */
+static bool ib_peer_linked(wf_tctx_t *ctx, int peer)
+{
+    if (!ctx || peer < 0 || peer >= ctx->cfg.size)
+        return false;
+    wf_ib_state_t st = ctx->peers[peer].state;
+    if (st == WF_IB_FAILED)
+        return false;
+    return st != WF_IB_IDLE || ctx->boot_ops->peer_linked(ctx->boot, peer);
+}
+
 const wf_transport_ops_t wf_ib_transport = {
     .size = sizeof(wf_transport_ops_t),
     .name = "ib",
@@ -185,4 +197,5 @@ const wf_transport_ops_t wf_ib_transport = {
     .progress = wf_ib_progress,
     .get_fd = wf_ib_get_fd,
     .peer_describe = wf_ib_peer_describe,
+    .peer_linked = ib_peer_linked,
 };

@@ -116,6 +116,14 @@ static const char *tcp_peer_describe(wf_tctx_t *ctx, int peer)
     return ctx->peers[peer].desc;
 }
 
+static bool tcp_peer_linked(wf_tctx_t *ctx, int peer)
+{
+    if (!ctx || peer < 0 || peer >= ctx->cfg.size)
+        return false;
+    wf_tcp_state_t st = ctx->peers[peer].state;
+    return st != WF_TCP_IDLE && st != WF_TCP_FAILED;
+}
+
 const wf_transport_ops_t wf_tcp_transport = {
     .size = sizeof(wf_transport_ops_t),
     .name = "tcp",
@@ -133,4 +141,5 @@ const wf_transport_ops_t wf_tcp_transport = {
     .progress = wf_tcp_progress,
     .get_fd = wf_tcp_get_fd,
     .peer_describe = tcp_peer_describe,
+    .peer_linked = tcp_peer_linked,
 };
