@@ -231,6 +231,19 @@ WEFT_API weft_status_t weft_comm_abort(weft_comm_t comm);
 WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key,
                                        weft_comm_t *newcomm);
 
+/* After a failure, creates a communicator of the ranks of `comm` that are
+ * still alive (like ULFM's MPI_Comm_shrink or ncclCommShrink), so that an
+ * elastic job can go on without restarting every process.  Every surviving
+ * rank calls it; they keep their relative order.  A rank is left out when
+ * a survivor saw its connection break, or when it has not called
+ * weft_comm_shrink within comm's timeout of the first caller; such a rank
+ * calling it later gets WEFT_ERR_REMOTE and no communicator.  Works on a
+ * failed communicator (then destroy `comm`) and on a healthy one (every
+ * rank stays).  Agrees through the rendezvous, not the data connections.
+ * Blocking and collective over the survivors. */
+WEFT_API weft_status_t weft_comm_shrink(weft_comm_t comm,
+                                        weft_comm_t *newcomm);
+
 /* This process's rank / the number of ranks.  Thread-safe, non-blocking. */
 WEFT_API weft_status_t weft_comm_rank(weft_comm_t comm, int *rank);
 WEFT_API weft_status_t weft_comm_size(weft_comm_t comm, int *size);

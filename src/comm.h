@@ -30,7 +30,8 @@ typedef struct wf_comm_impl {
     weft_server_t server; /* when this rank hosts the rendezvous */
     wf_engine_t *engine;
     char transport_name[16];
-    uint64_t split_seq; /* weft_comm_split calls so far */
+    uint64_t split_seq;  /* weft_comm_split calls so far */
+    uint64_t shrink_seq; /* weft_comm_shrink calls so far */
     /* Calls inside the library that use this implementation (wf_comm_get
      * to wf_comm_put), and whether destroy/abort has released the handle:
      * the last of the two frees it.  Guarded by comm.c's shell lock. */
@@ -58,6 +59,12 @@ weft_status_t wf_comm_connect(wf_comm_impl_t *c);
 weft_status_t wf_comm_get(weft_comm_t comm, const char *caller,
                           wf_comm_impl_t **impl);
 void wf_comm_put(wf_comm_impl_t *impl);
+
+/* Creates a communicator of `size` ranks, this one being `rank`, that
+ * inherits p's settings and secret, with its own namespace ("c<key>/")
+ * in p's store, its own transport endpoint and engine (split, shrink). */
+weft_status_t wf_comm_child(wf_comm_impl_t *p, uint64_t comm_key, int rank,
+                            int size, weft_comm_t *out);
 
 /* Releases an implementation (engine, store handle, hosted server). */
 void wf_comm_impl_free(wf_comm_impl_t *c, bool abort);

@@ -2,7 +2,8 @@
  * comm_split.c - weft_comm_split: every rank of the parent publishes its
  * (color, key) under a per-call prefix of the parent's store, reads all the
  * others, and the ranks sharing a color build a new communicator with its
- * own namespace in the store, its own transport endpoint and engine.
+ * own namespace in the store, its own transport endpoint and engine
+ * (wf_comm_child, which weft_comm_shrink uses too).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,8 +74,8 @@ out:
     return st;
 }
 
-static weft_status_t create_child(wf_comm_impl_t *p, uint64_t seq, int color,
-                                  int rank, int size, weft_comm_t *out)
+weft_status_t wf_comm_child(wf_comm_impl_t *p, uint64_t comm_key, int rank,
+                            int size, weft_comm_t *out)
 {
     weft_status_t st;
     char prefix[48];
@@ -83,7 +84,8 @@ static weft_status_t create_child(wf_comm_impl_t *p, uint64_t seq, int color,
     if (!c || !shell) {
         free(c);
         free(shell);
-        WEFT_WARN(INIT, "out of memory in weft_comm_split");
+        WEFT_WARN(INIT, "out of memory creating a communicator of %d ranks",
+                  size);
         return WEFT_ERR_NO_MEMORY;
     }
     c->cfg = p->cfg;
@@ -91,14 +93,11 @@ static weft_status_t create_child(wf_comm_impl_t *p, uint64_t seq, int color,
     c->cfg.world_size = c->size = size;
     c->job_key = p->job_key;
     memcpy(c->secret, p->secret, sizeof(c->secret));
-    uint64_t ident[3] = {p->comm_key, seq, (uint64_t)color};
-    c->comm_key = wf_hash64(ident, sizeof(ident));
+    c->comm_key = comm_key;
     snprintf(prefix, sizeof(prefix), "c%016llx/",
              (unsigned long long)c->comm_key);
     WEFT_CHECK_GOTO(wf_store_sub(p->store, prefix, &c->store), st, err);
     WEFT_CHECK_GOTO(wf_comm_connect(c), st, err);
-    WEFT_INFO(INIT, "split: color %d gives rank %d of %d (parent rank %d)",
-              color, rank, size, p->rank);
     *out = wf_comm_wrap(shell, c);
     return WEFT_OK;
 err:
@@ -123,7 +122,12 @@ static weft_status_t split_on(wf_comm_impl_t *p, int color, int key,
         *newcomm = NULL;
         return WEFT_OK;
     }
-    return create_child(p, seq, color, rank, size, newcomm);
+    uint64_t ident[3] = {p->comm_key, seq, (uint64_t)color};
+    WEFT_CHECK(wf_comm_child(p, wf_hash64(ident, sizeof(ident)), rank, size,
+                             newcomm));
+    WEFT_INFO(INIT, "split: color %d gives rank %d of %d (parent rank %d)",
+              color, rank, size, p->rank);
+    return WEFT_OK;
 }
 
 WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key,

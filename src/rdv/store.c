@@ -80,8 +80,12 @@ bool wf_store_backoff(uint64_t deadline, int *delay_ms, int max_ms)
 weft_status_t wf_store_timeout(const char *desc, const char *key,
                                int64_t timeout_ms)
 {
-    WEFT_WARN(RDV, "store %s: key '%s' did not appear within %lld ms", desc,
-              key, (long long)WF_MAX(timeout_ms, 0));
+    /* A zero timeout is a probe: a missing key is an answer, not a fault. */
+    if (timeout_ms <= 0)
+        WEFT_DEBUG(RDV, "store %s: key '%s' is not there", desc, key);
+    else
+        WEFT_WARN(RDV, "store %s: key '%s' did not appear within %lld ms",
+                  desc, key, (long long)timeout_ms);
     return WEFT_ERR_TIMEOUT;
 }
 

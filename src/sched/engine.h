@@ -94,6 +94,12 @@ void wf_engine_fail(wf_engine_t *engine, weft_status_t status,
 /* The sticky error and its message (NULL when none). */
 weft_status_t wf_engine_error(wf_engine_t *engine, const char **message);
 
+/* Sets bit `peer` of `lost` (a bitmap of (size + 7) / 8 bytes, not cleared
+ * here) for each peer whose connection this engine saw break: the peer
+ * died, or its host or network went away.  weft_comm_shrink leaves them
+ * out.  Thread-safe. */
+void wf_engine_lost_peers(wf_engine_t *engine, uint8_t *lost);
+
 /* Runs progress rounds in the calling thread until *done is set (returns
  * true), or until the engine stops (returns false: the progress thread
  * completes what is left).  Call between wf_engine_driver_enter/leave. */

@@ -114,6 +114,8 @@ int wf_notice_poll(wf_engine_t *e);
  * rank never used it (the peer is waiting on it). */
 void wf_notice_fail_all(wf_engine_t *e);
 void wf_notice_bye_all(wf_engine_t *e);
+/* Records that the connection to `peer` broke (wf_engine_lost_peers). */
+void wf_notice_mark_lost(wf_engine_t *e, int peer);
 /* True once every notice sent has left (or failed). */
 bool wf_notice_flushed(wf_engine_t *e);
 

@@ -213,8 +213,10 @@ static void fail_req(wf_engine_t *e, struct weft_request *req,
     /* A peer that failed first tells why in a notice, which may be waiting
      * behind the data this transfer missed: that cause wins over "the
      * connection closed". */
-    if (st == WEFT_ERR_REMOTE)
+    if (st == WEFT_ERR_REMOTE) {
         wf_notice_poll(e);
+        wf_notice_mark_lost(e, s->peer);
+    }
     wf_engine_fail(e, st, "%s #%llu: %s %s %s failed: %s",
                    wf_coll_name(req->args.coll),
                    (unsigned long long)req->seq,

@@ -42,6 +42,7 @@ typedef enum {
 
 struct wf_notice_peer {
     notice_peer_state_t state;
+    bool lost;    /* its connection broke: it died or became unreachable */
     wf_treq_t *recv;
     wf_treq_t *send;
     char text[WF_ERRMSG_MAX]; /* what arrives (receive buffer) */
@@ -125,6 +126,7 @@ int wf_notice_poll(wf_engine_t *e)
             continue;
         }
         np->state = NP_LEFT;
+        np->lost = true;
         wf_engine_fail(e, st == WEFT_ERR_REMOTE ? WEFT_ERR_REMOTE : st,
                        "rank %d lost %s (%s): the process died, its host or "
                        "network went away, or it left without "
@@ -202,4 +204,18 @@ bool wf_notice_flushed(wf_engine_t *e)
             np->send = NULL;
     }
     return flushed;
+}
+
+void wf_notice_mark_lost(wf_engine_t *e, int peer)
+{
+    e->notice[peer].lost = true;
+}
+
+void wf_engine_lost_peers(wf_engine_t *e, uint8_t *lost)
+{
+    pthread_mutex_lock(&e->progress_lock);
+    for (int peer = 0; peer < e->size; peer++)
+        if (e->notice[peer].lost)
+            lost[peer / 8] |= (uint8_t)(1u << (peer % 8));
+    pthread_mutex_unlock(&e->progress_lock);
 }
