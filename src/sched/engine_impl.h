@@ -101,6 +101,10 @@ void wf_history_end(wf_engine_t *e, const struct weft_request *req,
 /* Logs the history and what the active requests wait for (WARN). */
 void wf_history_dump(wf_engine_t *e, const char *why);
 
+/* ---- SIGUSR1 dumps with WEFT_DEBUG_DUMP=1 (dump_signal.c) ---------------- */
+void wf_dump_signal_register(wf_engine_t *e);
+void wf_dump_signal_unregister(wf_engine_t *e);
+
 /* ---- failure notices (notice.c) ---------------------------------------- */
 weft_status_t wf_notice_init(wf_engine_t *e);
 void wf_notice_free(wf_engine_t *e);

@@ -473,6 +473,8 @@ weft_status_t wf_engine_create(const wf_engine_params_t *p,
         return WEFT_ERR_SYSTEM;
     }
     e->thread_started = true;
+    if (e->debug_dump)
+        wf_dump_signal_register(e);
     *engine = e;
     return WEFT_OK;
 err_nomem:
@@ -486,6 +488,8 @@ void wf_engine_destroy(wf_engine_t *e, bool abort)
 {
     if (!e)
         return;
+    if (e->debug_dump)
+        wf_dump_signal_unregister(e);
     if (abort)
         wf_engine_fail(e, WEFT_ERR_ABORTED, "communicator aborted");
     pthread_mutex_lock(&e->lock);

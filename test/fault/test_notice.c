@@ -5,6 +5,7 @@
  * ranks that go on without it.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -165,4 +166,42 @@ WF_TEST(timeout_names_the_late_rank_and_dumps_history, 60)
     ASSERT_STR_CONTAINS(diag_log, "): done after ");
     ASSERT_STR_CONTAINS(diag_log, "#1 allreduce is waiting to receive from "
                                   "peer 1");
+}
+
+/* WEFT_DEBUG_DUMP=1: SIGUSR1 makes every communicator of the process log
+ * its recent operations, while nothing has failed. */
+static void signal_dump_rank(int rank, int size, void *p)
+{
+    weft_comm_t comm;
+    ASSERT_OK(wf_test_comm_mem(p, rank, size,
+                               "WEFT_TIMEOUT=20s,WEFT_DEBUG_DUMP=1", &comm));
+    float v = 1;
+    ASSERT_OK(weft_allreduce(&v, &v, 1, WEFT_FLOAT32, WEFT_SUM, comm));
+    ASSERT_OK(weft_barrier(comm));
+    if (rank == 0)
+        ASSERT_EQ(raise(SIGUSR1), 0);
+    /* The dump happens on weft's dump thread; wait for both ranks'. */
+    bool seen = false;
+    for (int i = 0; i < 500 && !seen; i++) {
+        usleep(10000);
+        pthread_mutex_lock(&diag_lock);
+        seen = strstr(diag_log, "debug dump of rank 0 (SIGUSR1)") &&
+               strstr(diag_log, "debug dump of rank 1 (SIGUSR1)");
+        pthread_mutex_unlock(&diag_lock);
+    }
+    ASSERT_TRUE(seen);
+    ASSERT_OK(weft_barrier(comm));
+    ASSERT_OK(weft_comm_destroy(comm));
+}
+
+WF_TEST(sigusr1_dumps_every_communicator, 60)
+{
+    pthread_mutex_lock(&diag_lock);
+    diag_log[0] = '\0';
+    pthread_mutex_unlock(&diag_lock);
+    weft_set_logger(diag_capture, NULL);
+    wf_test_run_threads(2, signal_dump_rank, (void *)wf_test_unique("sigdump"));
+    weft_set_logger(NULL, NULL);
+    ASSERT_STR_CONTAINS(diag_log, "#0 allreduce 1 x float32 (");
+    ASSERT_STR_CONTAINS(diag_log, "#1 barrier 0 x ");
 }
