@@ -294,6 +294,14 @@ class Communicator:
                                    ctypes.byref(h)), "comm_split", self)
         return Communicator(h.value) if h.value else None
 
+    def shrink(self):
+        """weft_comm_shrink: after a failure, a new communicator of the
+        ranks that are still alive (every survivor calls it)."""
+        h = ctypes.c_void_p()
+        _check(lib.weft_comm_shrink(self._handle(), ctypes.byref(h)),
+               "comm_shrink", self)
+        return Communicator(h.value)
+
     def _handle(self):
         if self._h is None:
             raise Error(-2, "call", "the communicator was destroyed")

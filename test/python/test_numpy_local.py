@@ -58,6 +58,18 @@ def test_threads_collectives():
         assert bf[0] == 0x4040, hex(bf[0])
 
 
+def test_shrink_after_a_failure():
+    """A mismatch fails the communicator on every rank; shrink gives the
+    survivors (here: everyone) a working one."""
+    def job(c):
+        with pytest.raises(weft.Error):
+            c.allreduce(np.ones(2 + c.rank, np.float32))
+        with c.shrink() as small:
+            return small.rank, small.size, small.allreduce(
+                np.array([c.rank + 1.0]))[0]
+    assert run_threads(3, job, "shrink3") == [(r, 3, 6.0) for r in range(3)]
+
+
 def test_error_carries_status_and_message():
     def job(c):
         try:
