@@ -11,6 +11,7 @@
 #include "algo/algo.h"
 #include "comm.h"
 #include "common.h"
+#include "diag.h"
 #include "reduce/reduce.h"
 
 typedef struct {
@@ -179,12 +180,23 @@ static weft_status_t start(weft_comm_t comm, const call_t *k,
     return st;
 }
 
-/* Completes a started request (blocking forms). */
-static weft_status_t wait_free(weft_status_t st, weft_request_t req)
+/* Completes a started request (blocking forms).  A timeout first asks the
+ * other ranks where they are (diag.c), so the error says who is stuck. */
+static weft_status_t wait_free(weft_comm_t comm, weft_status_t st,
+                               weft_request_t req)
 {
     if (st < 0)
         return st;
     st = weft_wait(req);
+    if (st == WEFT_ERR_TIMEOUT) {
+        char where[96];
+        wf_diag_position(req, where, sizeof(where));
+        wf_comm_impl_t *c;
+        if (wf_comm_get(comm, "hang diagnosis", &c) == WEFT_OK) {
+            wf_diag_gather(c, where);
+            wf_comm_put(c);
+        }
+    }
     weft_request_free(req);
     return st;
 }
@@ -195,7 +207,7 @@ static weft_status_t run(weft_comm_t comm, const call_t *k)
     call_t blocking = *k;
     blocking.blocking = true;
     weft_status_t st = start(comm, &blocking, &req); /* before req is read */
-    return wait_free(st, req);
+    return wait_free(comm, st, req);
 }
 
 #define CALL(name, coll_, sb_, rb_, count_, dtype_, op_, root_, peer_)         \
@@ -314,7 +326,7 @@ WEFT_API weft_status_t weft_broadcast(const void *sendbuf, void *recvbuf,
     weft_request_t r = NULL;
     weft_status_t st = weft_ibroadcast(sendbuf, recvbuf, count, dtype, root,
                                      comm, &r);
-    return wait_free(st, r);
+    return wait_free(comm, st, r);
 }
 
 WEFT_API weft_status_t weft_reduce(const void *sendbuf, void *recvbuf,
@@ -324,7 +336,7 @@ WEFT_API weft_status_t weft_reduce(const void *sendbuf, void *recvbuf,
     weft_request_t r = NULL;
     weft_status_t st = weft_ireduce(sendbuf, recvbuf, count, dtype, op, root,
                                   comm, &r);
-    return wait_free(st, r);
+    return wait_free(comm, st, r);
 }
 
 WEFT_API weft_status_t weft_allgather(const void *sendbuf, void *recvbuf,
@@ -334,7 +346,7 @@ WEFT_API weft_status_t weft_allgather(const void *sendbuf, void *recvbuf,
     weft_request_t r = NULL;
     weft_status_t st = weft_iallgather(sendbuf, recvbuf, sendcount, dtype, comm,
                                      &r);
-    return wait_free(st, r);
+    return wait_free(comm, st, r);
 }
 
 WEFT_API weft_status_t weft_reduce_scatter(const void *sendbuf, void *recvbuf,
@@ -345,7 +357,7 @@ WEFT_API weft_status_t weft_reduce_scatter(const void *sendbuf, void *recvbuf,
     weft_request_t r = NULL;
     weft_status_t st = weft_ireduce_scatter(sendbuf, recvbuf, recvcount, dtype,
                                           op, comm, &r);
-    return wait_free(st, r);
+    return wait_free(comm, st, r);
 }
 
 WEFT_API weft_status_t weft_alltoall(const void *sendbuf, void *recvbuf,
@@ -354,14 +366,14 @@ WEFT_API weft_status_t weft_alltoall(const void *sendbuf, void *recvbuf,
 {
     weft_request_t r = NULL;
     weft_status_t st = weft_ialltoall(sendbuf, recvbuf, count, dtype, comm, &r);
-    return wait_free(st, r);
+    return wait_free(comm, st, r);
 }
 
 WEFT_API weft_status_t weft_barrier(weft_comm_t comm)
 {
     weft_request_t r = NULL;
     weft_status_t st = weft_ibarrier(comm, &r);
-    return wait_free(st, r);
+    return wait_free(comm, st, r);
 }
 
 WEFT_API weft_status_t weft_gather(const void *sendbuf, void *recvbuf,
@@ -371,7 +383,7 @@ WEFT_API weft_status_t weft_gather(const void *sendbuf, void *recvbuf,
     weft_request_t r = NULL;
     weft_status_t st = weft_igather(sendbuf, recvbuf, sendcount, dtype, root,
                                   comm, &r);
-    return wait_free(st, r);
+    return wait_free(comm, st, r);
 }
 
 WEFT_API weft_status_t weft_scatter(const void *sendbuf, void *recvbuf,
@@ -381,5 +393,5 @@ WEFT_API weft_status_t weft_scatter(const void *sendbuf, void *recvbuf,
     weft_request_t r = NULL;
     weft_status_t st = weft_iscatter(sendbuf, recvbuf, recvcount, dtype, root,
                                    comm, &r);
-    return wait_free(st, r);
+    return wait_free(comm, st, r);
 }

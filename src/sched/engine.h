@@ -34,7 +34,7 @@ typedef struct wf_engine wf_engine_t;
 typedef struct wf_exec wf_exec_t; /* per-request execution state */
 
 #define WF_REQ_MAGIC 0x77667271u /* "wfrq" */
-#define WF_ERRMSG_MAX 512
+#define WF_ERRMSG_MAX 1024
 
 /* The public request: shared by the caller and the engine (refcounted). */
 struct weft_request {
@@ -93,6 +93,12 @@ void wf_engine_fail(wf_engine_t *engine, weft_status_t status,
 
 /* The sticky error and its message (NULL when none). */
 weft_status_t wf_engine_error(wf_engine_t *engine, const char **message);
+
+/* Where the sticky error came from: -1 when it arose here (or there is
+ * none), else the rank whose notice reported it. */
+int wf_engine_error_origin(wf_engine_t *engine);
+/* Appends text to the sticky error's message (hang diagnosis). */
+void wf_engine_append_error(wf_engine_t *engine, const char *text);
 
 /* Sets bit `peer` of `lost` (a bitmap of (size + 7) / 8 bytes, not cleared
  * here) for each peer whose connection this engine saw break: the peer

@@ -45,7 +45,8 @@ struct wf_notice_peer {
     bool lost;    /* its connection broke: it died or became unreachable */
     wf_treq_t *recv;
     wf_treq_t *send;
-    char text[WF_ERRMSG_MAX]; /* what arrives (receive buffer) */
+    char *text; /* what arrives (receive buffer of WF_ERRMSG_MAX bytes,
+                 * allocated when watching starts: most peers never are) */
 };
 
 static uint64_t notice_tag(void)
@@ -62,7 +63,10 @@ weft_status_t wf_notice_init(wf_engine_t *e)
 
 void wf_notice_free(wf_engine_t *e)
 {
-    free(e->notice); /* the transport drops posted requests at fini */
+    /* Called after the transport's fini, which drops posted requests. */
+    for (int peer = 0; e->notice && peer < e->size; peer++)
+        free(e->notice[peer].text);
+    free(e->notice);
     free(e->notice_peers);
     e->notice = NULL;
     e->notice_peers = NULL;
@@ -73,8 +77,14 @@ void wf_notice_watch(wf_engine_t *e, int peer)
     wf_notice_peer_t *np = &e->notice[peer];
     if (np->state != NP_IDLE || peer == e->rank)
         return;
+    if (!np->text && !(np->text = malloc(WF_ERRMSG_MAX))) {
+        wf_engine_fail(e, WEFT_ERR_NO_MEMORY, "rank %d cannot watch %s for "
+                       "failures: out of memory", e->rank,
+                       e->tops->peer_describe(e->tctx, peer));
+        return;
+    }
     weft_status_t st = e->tops->irecv(e->tctx, peer, notice_tag(), np->text,
-                                      sizeof(np->text) - 1, NULL, &np->recv);
+                                      WF_ERRMSG_MAX - 1, NULL, &np->recv);
     if (st == WEFT_ERR_AGAIN)
         return; /* back-pressure: the next operation's connect retries */
     if (st < 0) {
@@ -95,8 +105,7 @@ static void notice_arrived(wf_engine_t *e, wf_notice_peer_t *np,
     unsigned kind = (unsigned)(info->sig[0] & 0xff);
     if (kind == WF_NOTICE_BYE)
         return;
-    size_t len = info->len < sizeof(np->text) ? info->len
-                                              : sizeof(np->text) - 1;
+    size_t len = info->len < WF_ERRMSG_MAX ? info->len : WF_ERRMSG_MAX - 1;
     np->text[len] = '\0';
     weft_status_t st = (weft_status_t)(int32_t)(uint32_t)(info->sig[0] >> 32);
     /* A peer's abort is a remote failure here; statuses that are not

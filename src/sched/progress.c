@@ -83,6 +83,24 @@ weft_status_t wf_engine_error(wf_engine_t *e, const char **message)
     return st;
 }
 
+int wf_engine_error_origin(wf_engine_t *e)
+{
+    pthread_mutex_lock(&e->lock);
+    int origin = e->error == WEFT_OK ? -1 : e->error_origin;
+    pthread_mutex_unlock(&e->lock);
+    return origin;
+}
+
+void wf_engine_append_error(wf_engine_t *e, const char *text)
+{
+    pthread_mutex_lock(&e->lock);
+    if (e->error != WEFT_OK) {
+        size_t used = strlen(e->error_msg);
+        wf_strlcpy(e->error_msg + used, text, sizeof(e->error_msg) - used);
+    }
+    pthread_mutex_unlock(&e->lock);
+}
+
 static void append(struct weft_request **head, struct weft_request **tail,
                    struct weft_request *req)
 {

@@ -205,3 +205,45 @@ WF_TEST(sigusr1_dumps_every_communicator, 60)
     ASSERT_STR_CONTAINS(diag_log, "#0 allreduce 1 x float32 (");
     ASSERT_STR_CONTAINS(diag_log, "#1 barrier 0 x ");
 }
+
+/* Hang diagnosis through the rendezvous: ranks 0 and 1 wait in allreduce
+ * #1, rank 2 waits to receive from rank 3, and rank 3 is busy in
+ * application code.  The rank where the timeout arises collects where
+ * everyone is and says so in its error message. */
+static char gathered[4][1024];
+
+static void gather_rank(int rank, int size, void *p)
+{
+    weft_comm_t comm;
+    ASSERT_OK(wf_test_comm_mem(p, rank, size, "WEFT_TIMEOUT=1s", &comm));
+    float v = 1;
+    ASSERT_OK(weft_allreduce(&v, &v, 1, WEFT_FLOAT32, WEFT_SUM, comm));
+    weft_status_t st;
+    if (rank <= 1)
+        st = weft_allreduce(&v, &v, 1, WEFT_FLOAT32, WEFT_SUM, comm);
+    else if (rank == 2)
+        st = weft_recv(&v, 1, WEFT_FLOAT32, 3, comm);
+    else {
+        usleep(3500000);
+        st = WEFT_ERR_TIMEOUT; /* never asked */
+    }
+    ASSERT_STATUS(st, WEFT_ERR_TIMEOUT);
+    const char *msg = NULL;
+    if (rank < 3)
+        ASSERT_STATUS(weft_comm_get_error(comm, &msg), WEFT_ERR_TIMEOUT);
+    snprintf(gathered[rank], sizeof(gathered[rank]), "%s", msg ? msg : "");
+    weft_comm_destroy(comm);
+}
+
+WF_TEST(timeout_gathers_where_every_rank_is, 60)
+{
+    memset(gathered, 0, sizeof(gathered));
+    wf_test_run_threads(4, gather_rank, (void *)wf_test_unique("gather"));
+    /* Rank 0 or 1 timed out first; its message carries the summary. */
+    const char *summary = strstr(gathered[0], "ranks 0-1 were in")
+                              ? gathered[0] : gathered[1];
+    printf("%s\n", summary);
+    ASSERT_STR_CONTAINS(summary, "ranks 0-1 were in allreduce #1");
+    ASSERT_STR_CONTAINS(summary, "rank 2 was in recv from rank 3");
+    ASSERT_STR_CONTAINS(summary, "no answer from rank 3 within 1000 ms");
+}
