@@ -189,6 +189,13 @@ static int advance_all(wf_engine_t *e, weft_status_t sticky)
         weft_status_t st = sticky;
         if (sticky == WEFT_OK)
             work += wf_exec_advance(e, req, &finished, &st);
+        /* A failure found while advancing may have let a peer's notice
+         * in first (fail_req): the request reports the communicator's
+         * error, so that every call after it reports the same one. */
+        if (finished && st < 0) {
+            weft_status_t now = wf_engine_error(e, NULL);
+            st = now != WEFT_OK ? now : st;
+        }
         if (sticky != WEFT_OK || finished) {
             if (prev)
                 prev->next = next;

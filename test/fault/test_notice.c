@@ -247,3 +247,42 @@ WF_TEST(timeout_gathers_where_every_rank_is, 60)
     ASSERT_STR_CONTAINS(summary, "rank 2 was in recv from rank 3");
     ASSERT_STR_CONTAINS(summary, "no answer from rank 3 within 1000 ms");
 }
+
+/* A rank whose transfer fails because its peer left after a mismatch
+ * elsewhere reports the communicator's error (the mismatch it learned from
+ * the notice), not "connection closed", so that this call and every later
+ * one report the same error.  Rank 1 finds the mismatch with rank 0 and
+ * leaves at once; rank 2 was receiving from rank 1.  Repeated, because
+ * which of the notice and the closed connection rank 2 sees first depends
+ * on timing. */
+static void consistent_rank(int rank, int size, void *p)
+{
+    weft_comm_t comm;
+    ASSERT_OK(wf_test_comm_mem(p, rank, size, "WEFT_TIMEOUT=20s", &comm));
+    ASSERT_OK(weft_barrier(comm));
+    float v[4] = {0};
+    weft_status_t st;
+    if (rank == 0)
+        st = weft_send(v, 3, WEFT_FLOAT32, 1, comm);
+    else if (rank == 1)
+        st = weft_recv(v, 4, WEFT_FLOAT32, 0, comm);
+    else
+        st = weft_recv(v, 1, WEFT_FLOAT32, 1, comm);
+    if (rank == 1) {
+        ASSERT_STATUS(st, WEFT_ERR_MISMATCH);
+    } else if (rank == 2) {
+        const char *msg = NULL;
+        ASSERT_STATUS(st, weft_comm_get_error(comm, &msg));
+        ASSERT_STATUS(weft_barrier(comm), st);
+    }
+    weft_comm_destroy(comm);
+}
+
+WF_TEST(failed_call_reports_the_communicator_error, 120)
+{
+    for (int i = 0; i < 20; i++) {
+        char name[64];
+        snprintf(name, sizeof(name), "%s-%d", wf_test_unique("consistent"), i);
+        wf_test_run_threads(3, consistent_rank, name);
+    }
+}
