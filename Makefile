@@ -187,7 +187,7 @@ test-python: lib
 # reason where no guest can run.  RDMA_PARTS picks parts of the one-guest
 # suite; RDMA_TWO_GUESTS=0 leaves out the two-guest run.
 .PHONY: test-rdma
-RDMA_PARTS ?= conformance colls errors
+RDMA_PARTS ?= conformance colls errors netem
 test-rdma: deps
 	$(MAKE) all $(TEST_BIN)
 	@test/rdma-vm/run.sh $(BUILD) $(RDMA_PARTS)

@@ -1,27 +1,38 @@
 #!/bin/bash
 # netns-faults.sh - network faults between 4 ranks on 4 "hosts" (network
-# namespaces on a bridge), run by test/fault/test_netns.c:
+# namespaces on a bridge), run by test/fault/test_netns.c.
+#
+# MODE loss (the default):
 #   1. 1% and then 5% of TCP packets dropped on every host's egress
 #      (nftables `numgen random`): allreduce from 8 B to 4 MiB must give
 #      exactly the right results (weft-bench's element-wise check);
 #   2. one host's link cut (`ip link set eth0 down`) in the middle of a
 #      loop of allreduces: every rank must exit with an error within twice
 #      WEFT_TIMEOUT, none may hang.
+# MODE netem (needs sch_netem, which the build host's kernel lacks; `make
+# test-rdma` runs it inside its Debian guest): every host's egress delayed
+# with jitter (which reorders), reordered, duplicating and corrupting
+# packets in turn; allreduce 8 B..4 MiB must stay exact.
 # Everything lives in namespaces created here and deleted by an EXIT trap.
 # Exits 0 when all pass, 1 on a failure, 77 (skip) without root, ip, nft
-# or namespaces.
+# (loss) or sch_netem (netem), or namespaces.
 #
-# usage: netns-faults.sh BUILD_DIR
+# usage: netns-faults.sh BUILD_DIR [loss|netem]
 set -uo pipefail
 
-build=${1:?usage: netns-faults.sh BUILD_DIR}
+build=${1:?usage: netns-faults.sh BUILD_DIR [loss|netem]}
+mode=${2:-loss}
 bench=$build/bin/weft-bench
 hosts=4
 timeout_s=3
 skip() { echo "SKIP: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root to create network namespaces"
 command -v ip >/dev/null || skip "ip (iproute2) is not installed"
-command -v nft >/dev/null || skip "nft (nftables) is not installed"
+if [ "$mode" = loss ]; then
+    command -v nft >/dev/null || skip "nft (nftables) is not installed"
+else
+    command -v tc >/dev/null || skip "tc (iproute2) is not installed"
+fi
 
 prefix="wfnf$$"
 out=$(mktemp -d)
@@ -50,8 +61,15 @@ for ((h = 0; h < hosts; h++)); do
     ip -n "$(ns $h)" link set eth0 up
     ip -n "$(ns $h)" link set lo up
 done
-ip netns exec "$(ns 0)" nft list tables >/dev/null 2>&1 ||
-    skip "nftables does not work in a namespace on this kernel"
+if [ "$mode" = loss ]; then
+    ip netns exec "$(ns 0)" nft list tables >/dev/null 2>&1 ||
+        skip "nftables does not work in a namespace on this kernel"
+else
+    modprobe sch_netem 2>/dev/null
+    err=$(ip netns exec "$(ns 0)" tc qdisc add dev eth0 root netem delay 1ms 2>&1) ||
+        skip "tc netem does not work on this kernel ($err)"
+    ip netns exec "$(ns 0)" tc qdisc del dev eth0 root
+fi
 
 # Rank 0 hosts the rendezvous in-process (no extra server to clean up).
 run_ranks() { # job extra-bench-args...
@@ -67,7 +85,39 @@ run_ranks() { # job extra-bench-args...
     done
 }
 
+# Runs allreduce 8 B..4 MiB with element checks on every host; $1 names
+# the case.  Faults make connections slow to start: a long timeout (these
+# runs test results, not deadlines).
+exact_run() {
+    local name=$1 h ok=1
+    pids=()
+    run_timeout=60 run_ranks "$name" -b 8 -e 4M -f 8 -w 1 -r 3 -c 1
+    for ((h = 0; h < hosts; h++)); do
+        wait "${pids[h]}" || ok=0
+    done
+    [ $ok = 1 ] && grep -q "Out of bounds values : 0 OK" "$out/$name.0"
+}
+
 status=0
+if [ "$mode" = netem ]; then
+    i=0
+    for fault in "delay 2ms 2ms" "delay 1ms reorder 25% 50%" "duplicate 5%" \
+                 "corrupt 1%"; do
+        for ((h = 0; h < hosts; h++)); do
+            ip netns exec "$(ns $h)" tc qdisc replace dev eth0 root netem $fault
+        done
+        if exact_run "netem$i"; then
+            echo "ok: netem $fault: allreduce 8 B..4 MiB exact on $hosts hosts"
+        else
+            echo "FAIL: netem $fault"
+            tail -n 5 "$out"/netem$i.*
+            status=1
+        fi
+        i=$((i + 1))
+    done
+    exit $status
+fi
+
 for loss in 1 5; do
     for ((h = 0; h < hosts; h++)); do
         ip netns exec "$(ns $h)" nft -f - <<EOF
@@ -81,15 +131,8 @@ table inet wfloss {
 }
 EOF
     done
-    pids=()
-    # Lost SYNs wait out 1 s retransmission timers: loss runs get a long
-    # timeout (they test results, not deadlines).
-    run_timeout=60 run_ranks "loss$loss" -b 8 -e 4M -f 8 -w 1 -r 3 -c 1
-    ok=1
-    for ((h = 0; h < hosts; h++)); do
-        wait "${pids[h]}" || ok=0
-    done
-    if [ $ok = 1 ] && grep -q "Out of bounds values : 0 OK" "$out/loss$loss.0"; then
+    # Lost SYNs wait out 1 s retransmission timers.
+    if exact_run "loss$loss"; then
         echo "ok: $loss% packet loss: allreduce 8 B..4 MiB exact on $hosts hosts"
     else
         echo "FAIL: $loss% packet loss"

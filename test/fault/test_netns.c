@@ -1,8 +1,9 @@
 /*
  * test_netns.c - network faults between network namespaces: packet loss
  * must not change a result, a cut link must fail every rank within twice
- * the timeout.  The work is in netns-faults.sh (it needs root, iproute2 and
- * nftables, and skips with the reason otherwise).
+ * the timeout; delayed, reordered, duplicated and corrupted packets must
+ * not either.  The work is in netns-faults.sh (it needs root, iproute2,
+ * nftables or sch_netem, and skips with the reason otherwise).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,15 +13,29 @@
 
 extern const char *wf_test_build_dir;
 
-WF_TEST(netns_packet_loss_exact_and_link_cut_fails_everyone, 180)
+static void run_faults(const char *mode)
 {
     char cmd[512];
-    snprintf(cmd, sizeof(cmd), "test/fault/netns-faults.sh %s",
-             wf_test_build_dir);
+    snprintf(cmd, sizeof(cmd), "test/fault/netns-faults.sh %s %s",
+             wf_test_build_dir, mode);
     fflush(stdout);
     int ws = system(cmd);
     ASSERT_TRUE(WIFEXITED(ws));
     if (WEXITSTATUS(ws) == 77)
-        WF_SKIP("netns-faults.sh could not set up namespaces (see above)");
+        WF_SKIP("netns-faults.sh %s could not set up its faults (see above)",
+                mode);
     ASSERT_EQ(WEXITSTATUS(ws), 0);
+}
+
+WF_TEST(netns_packet_loss_exact_and_link_cut_fails_everyone, 180)
+{
+    run_faults("loss");
+}
+
+/* Delay with jitter, reordering, duplication and corruption (tc netem):
+ * skipped on kernels without sch_netem; `make test-rdma` runs it in its
+ * Debian guest. */
+WF_TEST(netns_netem_delay_reorder_duplicate_corrupt_exact, 300)
+{
+    run_faults("netem");
 }

@@ -9,7 +9,10 @@
 # tests with WEFT_TRANSPORT=ib: every algorithm, world sizes as threads and
 # as processes, every dtype x op), errors (verbs error paths: wrong HCA,
 # wrong GID index, memlock too low, a peer killed with -9), perf (weft
-# sendrecv vs ib_write_bw at 4 MiB; numbers only, never fails), two-guest
+# sendrecv vs ib_write_bw at 4 MiB; numbers only, never fails), netem
+# (allreduce exact under tc netem delay, reordering, duplication and
+# corruption between network namespaces: this Debian kernel has sch_netem,
+# the build host's does not), two-guest
 # ROLE=0|1 PEER_IP=... (allreduce and broadcast across two guests).
 # Ends with "N passed, N failed, N skipped" and exits non-zero on failure.
 set -u
@@ -164,6 +167,11 @@ part_perf() {
     done
 }
 
+part_netem() {
+    echo "== tc netem faults between network namespaces (TCP)"
+    runner netns_netem_
+}
+
 # Two guests on one e1000 wire: this guest is rank ROLE of 2; rank 0
 # serves the rendezvous on its address.
 part_two_guest() {
@@ -190,6 +198,7 @@ for part in $PARTS; do
     colls) part_colls ;;
     errors) part_errors ;;
     perf) part_perf ;;
+    netem) part_netem ;;
     two-guest) part_two_guest ;;
     *) echo "unknown part $part"; FAIL=$((FAIL + 1)) ;;
     esac

@@ -33,7 +33,8 @@ CACHE=${RXE_VM_CACHE:-$(pwd)/build/rdma-vm}
 HOST_PKGS=(qemu-system-x86 busybox-static kmod iproute2 libibverbs1
            ibverbs-providers ibverbs-utils perftest)
 # Modules the guest loads; modprobe adds their dependencies in order.
-MODULES=(virtio_pci 9pnet_virtio 9p crc32_generic rdma_rxe dummy e1000)
+MODULES=(virtio_pci 9pnet_virtio 9p crc32_generic rdma_rxe dummy e1000 veth bridge
+    sch_netem)
 
 CPUS=2 MEM=3072 TIMEOUT=1500 IP=10.77.0.1/24 MTU=1500 LINK="" PREPARE=0
 die() { echo "rxe-vm: $*" >&2; exit 125; }
