@@ -145,14 +145,24 @@ weft_status_t wf_comm_connect(wf_comm_impl_t *c)
     size_t addr_len = sizeof(addr);
     uint8_t *peer_addrs = calloc((size_t)c->size, WF_TADDR_MAX);
     size_t *peer_lens = calloc((size_t)c->size, sizeof(size_t));
+    uint64_t *node_keys = calloc((size_t)c->size, sizeof(uint64_t));
     weft_status_t st = WEFT_ERR_NO_MEMORY;
-    if (!peer_addrs || !peer_lens)
+    if (!peer_addrs || !peer_lens || !node_keys)
         goto out;
     WEFT_CHECK_GOTO(open_transport(c, &ops, &tctx), st, out);
     WEFT_CHECK_GOTO(ops->get_address(tctx, addr, &addr_len), st, out);
     WEFT_CHECK_GOTO(wf_bootstrap_exchange(c->store, c->rank, c->size, addr,
                                           addr_len, c->cfg.timeout_ms,
-                                          peer_addrs, peer_lens), st, out);
+                                          peer_addrs, peer_lens, node_keys),
+                    st, out);
+    /* Ranks on this machine: they share its cores (the cost model). */
+    c->local_rank = c->local_size = 0;
+    for (int r = 0; r < c->size; r++)
+        if (node_keys[r] == node_keys[c->rank]) {
+            c->local_rank += r < c->rank;
+            c->local_size++;
+        }
+    c->host_cores = wf_online_cores();
     WEFT_CHECK_GOTO(wf_bootstrap_ready(c->store, c->rank, c->size,
                                        c->server != NULL, c->cfg.timeout_ms),
                     st, out);
@@ -170,6 +180,7 @@ out:
         ops->fini(tctx);
     free(peer_addrs);
     free(peer_lens);
+    free(node_keys);
     return st;
 }
 

@@ -30,6 +30,9 @@ typedef struct wf_comm_impl {
     weft_server_t server; /* when this rank hosts the rendezvous */
     wf_engine_t *engine;
     char transport_name[16];
+    int local_rank;  /* among the ranks on this machine (same node key) */
+    int local_size;  /* ranks on this machine */
+    int host_cores;  /* CPUs this process may use */
     uint64_t split_seq;  /* weft_comm_split calls so far */
     uint64_t shrink_seq; /* weft_comm_shrink calls so far */
     bool diag_done;      /* hang diagnosis published (diag.c), atomic */

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,32 @@ const char *wf_hostname(void)
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, hostname_init);
     return hostname_buf;
+}
+
+uint64_t wf_node_key(void)
+{
+    /* The hostname alone can repeat (containers, cloned VMs) and the boot
+     * id alone changes nothing between containers of one kernel, which do
+     * share the machine: together they name it. */
+    char id[256 + 64] = "";
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f) {
+        if (!fgets(id, 64, f))
+            id[0] = '\0';
+        fclose(f);
+    }
+    size_t used = strlen(id);
+    wf_strlcpy(id + used, wf_hostname(), sizeof(id) - used);
+    return wf_hash64(id, strlen(id));
+}
+
+int wf_online_cores(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
 }
 
 const char *wf_errno_str(int err)

@@ -57,6 +57,11 @@ uint64_t wf_hash64(const void *data, size_t len);
 
 /* The host name of this machine (cached, never NULL). */
 const char *wf_hostname(void);
+/* Identifies this machine (hostname and boot id): equal for the ranks that
+ * share it. */
+uint64_t wf_node_key(void);
+/* CPUs this process may run on (its affinity mask). */
+int wf_online_cores(void);
 
 /* strerror_r into a per-thread buffer. */
 const char *wf_errno_str(int err);

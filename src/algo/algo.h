@@ -57,6 +57,8 @@ typedef struct wf_coll_args {
     int size;
     size_t chunk_bytes; /* WEFT_CHUNK_SIZE */
     bool in_place;
+    int local_size;     /* ranks sharing this machine (0: unknown, 1) */
+    int host_cores;     /* its CPUs (0: unknown, enough) */
 } wf_coll_args_t;
 
 /* Sizes in bytes of the send and receive buffers the plan may touch on

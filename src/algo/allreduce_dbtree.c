@@ -75,8 +75,11 @@ static double dbtree_cost(const wf_coll_args_t *a)
     double bytes = (double)a->count * (double)a->elem_size;
     double chunk = WF_MIN(bytes / 2, (double)a->chunk_bytes);
     double d = wf_artree_depth(a->size);
-    return wf_cost(2 * d, 2 * bytes + 3 * (d - 1) * chunk,
-                   bytes + 2 * (d - 1) * chunk);
+    /* Two trees, each with half of the vector. */
+    double msgs = 4 * (a->size - 1) * wf_msgs(bytes / 2, chunk);
+    return wf_cost_host(a, wf_cost(2 * d, 2 * bytes + 3 * (d - 1) * chunk,
+                                   bytes + 2 * (d - 1) * chunk),
+                        msgs, 2 * (a->size - 1) * bytes);
 }
 
 const wf_algo_t wf_algo_allreduce_dbtree = {

@@ -122,8 +122,11 @@ static double rd_cost(const wf_coll_args_t *a)
     wf_arfold_init(&f, 0, a->size);
     double bytes = (double)a->count * (double)a->elem_size;
     double steps = wf_ceil_log2(f.p), fold = f.rem ? 1 : 0;
-    return wf_cost(steps + 2 * fold, (steps + 2 * fold) * bytes,
-                   (steps + fold) * bytes);
+    double msgs = (f.p * steps + 2 * f.rem) *
+                  wf_msgs(bytes, (double)a->chunk_bytes);
+    return wf_cost_host(a, wf_cost(steps + 2 * fold, (steps + 2 * fold) * bytes,
+                                   (steps + fold) * bytes),
+                        msgs, (f.p * steps + 2 * f.rem) * bytes);
 }
 
 const wf_algo_t wf_algo_allreduce_rd = {

@@ -206,8 +206,16 @@ static double rhd_cost(const wf_coll_args_t *a)
     wf_arfold_init(&f, 0, a->size);
     double bytes = (double)a->count * (double)a->elem_size;
     double p = f.p, steps = wf_ceil_log2(f.p), fold = f.rem ? 1 : 0;
-    return wf_cost(2 * steps + 2 * fold, (2 * (p - 1) / p + 2 * fold) * bytes,
-                   ((p - 1) / p + fold) * bytes);
+    /* Per rank: a message per step, plus one per chunk of what it sends. */
+    double per_rank = 2 * steps +
+                      2 * (p - 1) / p * bytes /
+                          WF_MAX((double)a->chunk_bytes, 1.0);
+    double msgs = p * per_rank + 2 * f.rem * wf_msgs(bytes,
+                                                     (double)a->chunk_bytes);
+    return wf_cost_host(a, wf_cost(2 * steps + 2 * fold,
+                                   (2 * (p - 1) / p + 2 * fold) * bytes,
+                                   ((p - 1) / p + fold) * bytes),
+                        msgs, (2 * (p - 1) + 2 * f.rem) * bytes);
 }
 
 const wf_algo_t wf_algo_allreduce_rhd = {

@@ -233,7 +233,9 @@ static double tree_cost(const wf_coll_args_t *a)
     double chunk = WF_MIN(bytes, (double)a->chunk_bytes);
     double d = wf_artree_depth(a->size);
     double flow = bytes + (d - 1) * chunk;
-    return wf_cost(2 * d, 3 * flow, 2 * flow);
+    double msgs = 2 * (a->size - 1) * wf_msgs(bytes, chunk);
+    return wf_cost_host(a, wf_cost(2 * d, 3 * flow, 2 * flow), msgs,
+                        2 * (a->size - 1) * bytes);
 }
 
 const wf_algo_t wf_algo_allreduce_tree = {

@@ -13,7 +13,7 @@
 #include "transport.h"
 
 #define RECORD_MAGIC 0x77667263u /* "wfrc" */
-#define RECORD_VERSION 1
+#define RECORD_VERSION 2
 
 typedef struct {
     uint32_t magic;
@@ -24,6 +24,7 @@ typedef struct {
     uint32_t addr_len;
     char host[64];
     uint8_t addr[WF_TADDR_MAX];
+    uint64_t node_key; /* wf_node_key(): which ranks share a machine */
 } rank_record_t;
 
 static weft_status_t check_record(const rank_record_t *rec, size_t len,
@@ -61,7 +62,8 @@ static weft_status_t claim_rank(wf_store_t *store, const char *key,
 weft_status_t wf_bootstrap_exchange(wf_store_t *store, int rank, int size,
                                     const void *addr, size_t addr_len,
                                     int64_t timeout_ms, uint8_t *peer_addrs,
-                                    size_t *peer_addr_lens)
+                                    size_t *peer_addr_lens,
+                                    uint64_t *node_keys)
 {
     rank_record_t mine;
     char key[32];
@@ -74,6 +76,7 @@ weft_status_t wf_bootstrap_exchange(wf_store_t *store, int rank, int size,
     mine.addr_len = (uint32_t)addr_len;
     wf_strlcpy(mine.host, wf_hostname(), sizeof(mine.host));
     memcpy(mine.addr, addr, addr_len);
+    mine.node_key = wf_node_key();
     snprintf(key, sizeof(key), "rank/%d", rank);
     WEFT_CHECK(claim_rank(store, key, &mine));
 
@@ -100,6 +103,7 @@ weft_status_t wf_bootstrap_exchange(wf_store_t *store, int rank, int size,
         }
         memcpy(peer_addrs + (size_t)r * WF_TADDR_MAX, rec.addr, rec.addr_len);
         peer_addr_lens[r] = rec.addr_len;
+        node_keys[r] = rec.node_key;
     }
     return WEFT_OK;
 }

@@ -3,7 +3,9 @@
  * publishes a record (world size, host, pid, transport address) under
  * "rank/<r>" with set-once semantics, then reads every other rank's record.
  * Two processes claiming one rank, and ranks that disagree on the world
- * size, are reported here with both sides named.
+ * size, are reported here with both sides named.  Each record also carries
+ * the rank's node key (hostname and boot id), which tells the ranks that
+ * share a machine.
  */
 #ifndef WF_BOOTSTRAP_H
 #define WF_BOOTSTRAP_H
@@ -18,7 +20,8 @@
 weft_status_t wf_bootstrap_exchange(wf_store_t *store, int rank, int size,
                                     const void *addr, size_t addr_len,
                                     int64_t timeout_ms, uint8_t *peer_addrs,
-                                    size_t *peer_addr_lens);
+                                    size_t *peer_addr_lens,
+                                    uint64_t *node_keys);
 
 /* Marks this rank as done with the exchange.  With wait_all (the rank that
  * hosts the rendezvous server in-process) waits until every rank is, so the

@@ -124,3 +124,28 @@ WF_TEST(algo_select_override, 10)
     ASSERT_STATUS(wf_algo_select(&a, "broadcast:nosuch", &algo),
                   WEFT_ERR_UNSUPPORTED);
 }
+
+/* More ranks on a machine than it has cores: the cost model counts the
+ * CPU work of every message there, so the tree (2(p-1) messages) beats
+ * recursive doubling (p log p) for short vectors, as measured on 8 ranks
+ * over 2 cores (docs/algorithms.md); with a core per rank, or one rank per
+ * machine, the fewer rounds of recursive doubling win as before. */
+WF_TEST(select_counts_cpu_work_when_ranks_outnumber_cores, 10)
+{
+    const wf_algo_t *algo = NULL;
+    wf_coll_args_t a = {.coll = WF_COLL_ALLREDUCE, .count = 2,
+                        .dtype = WEFT_FLOAT32, .elem_size = 4, .size = 8,
+                        .chunk_bytes = 256 << 10};
+    ASSERT_OK(wf_algo_select(&a, "auto", &algo));
+    ASSERT_STR_CONTAINS(algo->name, "rd");
+    a.local_size = 8, a.host_cores = 8;
+    ASSERT_OK(wf_algo_select(&a, "auto", &algo));
+    ASSERT_STR_CONTAINS(algo->name, "rd");
+    a.host_cores = 2;
+    ASSERT_OK(wf_algo_select(&a, "auto", &algo));
+    ASSERT_STR_CONTAINS(algo->name, "tree");
+    /* Large vectors stay with the bandwidth-optimal algorithm. */
+    a.count = 4 << 20;
+    ASSERT_OK(wf_algo_select(&a, "auto", &algo));
+    ASSERT_TRUE(strcmp(algo->name, "rd") != 0);
+}
