@@ -25,6 +25,7 @@ typedef struct {
     int root; /* -1 when not rooted */
     int peer; /* -1 when not point-to-point */
     bool blocking; /* the caller waits right away and drives the engine */
+    weft_comm_t comm; /* the handle the call came with */
 } call_t;
 
 static bool is_rooted(wf_coll_t coll)
@@ -122,6 +123,20 @@ static weft_status_t check_overlap(const call_t *k, uint64_t sb, uint64_t rb,
     return WEFT_ERR_INVALID_ARG;
 }
 
+/* weft_wait's hook for a request that timed out: asks the other ranks
+ * where they are (diag.c), so the error says who is stuck.  The handle is
+ * checked again: the communicator may have been destroyed meanwhile. */
+static void diagnose_timeout(struct weft_request *req, void *owner)
+{
+    char where[96];
+    wf_diag_position(req, where, sizeof(where));
+    wf_comm_impl_t *c;
+    if (wf_comm_get((weft_comm_t)owner, "hang diagnosis", &c) == WEFT_OK) {
+        wf_diag_gather(c, where);
+        wf_comm_put(c);
+    }
+}
+
 /* Builds the plan and submits it; *out gets the request on success. */
 static weft_status_t launch(wf_comm_impl_t *c, const call_t *k,
                             const wf_coll_args_t *a, weft_request_t *out)
@@ -133,6 +148,8 @@ static weft_status_t launch(wf_comm_impl_t *c, const call_t *k,
     req->args = *a;
     req->sendbuf = k->sendbuf;
     req->recvbuf = k->recvbuf;
+    req->on_timeout = diagnose_timeout;
+    req->owner = k->comm;
     wf_plan_init(&req->plan, a->dtype, a->op, a->elem_size, a->size);
     WEFT_CHECK_GOTO(wf_algo_select(a, c->cfg.algo, &req->algo), st, err);
     WEFT_CHECK_GOTO(req->algo->build(a, &req->plan), st, err);
@@ -176,28 +193,19 @@ static weft_status_t start(weft_comm_t comm, const call_t *k,
 {
     wf_comm_impl_t *c;
     WEFT_CHECK(wf_comm_get(comm, k->fn, &c));
-    weft_status_t st = start_on(c, k, req);
+    call_t call = *k;
+    call.comm = comm; /* for the timeout hook (launch) */
+    weft_status_t st = start_on(c, &call, req);
     wf_comm_put(c);
     return st;
 }
 
-/* Completes a started request (blocking forms).  A timeout first asks the
- * other ranks where they are (diag.c), so the error says who is stuck. */
-static weft_status_t wait_free(weft_comm_t comm, weft_status_t st,
-                               weft_request_t req)
+/* Completes a started request (blocking forms). */
+static weft_status_t wait_free(weft_status_t st, weft_request_t req)
 {
     if (st < 0)
         return st;
     st = weft_wait(req);
-    if (st == WEFT_ERR_TIMEOUT) {
-        char where[96];
-        wf_diag_position(req, where, sizeof(where));
-        wf_comm_impl_t *c;
-        if (wf_comm_get(comm, "hang diagnosis", &c) == WEFT_OK) {
-            wf_diag_gather(c, where);
-            wf_comm_put(c);
-        }
-    }
     weft_request_free(req);
     return st;
 }
@@ -208,7 +216,7 @@ static weft_status_t run(weft_comm_t comm, const call_t *k)
     call_t blocking = *k;
     blocking.blocking = true;
     weft_status_t st = start(comm, &blocking, &req); /* before req is read */
-    return wait_free(comm, st, req);
+    return wait_free(st, req);
 }
 
 #define CALL(name, coll_, sb_, rb_, count_, dtype_, op_, root_, peer_)         \
@@ -327,7 +335,7 @@ WEFT_API weft_status_t weft_broadcast(const void *sendbuf, void *recvbuf,
     weft_request_t r = NULL;
     weft_status_t st = weft_ibroadcast(sendbuf, recvbuf, count, dtype, root,
                                      comm, &r);
-    return wait_free(comm, st, r);
+    return wait_free(st, r);
 }
 
 WEFT_API weft_status_t weft_reduce(const void *sendbuf, void *recvbuf,
@@ -337,7 +345,7 @@ WEFT_API weft_status_t weft_reduce(const void *sendbuf, void *recvbuf,
     weft_request_t r = NULL;
     weft_status_t st = weft_ireduce(sendbuf, recvbuf, count, dtype, op, root,
                                   comm, &r);
-    return wait_free(comm, st, r);
+    return wait_free(st, r);
 }
 
 WEFT_API weft_status_t weft_allgather(const void *sendbuf, void *recvbuf,
@@ -347,7 +355,7 @@ WEFT_API weft_status_t weft_allgather(const void *sendbuf, void *recvbuf,
     weft_request_t r = NULL;
     weft_status_t st = weft_iallgather(sendbuf, recvbuf, sendcount, dtype, comm,
                                      &r);
-    return wait_free(comm, st, r);
+    return wait_free(st, r);
 }
 
 WEFT_API weft_status_t weft_reduce_scatter(const void *sendbuf, void *recvbuf,
@@ -358,7 +366,7 @@ WEFT_API weft_status_t weft_reduce_scatter(const void *sendbuf, void *recvbuf,
     weft_request_t r = NULL;
     weft_status_t st = weft_ireduce_scatter(sendbuf, recvbuf, recvcount, dtype,
                                           op, comm, &r);
-    return wait_free(comm, st, r);
+    return wait_free(st, r);
 }
 
 WEFT_API weft_status_t weft_alltoall(const void *sendbuf, void *recvbuf,
@@ -367,14 +375,14 @@ WEFT_API weft_status_t weft_alltoall(const void *sendbuf, void *recvbuf,
 {
     weft_request_t r = NULL;
     weft_status_t st = weft_ialltoall(sendbuf, recvbuf, count, dtype, comm, &r);
-    return wait_free(comm, st, r);
+    return wait_free(st, r);
 }
 
 WEFT_API weft_status_t weft_barrier(weft_comm_t comm)
 {
     weft_request_t r = NULL;
     weft_status_t st = weft_ibarrier(comm, &r);
-    return wait_free(comm, st, r);
+    return wait_free(st, r);
 }
 
 WEFT_API weft_status_t weft_gather(const void *sendbuf, void *recvbuf,
@@ -384,7 +392,7 @@ WEFT_API weft_status_t weft_gather(const void *sendbuf, void *recvbuf,
     weft_request_t r = NULL;
     weft_status_t st = weft_igather(sendbuf, recvbuf, sendcount, dtype, root,
                                   comm, &r);
-    return wait_free(comm, st, r);
+    return wait_free(st, r);
 }
 
 WEFT_API weft_status_t weft_scatter(const void *sendbuf, void *recvbuf,
@@ -394,5 +402,5 @@ WEFT_API weft_status_t weft_scatter(const void *sendbuf, void *recvbuf,
     weft_request_t r = NULL;
     weft_status_t st = weft_iscatter(sendbuf, recvbuf, recvcount, dtype, root,
                                    comm, &r);
-    return wait_free(comm, st, r);
+    return wait_free(st, r);
 }

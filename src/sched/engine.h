@@ -53,6 +53,11 @@ struct weft_request {
     wf_plan_t plan;
     wf_exec_t *exec;
     struct weft_request *next; /* engine queues */
+    /* Called by weft_wait when the request ended in a timeout (hang
+     * diagnosis, diag.c), with `owner`: the communicator's handle, which
+     * stays recognisable after a destroy.  NULL: nothing to call. */
+    void (*on_timeout)(struct weft_request *req, void *owner);
+    void *owner;
 };
 
 typedef struct wf_engine_params {

@@ -132,6 +132,8 @@ WEFT_API weft_status_t weft_wait(weft_request_t req)
     }
     weft_status_t st = req->status;
     pthread_mutex_unlock(&req_lock);
+    if (st == WEFT_ERR_TIMEOUT && req->on_timeout)
+        req->on_timeout(req, req->owner);
     return st;
 }
 

@@ -207,8 +207,8 @@ WF_TEST(sigusr1_dumps_every_communicator, 60)
 }
 
 /* Hang diagnosis through the rendezvous: ranks 0 and 1 wait in allreduce
- * #1, rank 2 waits to receive from rank 3, and rank 3 is busy in
- * application code.  The rank where the timeout arises collects where
+ * #1 (rank 0 in the blocking call, rank 1 in weft_wait), rank 2 waits to
+ * receive from rank 3, and rank 3 is busy in application code.  The rank where the timeout arises collects where
  * everyone is and says so in its error message. */
 static char gathered[4][1024];
 
@@ -219,9 +219,15 @@ static void gather_rank(int rank, int size, void *p)
     float v = 1;
     ASSERT_OK(weft_allreduce(&v, &v, 1, WEFT_FLOAT32, WEFT_SUM, comm));
     weft_status_t st;
-    if (rank <= 1)
+    weft_request_t req = NULL;
+    if (rank == 0) {
         st = weft_allreduce(&v, &v, 1, WEFT_FLOAT32, WEFT_SUM, comm);
-    else if (rank == 2)
+    } else if (rank == 1) { /* the non-blocking path gathers too */
+        ASSERT_OK(weft_iallreduce(&v, &v, 1, WEFT_FLOAT32, WEFT_SUM, comm,
+                                  &req));
+        st = weft_wait(req);
+        weft_request_free(req);
+    } else if (rank == 2)
         st = weft_recv(&v, 1, WEFT_FLOAT32, 3, comm);
     else {
         usleep(3500000);
