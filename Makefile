@@ -59,8 +59,12 @@ BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/tool-obj/%.o)
 
 TEST_SRCS := $(wildcard test/harness/*.c test/unit/*.c test/coll/*.c \
-               test/transport/*.c test/rdv/*.c test/fault/*.c test/tools/*.c)
-TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/test-obj/%.o)
+               test/transport/*.c test/rdv/*.c test/fault/*.c test/tools/*.c \
+               test/cuda/*.c)
+# cuda/reduce.cu's kernels built for the CPU (cuda/cuda_compat.h's shim):
+# the tests run them without a GPU.
+CUDA_SHIM_OBJ := $(BUILD)/test-obj/cuda/reduce_shim.o
+TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/test-obj/%.o) $(CUDA_SHIM_OBJ)
 TEST_BIN := $(BUILD)/test/weft-test
 
 SONAME := libweft.so.0
@@ -111,6 +115,32 @@ $(TEST_BIN): $(TEST_OBJS) $(BUILD)/lib/libweft.a
 deps:
 	@scripts/install-deps.sh
 
+# ---- CUDA (cuda/, docs/cuda.md).  The kernels of cuda/reduce.cu: for the
+# tests, compiled by the host C++ compiler against the shim; with nvcc
+# (CUDA=auto finds /usr/local/cuda or nvcc on PATH), compiled for the GPUs
+# in CUDA_ARCHS into libweft_cuda.so, warnings as errors.  `make test`
+# builds it when nvcc is there, so CI proves the device code compiles.
+NVCC ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) \
+          $(shell command -v nvcc 2>/dev/null))
+CUDA_ARCHS ?= 80 90
+CUDA_LIB := $(BUILD)/lib/libweft_cuda.so
+CUDA_BUILD := $(if $(filter 0,$(CUDA)),,$(if $(NVCC),$(CUDA_LIB)))
+CUDA_DEPS := cuda/reduce.cu $(wildcard cuda/*.h) src/reduce/half.h \
+             src/reduce/reduce_ops.h include/weft.h
+$(CUDA_SHIM_OBJ): $(CUDA_DEPS)
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 $(OPT) -g -Wall -Wextra -Werror -fno-exceptions \
+	  -fno-rtti -fPIC $(SAN) -DWF_CUDA_SHIM -Iinclude -Isrc -Icuda \
+	  -x c++ -c $< -o $@
+$(CUDA_LIB): $(CUDA_DEPS)
+	@mkdir -p $(dir $@)
+	$(NVCC) -std=c++17 -O3 \
+	  $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+	  -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror,-fPIC -shared \
+	  -Iinclude -Isrc -Icuda -o $@ $<
+.PHONY: cuda
+cuda: $(CUDA_LIB)
+
 # The whole suite: unit, transport, rendezvous, collectives as threads and as
 # processes, tools.  Ends with "N passed, N failed, N skipped".
 # Under ASAN=1 or TSAN=1 the C suite runs with longer timeouts
@@ -139,7 +169,7 @@ export ASAN_OPTIONS ?= detect_leaks=1:halt_on_error=1:abort_on_error=0
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 export TSAN_OPTIONS ?= halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/scripts/tsan.supp
 test: deps
-	$(MAKE) all $(TEST_BIN)
+	$(MAKE) all $(TEST_BIN) $(CUDA_BUILD)
 	$(MAKE) check
 	@echo "$(TEST_BIN) --build $(BUILD)"
 	@{ WF_TEST_TIMEOUT_MULT=$(TEST_TIMEOUT_MULT) $(STDBUF) $(TEST_BIN) \

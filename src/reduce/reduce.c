@@ -19,6 +19,7 @@
 #include <strings.h>
 
 #include "reduce/half.h"
+#include "reduce/reduce_ops.h"
 #include "reduce/reduce_x86.h"
 
 /*
@@ -51,107 +52,6 @@
             dst[i] = COMBINE(a[i], b[i]);                                      \
     }
 
-#define WF_ADD(x, y) ((x) + (y))
-#define WF_MUL(x, y) ((x) * (y))
-#define WF_LESS(x, y) ((x) < (y) ? (x) : (y))
-#define WF_MORE(x, y) ((x) > (y) ? (x) : (y))
-
-/* The min/max of NaN and anything is this one quiet NaN, so the result
- * does not depend on the argument order: recursive doubling combines
- * (a, b) on one rank and (b, a) on its partner, and both must agree. */
-#define WF_F32_CANON_NAN 0x7fc00000u
-#define WF_F64_CANON_NAN 0x7ff8000000000000ull
-
-/*
- * Float min/max.  Written as one nested select: x < y, y < x, equal, and
- * unordered (a NaN) are the four outcomes.  Values that compare equal but
- * differ in bits are -0 and +0; OR-ing the bits gives -0 (min), AND-ing
- * gives +0 (max).  gcc 12 if-converts this shape for double too, where
- * separate statements for the NaN test leave a branch or an unsupported
- * mask conversion and the loop stays scalar.
- */
-static inline float wf_min_f32(float x, float y)
-{
-    uint32_t ux = wf_f32_bits(x), uy = wf_f32_bits(y);
-    return wf_f32_from_bits(x < y    ? ux
-                            : y < x  ? uy
-                            : x == y ? (ux | uy)
-                                     : WF_F32_CANON_NAN);
-}
-
-static inline float wf_max_f32(float x, float y)
-{
-    uint32_t ux = wf_f32_bits(x), uy = wf_f32_bits(y);
-    return wf_f32_from_bits(x > y    ? ux
-                            : y > x  ? uy
-                            : x == y ? (ux & uy)
-                                     : WF_F32_CANON_NAN);
-}
-
-static inline double wf_min_f64(double x, double y)
-{
-    uint64_t ux = wf_f64_bits(x), uy = wf_f64_bits(y);
-    return wf_f64_from_bits(x < y    ? ux
-                            : y < x  ? uy
-                            : x == y ? (ux | uy)
-                                     : WF_F64_CANON_NAN);
-}
-
-static inline double wf_max_f64(double x, double y)
-{
-    uint64_t ux = wf_f64_bits(x), uy = wf_f64_bits(y);
-    return wf_f64_from_bits(x > y    ? ux
-                            : y > x  ? uy
-                            : x == y ? (ux & uy)
-                                     : WF_F64_CANON_NAN);
-}
-
-/*
- * float16 / bfloat16 min/max pick one input unchanged, so they need no
- * widening: flipping the magnitude bits of negative values gives a signed
- * integer key in the same order as the floats, with -0 (key -1) below +0
- * (key 0).  The key is one-to-one, so equal keys are equal bits.  A NaN
- * gives the same canonical quiet NaN that widening, wf_min_f32 and
- * narrowing would: 0x7e00 for float16, 0x7fc0 for bfloat16.  Integer
- * compares keep the loop free of float operations gcc might branch on.
- */
-static inline int32_t wf_h16_key(uint16_t h)
-{
-    int32_t mag = h & 0x7fff;
-    return (h & 0x8000) ? ~mag : mag;
-}
-
-static inline uint16_t wf_min_h16(uint16_t x, uint16_t y, int32_t inf,
-                                  uint16_t qnan)
-{
-    uint16_t r = wf_h16_key(x) < wf_h16_key(y) ? x : y;
-    int nan = ((x & 0x7fff) > inf) | ((y & 0x7fff) > inf);
-    return nan ? qnan : r;
-}
-
-static inline uint16_t wf_max_h16(uint16_t x, uint16_t y, int32_t inf,
-                                  uint16_t qnan)
-{
-    uint16_t r = wf_h16_key(x) > wf_h16_key(y) ? x : y;
-    int nan = ((x & 0x7fff) > inf) | ((y & 0x7fff) > inf);
-    return nan ? qnan : r;
-}
-
-/* float16 / bfloat16 sum and product: widen to float32, combine, round
- * back once. */
-#define WF_F16_OP(OP, x, y)                                                    \
-    wf_f32_to_f16(OP(wf_f16_to_f32(x), wf_f16_to_f32(y)))
-#define WF_BF16_OP(OP, x, y)                                                   \
-    wf_f32_to_bf16(OP(wf_bf16_to_f32(x), wf_bf16_to_f32(y)))
-#define WF_F16_ADD(x, y) WF_F16_OP(WF_ADD, x, y)
-#define WF_F16_MUL(x, y) WF_F16_OP(WF_MUL, x, y)
-#define WF_F16_MIN(x, y) wf_min_h16(x, y, 0x7c00, 0x7e00)
-#define WF_F16_MAX(x, y) wf_max_h16(x, y, 0x7c00, 0x7e00)
-#define WF_BF16_ADD(x, y) WF_BF16_OP(WF_ADD, x, y)
-#define WF_BF16_MUL(x, y) WF_BF16_OP(WF_MUL, x, y)
-#define WF_BF16_MIN(x, y) wf_min_h16(x, y, 0x7f80, 0x7fc0)
-#define WF_BF16_MAX(x, y) wf_max_h16(x, y, 0x7f80, 0x7fc0)
-
 /*
  * Integers: X(name, type, unsigned type, type avg divides in).  Sum and
  * product run on the unsigned type, where overflow wraps by definition and
@@ -183,12 +83,12 @@ WF_KERNEL_SHARED(wf_reduce_bfloat16_sum, uint16_t, WF_BF16_ADD)
 WF_KERNEL_SHARED(wf_reduce_bfloat16_prod, uint16_t, WF_BF16_MUL)
 WF_KERNEL(wf_reduce_bfloat16_min, uint16_t, WF_BF16_MIN)
 WF_KERNEL(wf_reduce_bfloat16_max, uint16_t, WF_BF16_MAX)
-WF_KERNEL(wf_reduce_float32_sum, float, WF_ADD)
-WF_KERNEL(wf_reduce_float32_prod, float, WF_MUL)
+WF_KERNEL(wf_reduce_float32_sum, float, WF_F32_ADD)
+WF_KERNEL(wf_reduce_float32_prod, float, WF_F32_MUL)
 WF_KERNEL(wf_reduce_float32_min, float, wf_min_f32)
 WF_KERNEL(wf_reduce_float32_max, float, wf_max_f32)
-WF_KERNEL(wf_reduce_float64_sum, double, WF_ADD)
-WF_KERNEL(wf_reduce_float64_prod, double, WF_MUL)
+WF_KERNEL(wf_reduce_float64_sum, double, WF_F64_ADD)
+WF_KERNEL(wf_reduce_float64_prod, double, WF_F64_MUL)
 WF_KERNEL(wf_reduce_float64_min, double, wf_min_f64)
 WF_KERNEL(wf_reduce_float64_max, double, wf_max_f64)
 

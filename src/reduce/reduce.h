@@ -5,7 +5,10 @@
  * Semantics (shared with the CUDA kernels):
  *  - integers wrap on overflow (computed in unsigned arithmetic);
  *  - float16 and bfloat16 are widened to float32, combined, and rounded back
- *    to nearest even; NaN stays NaN (quiet);
+ *    to nearest even;
+ *  - a NaN result of a float sum or product is the canonical quiet NaN
+ *    (0x7e00, 0x7fc0, 0x7fc00000, 0x7ff8000000000000), whatever the inputs'
+ *    payloads, so operand order, vector width and device never change bits;
  *  - min/max: NaN if either input is NaN; -0 is below +0;
  *  - WEFT_AVG reduces as WEFT_SUM; wf_reduce_avg_finish divides once at the
  *    end (integers: C division truncating toward zero; floats: the float32 or

@@ -30,6 +30,16 @@
 /* Nearest even, no exceptions: what the portable narrowing does. */
 #define WF_RNE (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 
+/* A NaN result becomes the canonical quiet NaN (reduce_ops.h). */
+WF_X86_TARGET static inline __m256 wf_canon_ps(__m256 r)
+{
+    __m256 nan = _mm256_cmp_ps(r, r, _CMP_UNORD_Q);
+    return _mm256_blendv_ps(
+        r, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fc00000)), nan);
+}
+#define WF_ADD_PS(x, y) wf_canon_ps(_mm256_add_ps(x, y))
+#define WF_MUL_PS(x, y) wf_canon_ps(_mm256_mul_ps(x, y))
+
 #define WF_F16_KERNEL(name, VOP, portable)                                     \
     WF_X86_TARGET static void name(void *dst, const void *a, const void *b,   \
                                    size_t n)                                   \
@@ -48,9 +58,9 @@
         portable(d + i, x + i, y + i, n - i);                                  \
     }
 
-WF_F16_KERNEL(wf_reduce_float16_sum_f16c, _mm256_add_ps,
+WF_F16_KERNEL(wf_reduce_float16_sum_f16c, WF_ADD_PS,
               wf_reduce_float16_sum)
-WF_F16_KERNEL(wf_reduce_float16_prod_f16c, _mm256_mul_ps,
+WF_F16_KERNEL(wf_reduce_float16_prod_f16c, WF_MUL_PS,
               wf_reduce_float16_prod)
 
 /* Eight bfloat16 to float32: the upper half of each word. */
@@ -98,9 +108,9 @@ WF_X86_TARGET static inline __m256i wf_f32x8_narrow(__m256 f)
         portable(d + i, x + i, y + i, n - i);                                  \
     }
 
-WF_BF16_KERNEL(wf_reduce_bfloat16_sum_avx2, _mm256_add_ps,
+WF_BF16_KERNEL(wf_reduce_bfloat16_sum_avx2, WF_ADD_PS,
                wf_reduce_bfloat16_sum)
-WF_BF16_KERNEL(wf_reduce_bfloat16_prod_avx2, _mm256_mul_ps,
+WF_BF16_KERNEL(wf_reduce_bfloat16_prod_avx2, WF_MUL_PS,
                wf_reduce_bfloat16_prod)
 
 wf_reduce_fn wf_reduce_x86_get(weft_dtype_t dtype, weft_op_t op)
