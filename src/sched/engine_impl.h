@@ -66,6 +66,8 @@ struct wf_engine {
 
     /* Owned by the holder of progress_lock. */
     struct weft_request *active_head, *active_tail;
+    void *spare_scratch;           /* kept for the next plan (exec.c) */
+    uint64_t spare_bytes;
 
     /* Failure notices (notice.c), also under progress_lock. */
     wf_notice_peer_t *notice;      /* [size] */

@@ -436,6 +436,7 @@ static void engine_free(wf_engine_t *e)
     if (e->tctx)
         e->tops->fini(e->tctx);
     wf_notice_free(e);
+    free(e->spare_scratch);
     if (e->wake_fd >= 0)
         close(e->wake_fd);
     pthread_mutex_destroy(&e->lock);
