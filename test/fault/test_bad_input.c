@@ -185,7 +185,8 @@ WF_TEST(rendezvous_unreachable_times_out, 30)
     ASSERT_STR_CONTAINS(logbuf, "127.0.0.1:1");
 }
 
-/* Ranks calling different collectives, counts or dtypes. */
+/* Ranks calling different collectives, counts or dtypes: every rank ends
+ * with WEFT_ERR_MISMATCH naming both sides. */
 static void mismatch_rank(int rank, int size, void *p)
 {
     const int *variant = ((const int **)p)[1];
@@ -203,11 +204,18 @@ static void mismatch_rank(int rank, int size, void *p)
     else if (*variant == 2) /* op */
         st = weft_allreduce(buf, buf, 8, WEFT_FLOAT32,
                             rank ? WEFT_MAX : WEFT_SUM, comm);
-    else /* point-to-point count */
+    else if (*variant == 3) /* point-to-point count */
         st = rank ? weft_recv(buf, 12, WEFT_FLOAT32, 0, comm)
                   : weft_send(buf, 10, WEFT_FLOAT32, 1, comm);
-    if (*variant == 3 && rank == 0) {
-        ASSERT_OK(st); /* the sender cannot know */
+    else /* different collectives: broadcast from 0 against allreduce */
+        st = rank ? weft_allreduce(buf, buf, 8, WEFT_FLOAT32, WEFT_SUM, comm)
+                  : weft_broadcast(buf, buf, 8, WEFT_FLOAT32, 0, comm);
+    if ((*variant == 3 || *variant == 4) && rank == 0) {
+        /* The sender cannot know from its own call (which fails only if
+         * the receiver's notice overtakes its completion); it learns from
+         * that notice, and its next call fails with the mismatch. */
+        ASSERT_TRUE(st == WEFT_OK || st == WEFT_ERR_MISMATCH);
+        ASSERT_STATUS(weft_barrier(comm), WEFT_ERR_MISMATCH);
     } else {
         ASSERT_STATUS(st, WEFT_ERR_MISMATCH);
         const char *msg = NULL;
@@ -239,6 +247,10 @@ WF_TEST(mismatch_dtype, 30)
     run_mismatch(1, "count 8, float32", "count 8, int32");
 }
 WF_TEST(mismatch_op, 30) { run_mismatch(2, "float32, sum", "float32, max"); }
+WF_TEST(mismatch_collective, 30)
+{
+    run_mismatch(4, "broadcast(count 8, float32", "allreduce(count 8, float32");
+}
 WF_TEST(mismatch_p2p_count, 30)
 {
     run_mismatch(3, "send/recv(count 12, float32)",
