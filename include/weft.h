@@ -236,7 +236,9 @@ WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key,
  * elastic job can go on without restarting every process.  Every surviving
  * rank calls it; they keep their relative order.  A rank is left out when
  * a survivor saw its connection break, or when it has not called
- * weft_comm_shrink within comm's timeout of the first caller; such a rank
+ * weft_comm_shrink within twice comm's timeout plus 2 s of the first
+ * caller (a survivor may learn of the failure only from its own timeout);
+ * such a rank
  * calling it later gets WEFT_ERR_REMOTE and no communicator.  Works on a
  * failed communicator (then destroy `comm`) and on a healthy one (every
  * rank stays).  Agrees through the rendezvous, not the data connections.

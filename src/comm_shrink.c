@@ -11,9 +11,9 @@
  *   members   written by the decider: the old ranks of the new
  *             communicator, ascending.
  * The decider waits until every rank has either arrived or been reported
- * lost by someone who arrived, or until the parent's timeout passes (a
- * rank that hangs without dying is left out that way), then writes the
- * members.  One writer makes the result the same for everyone: a rank the
+ * lost by someone who arrived, or until twice the parent's timeout plus
+ * 2 s have passed (a rank that hangs without dying is left out that way),
+ * then writes the members.  One writer makes the result the same for everyone: a rank the
  * decider did not count, arriving late, is told so and gets no
  * communicator.
  */
@@ -27,6 +27,16 @@
 
 /* How often the decider looks for arrivals. */
 #define WF_SHRINK_POLL_MS 10
+
+/* How long the decider waits for a rank that neither arrived nor was
+ * reported lost: a survivor may learn of the failure only from its own
+ * timeout (a rank no failure notice reached) and then spend the hang
+ * diagnosis window (diag.c, at most 2 s) before calling shrink, so twice
+ * the timeout, the bound for failure detection, plus that window. */
+static int64_t arrival_window_ms(const wf_comm_impl_t *p)
+{
+    return 2 * p->cfg.timeout_ms + 2000;
+}
 
 static bool bit(const uint8_t *map, int i)
 {
@@ -57,7 +67,7 @@ static weft_status_t decide(wf_comm_impl_t *p, wf_store_t *s, int32_t *out,
         st = WEFT_ERR_NO_MEMORY;
         goto out;
     }
-    uint64_t deadline = wf_deadline_after(p->cfg.timeout_ms);
+    uint64_t deadline = wf_deadline_after(arrival_window_ms(p));
     for (;;) {
         int settled = 0;
         for (int r = 0; r < p->size; r++) {
@@ -123,10 +133,10 @@ static weft_status_t agree(wf_comm_impl_t *p, wf_store_t *s, int *new_rank,
         WEFT_CHECK_GOTO(wf_store_set(s, "members", members,
                                      (size_t)n * sizeof(int32_t)), st, out);
     }
-    /* The decider answers within the timeout of its own arrival, which
+    /* The decider answers within its window from its own arrival, which
      * came before ours. */
     WEFT_CHECK_GOTO(wf_store_get(s, "members", members, cap, &len,
-                                 2 * p->cfg.timeout_ms), st, out);
+                                 arrival_window_ms(p) + 1000), st, out);
     *new_size = (int)(len / sizeof(int32_t));
     *new_rank = -1;
     for (int i = 0; i < *new_size; i++)
@@ -159,7 +169,8 @@ static weft_status_t shrink_on(wf_comm_impl_t *p, weft_comm_t *newcomm)
     if (rank < 0) {
         WEFT_WARN(INIT, "weft_comm_shrink: rank %d arrived after the "
                   "survivors were decided without it (%d ranks, decided "
-                  "within WEFT_TIMEOUT of the first arrival)", p->rank, size);
+                  "within 2 x WEFT_TIMEOUT + 2 s of the first arrival)",
+                  p->rank, size);
         return WEFT_ERR_REMOTE;
     }
     uint64_t ident[3] = {p->comm_key, seq, 0x736872696e6bull /* "shrink" */};
