@@ -152,13 +152,14 @@ SANITIZED := $(if $(ASAN)$(TSAN),1)
 STDBUF := $(if $(SANITIZED),,stdbuf -oL)
 TEST_TIMEOUT_MULT ?= $(if $(TSAN),6,$(if $(ASAN),4,1))
 # TSAN=1 leaves out, reported as skipped with the reason: the unit tests of
-# plans, simulators and reductions (one thread each, nothing for TSan to
-# check, and a third of its run time); the larger allreduce_procs_nN and the
+# plans, simulators, reductions and the CUDA kernels run on the CPU (one
+# thread each, nothing for TSan to check, and a third of its run time);
+# the larger allreduce_procs_nN and the
 # tty progress line of weft-bench (processes running the code that the
 # threaded tests already cover: four minutes of TSan time for no new
 # interleavings).
 TSAN_ONE_THREAD := single-threaded unit test: nothing for TSan to check
-TSAN_SKIPS := algo_ unrooted_ sim_ vsim_ reduce_ plan_
+TSAN_SKIPS := algo_ unrooted_ sim_ vsim_ reduce_ plan_ cuda_
 TSAN_SAME_CODE := processes of code the threaded tests cover under TSan
 TSAN_SKIPS_PROCS := allreduce_procs_n5 allreduce_procs_n7 allreduce_procs_n8 \
                     bench_progress_line_on_tty_only netns_

@@ -37,8 +37,10 @@ static void check(weft_dtype_t dt, weft_op_t op, size_t n, size_t offd,
                   int in_place)
 {
     size_t es = wf_dtype_size(dt), bytes = n * es, pad = 64;
-    uint8_t *a = aligned_alloc(64, bytes + pad), *b = aligned_alloc(64, bytes + pad);
-    uint8_t *d = aligned_alloc(64, bytes + pad), *ref = malloc(bytes + 1);
+    /* aligned_alloc wants a multiple of the alignment (ASan checks). */
+    size_t cap = (bytes + pad + 63) / 64 * 64;
+    uint8_t *a = aligned_alloc(64, cap), *b = aligned_alloc(64, cap);
+    uint8_t *d = aligned_alloc(64, cap), *ref = malloc(bytes + 1);
     ASSERT_TRUE(a && b && d && ref);
     for (size_t i = 0; i < bytes + pad; i++)
         a[i] = rand_byte(), b[i] = rand_byte(), d[i] = 0xee;
