@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "comm.h"
 #include "common.h"
@@ -46,12 +45,6 @@ static bool bit(const uint8_t *map, int i)
 static void set_bit(uint8_t *map, int i)
 {
     map[i / 8] |= (uint8_t)(1u << (i % 8));
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {0, (long)ms * 1000000L};
-    nanosleep(&ts, NULL);
 }
 
 /* The decider: waits for arrivals, returns the members in *out (ascending
@@ -91,7 +84,7 @@ static weft_status_t decide(wf_comm_impl_t *p, wf_store_t *s, int32_t *out,
         }
         if (settled == p->size || wf_deadline_passed(deadline))
             break;
-        sleep_ms(WF_SHRINK_POLL_MS);
+        wf_sleep_ms(WF_SHRINK_POLL_MS);
     }
     *n = 0;
     for (int r = 0; r < p->size; r++)

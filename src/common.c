@@ -79,6 +79,13 @@ uint64_t wf_node_key(void)
     return wf_hash64(id, strlen(id));
 }
 
+void wf_sleep_ms(uint64_t ms)
+{
+    struct timespec ts = {.tv_sec = (time_t)(ms / 1000),
+                          .tv_nsec = (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
 int wf_online_cores(void)
 {
     cpu_set_t set;

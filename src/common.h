@@ -62,6 +62,8 @@ const char *wf_hostname(void);
 uint64_t wf_node_key(void);
 /* CPUs this process may run on (its affinity mask). */
 int wf_online_cores(void);
+/* Sleeps ms milliseconds (a signal may cut it short). */
+void wf_sleep_ms(uint64_t ms);
 
 /* strerror_r into a per-thread buffer. */
 const char *wf_errno_str(int err);

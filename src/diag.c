@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "algo/algo.h"
 #include "comm.h"
@@ -98,8 +97,7 @@ static void collect(wf_comm_impl_t *c, char (*pos)[WF_DIAG_POS_MAX],
         }
         if (!missing || wf_deadline_passed(deadline))
             return;
-        struct timespec ts = {0, WF_DIAG_POLL_MS * 1000000L};
-        nanosleep(&ts, NULL);
+        wf_sleep_ms(WF_DIAG_POLL_MS);
     }
 }
 

@@ -69,10 +69,7 @@ bool wf_store_backoff(uint64_t deadline, int *delay_ms, int max_ms)
 
     if (now >= deadline)
         return false;
-    uint64_t ms = WF_MIN((uint64_t)*delay_ms, deadline - now);
-    struct timespec ts = {.tv_sec = (time_t)(ms / 1000),
-                          .tv_nsec = (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
+    wf_sleep_ms(WF_MIN((uint64_t)*delay_ms, deadline - now));
     *delay_ms = WF_MIN(*delay_ms * 2, max_ms);
     return true;
 }
