@@ -13,6 +13,7 @@
 #include "common.h"
 #include "diag.h"
 #include "reduce/reduce.h"
+#include "stall.h"
 
 typedef struct {
     const char *fn;
@@ -123,16 +124,38 @@ static weft_status_t check_overlap(const call_t *k, uint64_t sb, uint64_t rb,
     return WEFT_ERR_INVALID_ARG;
 }
 
-/* weft_wait's hook for a request that timed out: asks the other ranks
- * where they are (diag.c), so the error says who is stuck.  The handle is
- * checked again: the communicator may have been destroyed meanwhile. */
-static void diagnose_timeout(struct weft_request *req, void *owner)
+/* weft_wait's hook for a request that failed.  After a timeout it asks
+ * the other ranks where they are (diag.c), so the error says who is stuck;
+ * after another data-path failure it posts the failure for ranks no notice
+ * reaches (stall.c).  The handle is checked again: the communicator may
+ * have been destroyed meanwhile. */
+static void request_failed(struct weft_request *req, void *owner,
+                           weft_status_t status)
 {
-    char where[96];
-    wf_diag_position(req, where, sizeof(where));
+    bool data_path = status == WEFT_ERR_REMOTE ||
+                     status == WEFT_ERR_MISMATCH ||
+                     status == WEFT_ERR_TRANSPORT;
+    if (status != WEFT_ERR_TIMEOUT && !data_path)
+        return;
     wf_comm_impl_t *c;
-    if (wf_comm_get((weft_comm_t)owner, "hang diagnosis", &c) == WEFT_OK) {
+    if (wf_comm_get((weft_comm_t)owner, "failure report", &c) != WEFT_OK)
+        return;
+    if (status == WEFT_ERR_TIMEOUT) {
+        char where[96];
+        wf_diag_position(req, where, sizeof(where));
         wf_diag_gather(c, where);
+    } else {
+        wf_stall_post_failure(c);
+    }
+    wf_comm_put(c);
+}
+
+/* weft_wait's hook for a request that has waited another interval. */
+static void request_stalled(struct weft_request *req, void *owner)
+{
+    wf_comm_impl_t *c;
+    if (wf_comm_get((weft_comm_t)owner, "stall check", &c) == WEFT_OK) {
+        wf_stall_check(c, req);
         wf_comm_put(c);
     }
 }
@@ -148,7 +171,9 @@ static weft_status_t launch(wf_comm_impl_t *c, const call_t *k,
     req->args = *a;
     req->sendbuf = k->sendbuf;
     req->recvbuf = k->recvbuf;
-    req->on_timeout = diagnose_timeout;
+    req->on_error = request_failed;
+    req->on_stall = request_stalled;
+    req->stall_every_ms = wf_stall_every_ms(c->cfg.timeout_ms);
     req->owner = k->comm;
     wf_plan_init(&req->plan, a->dtype, a->op, a->elem_size, a->size);
     WEFT_CHECK_GOTO(wf_algo_select(a, c->cfg.algo, &req->algo), st, err);

@@ -36,6 +36,7 @@ typedef struct wf_comm_impl {
     uint64_t split_seq;  /* weft_comm_split calls so far */
     uint64_t shrink_seq; /* weft_comm_shrink calls so far */
     bool diag_done;      /* hang diagnosis published (diag.c), atomic */
+    bool failure_posted; /* failure posted to the store (stall.c), atomic */
     /* Calls inside the library that use this implementation (wf_comm_get
      * to wf_comm_put), and whether destroy/abort has released the handle:
      * the last of the two frees it.  Guarded by comm.c's shell lock. */

@@ -144,6 +144,18 @@ typedef struct wf_transport_ops {
      * one the peer started before this side called connect(): the engine
      * owes such a peer its failure and bye notices. */
     bool (*peer_linked)(wf_tctx_t *ctx, int peer);
+    /* Unexpected messages: calls visit() for each message held that no
+     * receive has claimed yet (its header has arrived), oldest first per
+     * peer, until visit returns true.  visit may be NULL.  Returns how many
+     * unexpected messages have arrived since init, a counter that tells the
+     * engine whether anything new came in since its last look: it uses the
+     * scan to find messages no operation will ever take (ranks that
+     * disagree on a root), which would otherwise go unnoticed. */
+    uint64_t (*scan_unexpected)(wf_tctx_t *ctx,
+                                bool (*visit)(void *arg, int peer,
+                                              uint64_t tag,
+                                              const uint64_t sig[2]),
+                                void *arg);
 } wf_transport_ops_t;
 
 /* The registry: transports compiled in, in preference order. */

@@ -53,12 +53,24 @@ struct weft_request {
     wf_plan_t plan;
     wf_exec_t *exec;
     struct weft_request *next; /* engine queues */
-    /* Called by weft_wait when the request ended in a timeout (hang
-     * diagnosis, diag.c), with `owner`: the communicator's handle, which
-     * stays recognisable after a destroy.  NULL: nothing to call. */
-    void (*on_timeout)(struct weft_request *req, void *owner);
+    /* Called by weft_wait, with `owner`: the communicator's handle, which
+     * stays recognisable after a destroy; NULL: nothing to call.
+     * on_error when the request failed (hang diagnosis, diag.c; failure
+     * posts, stall.c), on_stall each time it has waited another
+     * stall_every_ms (stall.c). */
+    void (*on_error)(struct weft_request *req, void *owner,
+                     weft_status_t status);
+    void (*on_stall)(struct weft_request *req, void *owner);
+    int64_t stall_every_ms;
+    bool sig_posted;          /* stall.c posted its signature */
     void *owner;
 };
+
+/* Point-to-point requests have their own sequence numbers per peer. */
+static inline bool wf_req_is_p2p(const struct weft_request *req)
+{
+    return req->args.coll == WF_COLL_SEND || req->args.coll == WF_COLL_RECV;
+}
 
 typedef struct wf_engine_params {
     int rank;
@@ -96,6 +108,11 @@ weft_status_t wf_engine_submit(wf_engine_t *engine, struct weft_request *req,
 void wf_engine_fail(wf_engine_t *engine, weft_status_t status,
                     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Records a failure another rank reported (first one wins, as with
+ * wf_engine_fail): `origin` is the rank it started on, `text` its message. */
+void wf_engine_adopt(wf_engine_t *engine, weft_status_t status, int origin,
+                     const char *text);
+
 /* The sticky error and its message (NULL when none). */
 weft_status_t wf_engine_error(wf_engine_t *engine, const char **message);
 
@@ -112,9 +129,11 @@ void wf_engine_append_error(wf_engine_t *engine, const char *text);
 void wf_engine_lost_peers(wf_engine_t *engine, uint8_t *lost);
 
 /* Runs progress rounds in the calling thread until *done is set (returns
- * true), or until the engine stops (returns false: the progress thread
- * completes what is left).  Call between wf_engine_driver_enter/leave. */
-bool wf_engine_drive(wf_engine_t *engine, const volatile bool *done);
+ * true), until the engine stops (the progress thread completes what is
+ * left) or until the clock passes until_ms (0: no limit).  Call between
+ * wf_engine_driver_enter/leave. */
+bool wf_engine_drive(wf_engine_t *engine, const volatile bool *done,
+                     uint64_t until_ms);
 /* Runs one progress round in the calling thread unless another thread is
  * running one (weft_test).  Same registration as wf_engine_drive. */
 void wf_engine_poke(wf_engine_t *engine);
@@ -146,6 +165,8 @@ weft_status_t wf_exec_start(wf_engine_t *engine, struct weft_request *req);
 int wf_exec_advance(wf_engine_t *engine, struct weft_request *req,
                     bool *finished, weft_status_t *status);
 void wf_exec_free(wf_engine_t *engine, struct weft_request *req);
+/* The signature the request's messages carry; NULL before it started. */
+const uint64_t *wf_exec_sig(const struct weft_request *req);
 /* Describes what the request is waiting for, for timeout messages. */
 void wf_exec_describe_wait(wf_engine_t *engine, struct weft_request *req,
                            char *buf, size_t len);

@@ -17,6 +17,7 @@ typedef struct {
     uint64_t count;
     int dtype;
     const char *algo;
+    uint64_t sig[2];          /* its message signature (wf_sig_make) */
     uint64_t start_ms, end_ms; /* end 0: not finished */
     weft_status_t status;
 } wf_history_entry_t;
@@ -68,6 +69,12 @@ struct wf_engine {
     struct weft_request *active_head, *active_tail;
     void *spare_scratch;           /* kept for the next plan (exec.c) */
     uint64_t spare_bytes;
+    /* Stray-message checks (stray.c): 1 + the sequence number of the last
+     * collective started, the transport's unexpected-arrival count at the
+     * last check, and whether a collective started or finished since. */
+    uint64_t coll_started;
+    uint64_t stray_arrivals;
+    bool stray_due;
 
     /* Failure notices (notice.c), also under progress_lock. */
     wf_notice_peer_t *notice;      /* [size] */
@@ -91,17 +98,23 @@ static inline uint64_t wf_tag_make(uint64_t kind, uint64_t seq, uint32_t step)
  * for failure notices (exec.c); under progress_lock. */
 weft_status_t wf_engine_connect(wf_engine_t *e, int peer);
 
-/* Records a failure another rank reported (first one wins, as with
- * wf_engine_fail): `origin` is the rank it started on, `text` its message. */
-void wf_engine_adopt(wf_engine_t *e, weft_status_t status, int origin,
-                     const char *text);
 
 /* ---- history (history.c), under the engine's state lock ------------------ */
 void wf_history_start(wf_engine_t *e, const struct weft_request *req);
 void wf_history_end(wf_engine_t *e, const struct weft_request *req,
                     weft_status_t status);
+/* The signature of the last collective whose sequence number, masked
+ * with `mask`, is `seq`; its whole sequence number goes to *full.  False
+ * when it is no longer recorded. */
+bool wf_history_coll_sig(wf_engine_t *e, uint64_t seq, uint64_t mask,
+                         uint64_t *full, uint64_t sig[2]);
 /* Logs the history and what the active requests wait for (WARN). */
 void wf_history_dump(wf_engine_t *e, const char *why);
+
+/* ---- stray messages (stray.c), under progress_lock -------------------- */
+/* Fails the communicator with WEFT_ERR_MISMATCH when the transport holds
+ * a collective message no operation here will take. */
+void wf_stray_check(wf_engine_t *e);
 
 /* ---- SIGUSR1 dumps with WEFT_DEBUG_DUMP=1 (dump_signal.c) ---------------- */
 void wf_dump_signal_register(wf_engine_t *e);

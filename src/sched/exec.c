@@ -175,15 +175,10 @@ static void run_local(struct weft_request *req, const wf_step_t *s)
     }
 }
 
-static bool is_p2p(const struct weft_request *req)
-{
-    return req->args.coll == WF_COLL_SEND || req->args.coll == WF_COLL_RECV;
-}
-
 static uint64_t step_tag(const struct weft_request *req, const wf_step_t *s)
 {
-    return wf_tag_make(is_p2p(req) ? WF_TAG_KIND_P2P : WF_TAG_KIND_COLL,
-                       req->seq, s->tag);
+    uint64_t kind = wf_req_is_p2p(req) ? WF_TAG_KIND_P2P : WF_TAG_KIND_COLL;
+    return wf_tag_make(kind, req->seq, s->tag);
 }
 
 weft_status_t wf_engine_connect(wf_engine_t *e, int peer)
@@ -344,7 +339,7 @@ static int poll_posted(wf_engine_t *e, struct weft_request *req,
         if (s->kind == WF_STEP_RECV &&
             (*status = check_arrival(e, req, s, &info)) < 0)
             return work;
-        if (s->kind == WF_STEP_RECV && !is_p2p(req) &&
+        if (s->kind == WF_STEP_RECV && !wf_req_is_p2p(req) &&
             e->peer_seen[s->peer] < req->seq + 1)
             e->peer_seen[s->peer] = req->seq + 1;
         mark_done(req, p.step);
@@ -368,6 +363,11 @@ int wf_exec_advance(wf_engine_t *e, struct weft_request *req, bool *finished,
         *status = WEFT_OK;
     }
     return work;
+}
+
+const uint64_t *wf_exec_sig(const struct weft_request *req)
+{
+    return req->exec ? req->exec->sig : NULL;
 }
 
 /* Where the awaited peer stands, from the collectives it sent data for:
@@ -396,7 +396,7 @@ void wf_exec_describe_wait(wf_engine_t *e, struct weft_request *req,
         if (s->kind == WF_STEP_RECV) {
             int k = snprintf(buf, len, "waiting to receive from %s",
                              e->tops->peer_describe(e->tctx, s->peer));
-            if (k > 0 && (size_t)k < len && !is_p2p(req))
+            if (k > 0 && (size_t)k < len && !wf_req_is_p2p(req))
                 describe_peer_progress(e, req, s->peer, buf + k,
                                        len - (size_t)k);
             return;

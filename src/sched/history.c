@@ -22,6 +22,28 @@ void wf_history_start(wf_engine_t *e, const struct weft_request *req)
         .seq = req->seq, .coll = req->args.coll, .count = req->args.count,
         .dtype = req->args.dtype, .algo = req->algo ? req->algo->name : "?",
         .start_ms = wf_time_ms(), .status = WEFT_INPROGRESS};
+    if (req->algo)
+        wf_sig_make(req, h->sig);
+}
+
+bool wf_history_coll_sig(wf_engine_t *e, uint64_t seq, uint64_t mask,
+                         uint64_t *full, uint64_t sig[2])
+{
+    bool found = false;
+    pthread_mutex_lock(&e->lock);
+    uint64_t n = e->history.n, first = n > WF_HISTORY ? n - WF_HISTORY : 0;
+    for (uint64_t i = n; i-- > first && !found;) {
+        const wf_history_entry_t *h = &e->history.e[i % WF_HISTORY];
+        if (h->coll != WF_COLL_SEND && h->coll != WF_COLL_RECV &&
+            (h->seq & mask) == seq) {
+            *full = h->seq;
+            sig[0] = h->sig[0];
+            sig[1] = h->sig[1];
+            found = true;
+        }
+    }
+    pthread_mutex_unlock(&e->lock);
+    return found;
 }
 
 void wf_history_end(wf_engine_t *e, const struct weft_request *req,

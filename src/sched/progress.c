@@ -146,6 +146,8 @@ weft_status_t wf_engine_submit(wf_engine_t *e, struct weft_request *req,
 static void finish(wf_engine_t *e, struct weft_request *req,
                    weft_status_t status)
 {
+    if (!wf_req_is_p2p(req))
+        e->stray_due = true; /* what it left unreceived is stray now */
     if (status == WEFT_OK)
         WEFT_TRACE(SCHED, "%s #%llu done", wf_coll_name(req->args.coll),
                    (unsigned long long)req->seq);
@@ -173,6 +175,10 @@ static void take_submitted(wf_engine_t *e, bool *stop)
             finish(e, req, st);
         } else {
             append(&e->active_head, &e->active_tail, req);
+            if (!wf_req_is_p2p(req)) {
+                e->coll_started = req->seq + 1;
+                e->stray_due = true; /* held messages may be for it */
+            }
         }
         req = next;
     }
@@ -288,6 +294,8 @@ static int progress_round(wf_engine_t *e, int *timeout, bool *exit)
     work += advance_all(e, sticky);
     if (sticky == WEFT_OK)
         work += wf_notice_poll(e);
+    if (sticky == WEFT_OK)
+        wf_stray_check(e);
     if (e->notice_phase == WF_NOTICE_FLUSHING &&
         (wf_notice_flushed(e) || wf_deadline_passed(e->notice_deadline)))
         e->notice_phase = WF_NOTICE_DONE;
@@ -362,7 +370,8 @@ void wf_engine_poke(wf_engine_t *e)
     }
 }
 
-bool wf_engine_drive(wf_engine_t *e, const volatile bool *done)
+bool wf_engine_drive(wf_engine_t *e, const volatile bool *done,
+                     uint64_t until_ms)
 {
     int idle = 0;
     for (;;) {
@@ -385,11 +394,17 @@ bool wf_engine_drive(wf_engine_t *e, const volatile bool *done)
         idle = work ? 0 : idle + 1;
         if (work || __atomic_load_n(done, __ATOMIC_ACQUIRE))
             continue;
-        if (idle <= WF_IDLE_SPINS)
+        uint64_t now = until_ms ? wf_time_ms() : 0;
+        if (until_ms && now >= until_ms)
+            return false; /* the caller has something to look at */
+        if (idle <= WF_IDLE_SPINS) {
             sched_yield();
-        else
-            sleep_until_work(e, timeout < WF_DRIVER_SLEEP_MS
-                                    ? timeout : WF_DRIVER_SLEEP_MS, true);
+            continue;
+        }
+        int nap = timeout < WF_DRIVER_SLEEP_MS ? timeout : WF_DRIVER_SLEEP_MS;
+        if (until_ms && (int64_t)(until_ms - now) < nap)
+            nap = (int)(until_ms - now);
+        sleep_until_work(e, nap, true);
     }
 }
 

@@ -70,9 +70,10 @@ void wf_req_wait_for_drivers(wf_engine_t *engine)
     pthread_mutex_unlock(&req_lock);
 }
 
-/* Runs the request's engine in this thread until the request is done or
- * the engine stops (see wf_engine_drive); with `once`, one round only. */
-static void drive(struct weft_request *req, bool once)
+/* Runs the request's engine in this thread until the request is done, the
+ * engine stops or the clock passes until_ms (see wf_engine_drive); with
+ * `once`, one round only. */
+static void drive(struct weft_request *req, bool once, uint64_t until_ms)
 {
     pthread_mutex_lock(&req_lock);
     wf_engine_t *e = req->done ? NULL : req->engine;
@@ -84,7 +85,7 @@ static void drive(struct weft_request *req, bool once)
     if (once)
         wf_engine_poke(e);
     else
-        wf_engine_drive(e, &req->done);
+        wf_engine_drive(e, &req->done, until_ms);
     bool wake_thread = wf_engine_driver_hands_over(e);
     pthread_mutex_lock(&req_lock);
     wf_engine_driver_leave(e, wake_thread);
@@ -110,30 +111,56 @@ WEFT_API weft_status_t weft_test(weft_request_t req)
 {
     WEFT_CHECK(check_req(req));
     /* Like MPI_Test: a caller that polls also makes progress. */
-    drive(req, true);
+    drive(req, true, 0);
     pthread_mutex_lock(&req_lock);
     weft_status_t st = req->done ? req->status : WEFT_INPROGRESS;
     pthread_mutex_unlock(&req_lock);
     return st;
 }
 
+/* When a waiting caller next looks at what the store knows (stall.c);
+ * 0: never. */
+static uint64_t next_stall_check(const struct weft_request *req)
+{
+    return req->on_stall && req->stall_every_ms > 0
+               ? wf_time_ms() + (uint64_t)req->stall_every_ms : 0;
+}
+
 WEFT_API weft_status_t weft_wait(weft_request_t req)
 {
     WEFT_CHECK(check_req(req));
-    drive(req, false);
+    uint64_t stall_at = next_stall_check(req);
+    drive(req, false, stall_at);
     pthread_mutex_lock(&req_lock);
     while (!req->done) {
+        if (stall_at && wf_time_ms() >= stall_at) {
+            /* Waited another interval: ask the store, outside the lock,
+             * then drive again (the engine may have stopped meanwhile:
+             * drive then returns at once and the wait below paces us). */
+            pthread_mutex_unlock(&req_lock);
+            req->on_stall(req, req->owner);
+            stall_at = next_stall_check(req);
+            drive(req, false, stall_at);
+            pthread_mutex_lock(&req_lock);
+            continue;
+        }
         /* The engine enforces deadlines; the timed wait is only a guard
          * against a lost wake-up. */
+        uint64_t wake_ms = wf_time_ms() + 1000;
+        if (stall_at && stall_at < wake_ms)
+            wake_ms = stall_at;
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += 1;
+        uint64_t ns = (uint64_t)ts.tv_nsec +
+                      (wake_ms - wf_time_ms() + 1) * 1000000ull;
+        ts.tv_sec += (time_t)(ns / 1000000000ull);
+        ts.tv_nsec = (long)(ns % 1000000000ull);
         pthread_cond_timedwait(&req_cond, &req_lock, &ts);
     }
     weft_status_t st = req->status;
     pthread_mutex_unlock(&req_lock);
-    if (st == WEFT_ERR_TIMEOUT && req->on_timeout)
-        req->on_timeout(req, req->owner);
+    if (st < 0 && req->on_error)
+        req->on_error(req, req->owner, st);
     return st;
 }
 

@@ -295,3 +295,43 @@ WF_TEST(failed_call_reports_the_communicator_error, 120)
         wf_test_run_threads(3, consistent_rank, name);
     }
 }
+
+/* Rank 2 waits for rank 1, which (being the lower rank) would dial it but
+ * never uses the link: rank 2 is connected to nobody.  Rank 0 aborts;
+ * its notice reaches rank 1 only.  Rank 1's failed call posts the failure
+ * in the rendezvous store, where rank 2, blocked for another interval
+ * (an eighth of the 8 s timeout), finds it (src/stall.c).  Without that
+ * post rank 2 waited out its whole timeout. */
+static void unconnected_rank(int rank, int size, void *p)
+{
+    (void)size;
+    weft_comm_t comm;
+    ASSERT_OK(wf_test_comm_mem(p, rank, 3, "WEFT_TIMEOUT=8s", &comm));
+    float v = 1;
+    if (rank == 0) {
+        ASSERT_OK(weft_send(&v, 1, WEFT_FLOAT32, 1, comm)); /* links 0-1 */
+        usleep(300000);
+        weft_comm_abort(comm);
+        return;
+    }
+    double t0 = wf_test_now_s();
+    weft_status_t st;
+    if (rank == 1) {
+        ASSERT_OK(weft_recv(&v, 1, WEFT_FLOAT32, 0, comm));
+        st = weft_recv(&v, 1, WEFT_FLOAT32, 0, comm);
+    } else {
+        st = weft_recv(&v, 1, WEFT_FLOAT32, 1, comm);
+    }
+    double took = wf_test_now_s() - t0;
+    ASSERT_STATUS(st, WEFT_ERR_REMOTE);
+    ASSERT_TRUE(took < 5.0);
+    const char *msg = NULL;
+    ASSERT_STATUS(weft_comm_get_error(comm, &msg), WEFT_ERR_REMOTE);
+    ASSERT_STR_CONTAINS(msg, "rank 0: communicator aborted");
+    weft_comm_destroy(comm);
+}
+
+WF_TEST(failure_reaches_a_rank_connected_to_nobody, 60)
+{
+    wf_test_run_threads(3, unconnected_rank, (void *)wf_test_unique("nc"));
+}

@@ -103,6 +103,11 @@ weft_status_t wf_test_comm_mem(const char *name, int rank, int size,
 /* A unique name for this test run (pid + counter), for stores and job ids. */
 const char *wf_test_unique(const char *base);
 
+/* Sends this process's log lines to a buffer, emptied first (logcap.c);
+ * wf_test_log_text() returns it once the ranks are joined. */
+void wf_test_log_capture(void);
+const char *wf_test_log_text(void);
+
 /* Seconds on the monotonic clock, for tests that time an operation. */
 double wf_test_now_s(void);
 

@@ -250,7 +250,38 @@ WF_TEST(transport_tags_out_of_order, 30)
     tg_each_transport(run_tags);
 }
 
-/* Sends complete before their receives are posted. */
+/* scan_unexpected's visitor: records what it is shown. */
+typedef struct {
+    int n;
+    int peer[8];
+    uint64_t tag[8], sig0[8];
+} seen_t;
+
+static bool record_unexpected(void *arg, int peer, uint64_t tag,
+                              const uint64_t sig[2])
+{
+    seen_t *s = arg;
+    if (s->n < 8) {
+        s->peer[s->n] = peer;
+        s->tag[s->n] = tag;
+        s->sig0[s->n] = sig[0];
+    }
+    s->n++;
+    return false;
+}
+
+/* Spins until `ctx` has seen `n` unexpected messages arrive. */
+static void wait_unexpected(tg_group_t *g, int r, uint64_t n)
+{
+    uint64_t deadline = tg_now_ms() + 10000;
+    while (g->ops->scan_unexpected(g->ctx[r], NULL, NULL) < n) {
+        ASSERT_TRUE(tg_now_ms() < deadline);
+        tg_progress(g);
+    }
+}
+
+/* Sends complete before their receives are posted; scan_unexpected shows
+ * them, in order, until receives claim them. */
 static void run_unexpected(const wf_transport_ops_t *ops)
 {
     static const size_t sizes[] = {0, 100, 4 << 20, 16 << 20};
@@ -275,9 +306,22 @@ static void run_unexpected(const wf_transport_ops_t *ops)
      * is half read). */
     for (int i = 0; i < N - 1; i++)
         ASSERT_OK(tg_wait(&g, 0, sr[i], &info));
+    ASSERT_TRUE(ops->scan_unexpected != NULL);
+    wait_unexpected(&g, 1, N);
+    seen_t seen = {0};
+    ASSERT_EQ(ops->scan_unexpected(g.ctx[1], record_unexpected, &seen), N);
+    ASSERT_EQ(seen.n, N);
+    for (int i = 0; i < N; i++) {
+        ASSERT_EQ(seen.peer[i], 0);
+        ASSERT_EQ(seen.tag[i], 30 + i);
+        ASSERT_EQ(seen.sig0[i], i);
+    }
     for (int i = N - 1; i >= 0; i--)
         ASSERT_OK(ops->irecv(g.ctx[1], 0, 30 + (uint64_t)i, rbuf[i], sizes[i],
                              NULL, &rr[i]));
+    seen.n = 0; /* every message is claimed now */
+    ASSERT_EQ(ops->scan_unexpected(g.ctx[1], record_unexpected, &seen), N);
+    ASSERT_EQ(seen.n, 0);
     ASSERT_OK(tg_wait(&g, 0, sr[N - 1], &info));
     for (int i = 0; i < N; i++) {
         ASSERT_OK(tg_wait(&g, 1, rr[i], &info));

@@ -321,6 +321,7 @@ struct wf_tctx {
     wf_ib_peer_t *peers;   /* cfg.size entries */
     int connecting;        /* peers in EXCHANGE or WAIT_READY */
     struct wf_treq *all;   /* every live request, for fini */
+    uint64_t unexp_arrivals; /* unexpected messages ever (scan_unexpected) */
     wf_ib_mrcache_t mrc;
 };
 

@@ -180,6 +180,21 @@ static bool ib_peer_linked(wf_tctx_t *ctx, int peer)
     return st != WF_IB_IDLE || ctx->boot_ops->peer_linked(ctx->boot, peer);
 }
 
+static uint64_t ib_scan_unexpected(wf_tctx_t *ctx,
+                                   bool (*visit)(void *arg, int peer,
+                                                 uint64_t tag,
+                                                 const uint64_t sig[2]),
+                                   void *arg)
+{
+    if (!ctx)
+        return 0;
+    for (int r = 0; visit && r < ctx->cfg.size; r++)
+        for (wf_ib_umsg_t *m = ctx->peers[r].unexp; m; m = m->next)
+            if (!m->waiter && visit(arg, r, m->tag, m->sig))
+                return ctx->unexp_arrivals;
+    return ctx->unexp_arrivals;
+}
+
 const wf_transport_ops_t wf_ib_transport = {
     .size = sizeof(wf_transport_ops_t),
     .name = "ib",
@@ -198,4 +213,5 @@ const wf_transport_ops_t wf_ib_transport = {
     .get_fd = wf_ib_get_fd,
     .peer_describe = wf_ib_peer_describe,
     .peer_linked = ib_peer_linked,
+    .scan_unexpected = ib_scan_unexpected,
 };

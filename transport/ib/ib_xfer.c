@@ -371,6 +371,7 @@ static bool rx_begin(wf_tctx_t *ctx, wf_ib_peer_t *p, const uint8_t *h)
                                .len = rx->len};
     *(p->unexp_tail ? &p->unexp_tail->next : &p->unexp) = rx->umsg;
     p->unexp_tail = rx->umsg;
+    ctx->unexp_arrivals++;
     rx->dst = rx->umsg->data;
     rx->dst_len = rx->len;
     return true;

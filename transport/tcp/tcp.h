@@ -253,6 +253,7 @@ struct wf_tctx {
     wf_tcp_pending_t *pending;
     size_t npending;
     struct wf_treq *all; /* every live request, for fini */
+    uint64_t unexp_arrivals; /* unexpected messages ever (scan_unexpected) */
     char *scratch;       /* sink for discarded bytes */
     size_t scratch_len;
 };

@@ -124,6 +124,21 @@ static bool tcp_peer_linked(wf_tctx_t *ctx, int peer)
     return st != WF_TCP_IDLE && st != WF_TCP_FAILED;
 }
 
+static uint64_t tcp_scan_unexpected(wf_tctx_t *ctx,
+                                    bool (*visit)(void *arg, int peer,
+                                                  uint64_t tag,
+                                                  const uint64_t sig[2]),
+                                    void *arg)
+{
+    if (!ctx)
+        return 0;
+    for (int r = 0; visit && r < ctx->cfg.size; r++)
+        for (wf_tcp_umsg_t *m = ctx->peers[r].unexp; m; m = m->next)
+            if (!m->waiter && visit(arg, r, m->tag, m->sig))
+                return ctx->unexp_arrivals;
+    return ctx->unexp_arrivals;
+}
+
 const wf_transport_ops_t wf_tcp_transport = {
     .size = sizeof(wf_transport_ops_t),
     .name = "tcp",
@@ -142,4 +157,5 @@ const wf_transport_ops_t wf_tcp_transport = {
     .get_fd = wf_tcp_get_fd,
     .peer_describe = tcp_peer_describe,
     .peer_linked = tcp_peer_linked,
+    .scan_unexpected = tcp_scan_unexpected,
 };

@@ -401,6 +401,7 @@ static bool rx_start(wf_tctx_t *ctx, wf_tcp_peer_t *p)
         else
             p->unexp = m;
         p->unexp_tail = m;
+        ctx->unexp_arrivals++;
         rx->umsg = m;
         rx->dst = m->data;
         rx->dst_len = cap;

@@ -1,0 +1,137 @@
+/*
+ * stall.c - what a caller blocked for long looks at in the rendezvous.
+ *
+ * Two failures cannot travel over the data connections:
+ *
+ *  - A rank connected to nobody who knows.  Failure notices go to the
+ *    peers a rank is connected to (sched/notice.c); a rank whose only
+ *    pending connections were to be dialled by ranks that failed before
+ *    dialling hears nothing.  So the first rank whose call fails posts the
+ *    failure under "failed" in the communicator's store namespace, and a
+ *    caller blocked for another interval looks there and adopts it.
+ *
+ *  - Ranks that wait for each other in the same operation with different
+ *    arguments but exchange no message: two ranks of a reduce that each
+ *    believe they are the root both only receive.  So a caller blocked in
+ *    a collective posts its signature under "sig/<seq>" (set once: the
+ *    first one stays); whoever finds another signature there fails the
+ *    communicator with WEFT_ERR_MISMATCH naming both, and the notices and
+ *    the post above take it to everyone.
+ *
+ * Only callers that wait longer than an interval (an eighth of the
+ * timeout) touch the store, so operations that complete pay nothing; each
+ * look is one or two round trips, from the caller's thread, never the
+ * progress thread.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "stall.h"
+
+#define FAILED_KEY "failed"
+
+int64_t wf_stall_every_ms(int64_t timeout_ms)
+{
+    int64_t every = timeout_ms / 8;
+    return every < 250 ? 250 : every > 30000 ? 30000 : every;
+}
+
+/* The failure another rank posted, adopted as a notice would be. */
+static void adopt_posted_failure(wf_comm_impl_t *c)
+{
+    char value[WF_ERRMSG_MAX + 32];
+    size_t len = 0;
+    if (wf_store_get(c->store, FAILED_KEY, value, sizeof(value) - 1, &len,
+                     0) != WEFT_OK)
+        return;
+    value[len] = '\0';
+    int status = 0, origin = -1, at = 0;
+    if (sscanf(value, "%d %d %n", &status, &origin, &at) < 2 || at <= 0 ||
+        status >= 0 || origin < 0 || origin >= c->size) {
+        WEFT_WARN(COLL, "store %s: ignoring a malformed failure record",
+                  wf_store_describe(c->store));
+        return;
+    }
+    if (status == WEFT_ERR_ABORTED)
+        status = WEFT_ERR_REMOTE; /* as a notice would say it */
+    wf_engine_adopt(c->engine, (weft_status_t)status, origin, value + at);
+}
+
+/* Posts this rank's signature of collective `req`; fails the communicator
+ * when a rank posted another one first. */
+static void compare_signature(wf_comm_impl_t *c, struct weft_request *req)
+{
+    /* From the request's arguments, which stay as they were submitted
+     * (its execution state belongs to whoever drives the engine). */
+    char key[48], mine[64], theirs[64];
+    uint64_t sig_now[2];
+    wf_sig_make(req, sig_now);
+    snprintf(key, sizeof(key), "sig/%" PRIu64, req->seq);
+    snprintf(mine, sizeof(mine), "%d %" PRIx64 " %" PRIx64, c->rank,
+             sig_now[0], sig_now[1]);
+    bool created = false;
+    size_t len = 0;
+    if (wf_store_set_once(c->store, key, mine, strlen(mine), &created, theirs,
+                          sizeof(theirs) - 1, &len) != WEFT_OK || created)
+        return;
+    theirs[len] = '\0';
+    int rank = -1;
+    uint64_t other[2];
+    if (sscanf(theirs, "%d %" SCNx64 " %" SCNx64, &rank, &other[0],
+               &other[1]) != 3 || rank < 0 || rank >= c->size) {
+        WEFT_WARN(COLL, "store %s: ignoring a malformed signature record "
+                  "for %s", wf_store_describe(c->store), key);
+        return;
+    }
+    if (other[0] == sig_now[0] && other[1] == sig_now[1])
+        return;
+    char a[160], b[160];
+    wf_sig_describe(sig_now, a, sizeof(a));
+    wf_sig_describe(other, b, sizeof(b));
+    wf_engine_fail(c->engine, WEFT_ERR_MISMATCH,
+                   "operation #%" PRIu64 " mismatch: rank %d called %s but "
+                   "rank %d called %s (both waited; found through the "
+                   "rendezvous)", req->seq, c->rank, a, rank, b);
+}
+
+void wf_stall_check(wf_comm_impl_t *c, struct weft_request *req)
+{
+    if (wf_engine_error(c->engine, NULL) != WEFT_OK)
+        return;
+    adopt_posted_failure(c);
+    if (!wf_req_is_p2p(req) && !req->sig_posted &&
+        wf_engine_error(c->engine, NULL) == WEFT_OK) {
+        req->sig_posted = true;
+        compare_signature(c, req);
+    }
+}
+
+void wf_stall_post_failure(wf_comm_impl_t *c)
+{
+    if (__atomic_exchange_n(&c->failure_posted, true, __ATOMIC_ACQ_REL))
+        return;
+    const char *msg = NULL;
+    weft_status_t st = wf_engine_error(c->engine, &msg);
+    if (st == WEFT_OK)
+        return;
+    int origin = wf_engine_error_origin(c->engine);
+    char *value = malloc(WF_ERRMSG_MAX + 64);
+    if (!value)
+        return;
+    /* Prefixed with the rank it arose on, as notices carry it. */
+    if (origin < 0)
+        snprintf(value, WF_ERRMSG_MAX + 64, "%d %d rank %d: %s", (int)st,
+                 c->rank, c->rank, msg ? msg : weft_strerror(st));
+    else
+        snprintf(value, WF_ERRMSG_MAX + 64, "%d %d %s", (int)st, origin,
+                 msg ? msg : "");
+    /* The first post stays; a later one only reads it back. */
+    bool created;
+    size_t len;
+    (void)wf_store_set_once(c->store, FAILED_KEY, value, strlen(value),
+                            &created, value, WF_ERRMSG_MAX + 64, &len);
+    free(value);
+}
