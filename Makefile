@@ -15,10 +15,11 @@ CUDA ?= auto
 IB ?= auto
 HWLOC ?= auto
 
-# The CUDA, verbs and hwloc parts arrive with their own issues; until then
-# every knob builds the stub/fallback, which is what `auto` means on a
-# machine without them.
-CUDA_SRC := cuda/cuda_stub.c
+# The device layer's loader and the fake layer are always in libweft
+# (cuda/weft_cuda.h); the real layer is libweft_cuda.so, loaded at run time.
+# CUDA=0 builds a loader that never loads it.
+CUDA_SRC := cuda/dev_load.c cuda/dev_fake.c
+CUDA_FLAGS := $(if $(filter 0,$(CUDA)),-DWF_CUDA_DISABLED)
 
 # The verbs transport (transport/ib/) compiles against <infiniband/verbs.h>
 # (libibverbs-dev) but loads libibverbs with dlopen, so the library runs on
@@ -38,7 +39,8 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer \
 TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer
 # FUZZ_SAN is set by `make fuzz` for the library it links the harnesses with.
 SAN := $(if $(ASAN),$(SAN_FLAGS)) $(if $(TSAN),$(TSAN_FLAGS)) $(FUZZ_SAN)
-CPPFLAGS += -Iinclude -Isrc -Itransport -Icuda -D_GNU_SOURCE $(IB_FLAGS)
+CPPFLAGS += -Iinclude -Isrc -Itransport -Icuda -D_GNU_SOURCE $(IB_FLAGS) \
+            $(CUDA_FLAGS)
 CFLAGS ?= $(OPT) -g
 CFLAGS += -std=c11 -Wall -Wextra -Werror -fPIC -pthread $(SAN) -MMD -MP
 LIB_CFLAGS := -fvisibility=hidden

@@ -1,14 +1,34 @@
 /*
- * weft_cuda.h - the only CUDA interface the core sees.  Built from
- * cuda_stub.c until the CUDA issue lands: every buffer is host memory and
- * device operations report WEFT_ERR_UNSUPPORTED, so src/ has no #ifdef.
+ * weft_cuda.h - the only CUDA interface the core sees.
+ *
+ * The core never links the CUDA runtime.  Device work goes through a
+ * device layer: a const ops table (like a transport's) that one of two
+ * implementations provides:
+ *
+ *  - "cuda": libweft_cuda.so (cuda/dev_cuda.cu, built with nvcc, linked
+ *    with libcudart), loaded with dlopen on the first buffer that may be
+ *    device memory; it exports the table as `wf_cuda_dev_ops`.
+ *  - "fake" (cuda/dev_fake.c, inside libweft): host memory stands in for
+ *    device memory and a worker thread per stream for a CUDA stream, so the
+ *    staging pipeline and stream ordering run end to end in the multi-rank
+ *    tests on machines without a GPU.  Tests switch it on with
+ *    wf_dev_use_fake(); nothing else does.
+ *
+ * Every op that can fail returns a weft_status_t (WEFT_ERR_CUDA for a
+ * device-side failure) and leaves a message naming the call and the CUDA
+ * error text for last_error(); the core logs it once.
  */
 #ifndef WEFT_CUDA_H
 #define WEFT_CUDA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "weft.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef enum {
     WF_MEM_HOST = 0,
@@ -17,10 +37,105 @@ typedef enum {
     WF_MEM_MANAGED
 } wf_memtype_t;
 
-/* Where `ptr` lives.  Never fails: unknown pointers are host memory. */
-wf_memtype_t wf_cuda_memtype(const void *ptr);
+/* Streams and events are the layer's own opaque handles (cudaStream_t and
+ * cudaEvent_t for "cuda"). */
+typedef void *wf_dev_stream_t;
+typedef void *wf_dev_event_t;
+
+#define WF_DEV_OPS_VERSION 1
+
+typedef struct wf_dev_ops {
+    int version; /* WF_DEV_OPS_VERSION: checked by the loader */
+    const char *name;
+
+    /* ---- memory -------------------------------------------------------- */
+    /* Where `ptr` lives; unknown pointers are host memory.  *device gets
+     * the ordinal of the GPU owning device or managed memory (else -1). */
+    wf_memtype_t (*memtype)(const void *ptr, int *device);
+    /* Makes `device` current for the calling thread (the engine's threads
+     * follow the device of the buffers they work on). */
+    weft_status_t (*set_device)(int device);
+    /* Device memory on the current device (scratch of device operations). */
+    weft_status_t (*alloc)(size_t bytes, void **ptr);
+    void (*free)(void *ptr);
+    /* Page-locked host memory (staging buffers). */
+    weft_status_t (*alloc_pinned)(size_t bytes, void **ptr);
+    void (*free_pinned)(void *ptr);
+
+    /* ---- streams and events ------------------------------------------- */
+    weft_status_t (*stream_create)(wf_dev_stream_t *stream);
+    void (*stream_destroy)(wf_dev_stream_t stream);
+    weft_status_t (*event_create)(wf_dev_event_t *event);
+    void (*event_destroy)(wf_dev_event_t event);
+    /* Marks the point in `stream` that event_query then waits for. */
+    weft_status_t (*event_record)(wf_dev_event_t event,
+                                  wf_dev_stream_t stream);
+    /* WEFT_OK once the work before the record is done, WEFT_INPROGRESS
+     * before, an error if that work failed.  Never blocks. */
+    weft_status_t (*event_query)(wf_dev_event_t event);
+    /* Later work on `stream` waits for `event`'s recorded point. */
+    weft_status_t (*stream_wait_event)(wf_dev_stream_t stream,
+                                       wf_dev_event_t event);
+    /* Runs fn(arg) on a layer thread once the work before it on `stream`
+     * is done; later work on `stream` waits until fn returns.  fn must not
+     * call the layer.  The stream-ordered API uses it to start an
+     * operation at its place in the stream and hold the stream until the
+     * operation ends. */
+    weft_status_t (*host_func)(wf_dev_stream_t stream, void (*fn)(void *),
+                               void *arg);
+
+    /* ---- work enqueued on a stream ------------------------------------- */
+    /* Any direction (unified addressing). */
+    weft_status_t (*copy)(void *dst, const void *src, size_t bytes,
+                          wf_dev_stream_t stream);
+    /* dst[i] = a[i] op b[i], the host table's results bit for bit
+     * (cuda/reduce.cu); WEFT_AVG sums, avg_finish divides. */
+    weft_status_t (*reduce)(void *dst, const void *a, const void *b,
+                            size_t n, weft_dtype_t dtype, weft_op_t op,
+                            wf_dev_stream_t stream);
+    weft_status_t (*avg_finish)(void *buf, size_t n, weft_dtype_t dtype,
+                                int divisor, wf_dev_stream_t stream);
+
+    /* The message of the calling thread's last failed op ("cudaMemcpyAsync:
+     * an illegal memory access was encountered"). */
+    const char *(*last_error)(void);
+} wf_dev_ops_t;
+
+/* libweft_cuda.so's table (dev_cuda.cu). */
+extern const wf_dev_ops_t wf_cuda_dev_ops;
+/* The fake layer (dev_fake.c). */
+extern const wf_dev_ops_t wf_fake_dev_ops;
+
+/* ---- the core's side (dev_load.c) --------------------------------------- */
+
+/* Where `ptr` lives.  Without a loaded layer a pointer can only be device
+ * memory if the process has the CUDA driver loaded; then the layer is
+ * loaded to ask.  Never fails: anything unknown is host memory. */
+wf_memtype_t wf_dev_memtype(const void *ptr, int *device);
+
+/* The device layer, loading it on first use.  NULL when it cannot be had:
+ * *why (capacity len) then says what is missing (libweft_cuda.so not
+ * found, libcudart missing, version mismatch), for WEFT_ERR_CUDA. */
+const wf_dev_ops_t *wf_dev_layer(char *why, size_t len);
+
+/* Tests: use the fake layer from now on (before any communicator is
+ * created); `on` false goes back to loading the real one. */
+void wf_dev_use_fake(bool on);
+
+/* Fake layer: "device" memory for tests (host memory the fake layer
+ * reports as WF_MEM_DEVICE until freed). */
+void *wf_fake_dev_alloc(size_t bytes);
+void wf_fake_dev_free(void *ptr);
+/* Fake device memory keeps its bytes scrambled (dev_fake.c): tests fill
+ * and read it with these, as they would with cudaMemcpy. */
+void wf_fake_dev_write(void *dev_dst, const void *host_src, size_t bytes);
+void wf_fake_dev_read(void *host_dst, const void *dev_src, size_t bytes);
 
 /* Whether this build can operate on device memory at all. */
 int wf_cuda_available(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* WEFT_CUDA_H */

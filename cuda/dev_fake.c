@@ -1,0 +1,408 @@
+/*
+ * dev_fake.c - a device layer without a GPU, for the tests.
+ *
+ * "Device" memory is host memory registered here, and a stream is a worker
+ * thread that runs the work enqueued on it in order, so the engine's
+ * device path (staging, reductions on the device, events, stream order)
+ * runs end to end in multi-rank tests on any machine.
+ *
+ * To catch host code that touches device memory directly (which a real GPU
+ * punishes with a crash, and a plain fake would let pass), fake device
+ * memory holds its bytes scrambled (XOR WF_FAKE_KEY): only the fake's own
+ * copies and reductions unscramble them.  A transport that sends straight
+ * from a device buffer, or a host reduction run on one, produces garbage
+ * that the tests' element-wise checks see.  Tests fill and read device
+ * buffers through wf_fake_dev_write/read.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reduce/reduce.h"
+#include "weft_cuda.h"
+
+#define WF_FAKE_KEY 0x5a
+
+/* ---- the registry of fake allocations --------------------------------- */
+
+typedef struct region {
+    struct region *next;
+    char *base;
+    size_t len;
+    wf_memtype_t type;
+} region_t;
+
+static region_t *regions;
+static pthread_mutex_t regions_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *region_add(size_t bytes, wf_memtype_t type)
+{
+    region_t *r = malloc(sizeof(*r));
+    char *p = malloc(bytes ? bytes : 1);
+    if (!r || !p) {
+        free(r);
+        free(p);
+        return NULL;
+    }
+    *r = (region_t){.base = p, .len = bytes ? bytes : 1, .type = type};
+    pthread_mutex_lock(&regions_lock);
+    r->next = regions;
+    regions = r;
+    pthread_mutex_unlock(&regions_lock);
+    return p;
+}
+
+static void region_remove(void *ptr)
+{
+    region_t *r = NULL;
+    pthread_mutex_lock(&regions_lock);
+    for (region_t **link = &regions; *link; link = &(*link)->next)
+        if ((*link)->base == ptr) {
+            r = *link;
+            *link = r->next;
+            break;
+        }
+    pthread_mutex_unlock(&regions_lock);
+    if (r)
+        free(r->base);
+    free(r);
+}
+
+static wf_memtype_t fake_memtype(const void *ptr, int *device)
+{
+    wf_memtype_t t = WF_MEM_HOST;
+    const char *p = ptr;
+    pthread_mutex_lock(&regions_lock);
+    for (region_t *r = regions; r; r = r->next)
+        if (p >= r->base && p < r->base + r->len) {
+            t = r->type;
+            break;
+        }
+    pthread_mutex_unlock(&regions_lock);
+    if (device)
+        *device = t == WF_MEM_DEVICE ? 0 : -1;
+    return t;
+}
+
+static bool on_device(const void *p)
+{
+    return fake_memtype(p, NULL) == WF_MEM_DEVICE;
+}
+
+void *wf_fake_dev_alloc(size_t bytes)
+{
+    return region_add(bytes, WF_MEM_DEVICE);
+}
+
+void wf_fake_dev_free(void *ptr) { region_remove(ptr); }
+
+static void scramble(char *dst, const char *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = (char)(src[i] ^ WF_FAKE_KEY);
+}
+
+void wf_fake_dev_write(void *dst, const void *src, size_t bytes)
+{
+    scramble(dst, src, bytes);
+}
+
+void wf_fake_dev_read(void *dst, const void *src, size_t bytes)
+{
+    scramble(dst, src, bytes);
+}
+
+/* Copies as a GPU would: bytes keep their meaning across the boundary. */
+static void fake_copy_now(void *dst, const void *src, size_t bytes)
+{
+    bool d = on_device(dst), s = on_device(src);
+    if (d == s)
+        memmove(dst, src, bytes);
+    else
+        scramble(dst, src, bytes);
+}
+
+/* ---- streams: a worker thread each ----------------------------------- */
+
+typedef struct fake_event {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    unsigned long recorded, reached;
+} fake_event_t;
+
+typedef enum { W_COPY, W_REDUCE, W_AVG, W_MARK, W_WAIT, W_FUNC } work_kind_t;
+
+typedef struct work {
+    struct work *next;
+    work_kind_t kind;
+    void *dst;
+    const void *a, *b;
+    size_t n;
+    weft_dtype_t dtype;
+    weft_op_t op;
+    int divisor;
+    fake_event_t *event;
+    unsigned long mark;
+    void (*fn)(void *);
+    void *arg;
+} work_t;
+
+typedef struct fake_stream {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    work_t *head, *tail;
+    bool stop;
+} fake_stream_t;
+
+/* A device reduction: unscramble the operands, reduce with the host table
+ * (the real kernels give its results bit for bit), scramble the result. */
+static void fake_reduce_now(const work_t *w)
+{
+    size_t bytes = w->n * wf_dtype_size(w->dtype);
+    char *a = malloc(bytes ? bytes : 1), *b = malloc(bytes ? bytes : 1);
+    if (!a || !b)
+        abort(); /* a test helper: no way to report it */
+    scramble(a, w->a, bytes);
+    scramble(b, w->b, bytes);
+    wf_reduce(a, a, b, w->n, w->dtype, w->op);
+    scramble(w->dst, a, bytes);
+    free(a);
+    free(b);
+}
+
+static void fake_avg_now(const work_t *w)
+{
+    size_t bytes = w->n * wf_dtype_size(w->dtype);
+    char *t = malloc(bytes ? bytes : 1);
+    if (!t)
+        abort();
+    scramble(t, w->dst, bytes);
+    wf_reduce_avg_finish(t, w->n, w->dtype, w->divisor);
+    scramble(w->dst, t, bytes);
+    free(t);
+}
+
+static void event_reach(fake_event_t *ev, unsigned long mark)
+{
+    pthread_mutex_lock(&ev->lock);
+    if (ev->reached < mark)
+        ev->reached = mark;
+    pthread_cond_broadcast(&ev->cond);
+    pthread_mutex_unlock(&ev->lock);
+}
+
+static void event_wait(fake_event_t *ev, unsigned long mark)
+{
+    pthread_mutex_lock(&ev->lock);
+    while (ev->reached < mark)
+        pthread_cond_wait(&ev->cond, &ev->lock);
+    pthread_mutex_unlock(&ev->lock);
+}
+
+static void run(work_t *w)
+{
+    switch (w->kind) {
+    case W_COPY: fake_copy_now(w->dst, w->a, w->n); break;
+    case W_REDUCE: fake_reduce_now(w); break;
+    case W_AVG: fake_avg_now(w); break;
+    case W_MARK: event_reach(w->event, w->mark); break;
+    case W_WAIT: event_wait(w->event, w->mark); break;
+    case W_FUNC: w->fn(w->arg); break;
+    }
+}
+
+static void *stream_main(void *arg)
+{
+    fake_stream_t *s = arg;
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        while (!s->head && !s->stop)
+            pthread_cond_wait(&s->cond, &s->lock);
+        if (!s->head)
+            break; /* stopped and drained */
+        work_t *w = s->head;
+        s->head = w->next;
+        if (!s->head)
+            s->tail = NULL;
+        pthread_mutex_unlock(&s->lock);
+        run(w);
+        free(w);
+        pthread_mutex_lock(&s->lock);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+static weft_status_t enqueue(wf_dev_stream_t stream, const work_t *tmpl)
+{
+    fake_stream_t *s = stream;
+    work_t *w = malloc(sizeof(*w));
+    if (!w)
+        return WEFT_ERR_NO_MEMORY;
+    *w = *tmpl;
+    w->next = NULL;
+    pthread_mutex_lock(&s->lock);
+    if (s->tail)
+        s->tail->next = w;
+    else
+        s->head = w;
+    s->tail = w;
+    pthread_cond_signal(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    return WEFT_OK;
+}
+
+static weft_status_t fake_stream_create(wf_dev_stream_t *stream)
+{
+    fake_stream_t *s = calloc(1, sizeof(*s));
+    if (!s)
+        return WEFT_ERR_NO_MEMORY;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cond, NULL);
+    if (pthread_create(&s->thread, NULL, stream_main, s) != 0) {
+        free(s);
+        return WEFT_ERR_SYSTEM;
+    }
+    *stream = s;
+    return WEFT_OK;
+}
+
+/* Like cudaStreamDestroy: work already enqueued still runs. */
+static void fake_stream_destroy(wf_dev_stream_t stream)
+{
+    fake_stream_t *s = stream;
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->lock);
+    s->stop = true;
+    pthread_cond_signal(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(s->thread, NULL);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->cond);
+    free(s);
+}
+
+static weft_status_t fake_event_create(wf_dev_event_t *event)
+{
+    fake_event_t *ev = calloc(1, sizeof(*ev));
+    if (!ev)
+        return WEFT_ERR_NO_MEMORY;
+    pthread_mutex_init(&ev->lock, NULL);
+    pthread_cond_init(&ev->cond, NULL);
+    *event = ev;
+    return WEFT_OK;
+}
+
+static void fake_event_destroy(wf_dev_event_t event)
+{
+    fake_event_t *ev = event;
+    if (!ev)
+        return;
+    pthread_mutex_destroy(&ev->lock);
+    pthread_cond_destroy(&ev->cond);
+    free(ev);
+}
+
+static weft_status_t fake_event_record(wf_dev_event_t event,
+                                       wf_dev_stream_t stream)
+{
+    fake_event_t *ev = event;
+    pthread_mutex_lock(&ev->lock);
+    unsigned long mark = ++ev->recorded;
+    pthread_mutex_unlock(&ev->lock);
+    return enqueue(stream, &(work_t){.kind = W_MARK, .event = ev,
+                                     .mark = mark});
+}
+
+static weft_status_t fake_event_query(wf_dev_event_t event)
+{
+    fake_event_t *ev = event;
+    pthread_mutex_lock(&ev->lock);
+    bool done = ev->reached >= ev->recorded;
+    pthread_mutex_unlock(&ev->lock);
+    return done ? WEFT_OK : WEFT_INPROGRESS;
+}
+
+static weft_status_t fake_stream_wait_event(wf_dev_stream_t stream,
+                                            wf_dev_event_t event)
+{
+    fake_event_t *ev = event;
+    pthread_mutex_lock(&ev->lock);
+    unsigned long mark = ev->recorded;
+    pthread_mutex_unlock(&ev->lock);
+    return enqueue(stream, &(work_t){.kind = W_WAIT, .event = ev,
+                                     .mark = mark});
+}
+
+static weft_status_t fake_host_func(wf_dev_stream_t stream,
+                                    void (*fn)(void *), void *arg)
+{
+    return enqueue(stream, &(work_t){.kind = W_FUNC, .fn = fn, .arg = arg});
+}
+
+static weft_status_t fake_copy(void *dst, const void *src, size_t bytes,
+                               wf_dev_stream_t stream)
+{
+    return enqueue(stream, &(work_t){.kind = W_COPY, .dst = dst, .a = src,
+                                     .n = bytes});
+}
+
+static weft_status_t fake_reduce(void *dst, const void *a, const void *b,
+                                 size_t n, weft_dtype_t dtype, weft_op_t op,
+                                 wf_dev_stream_t stream)
+{
+    return enqueue(stream, &(work_t){.kind = W_REDUCE, .dst = dst, .a = a,
+                                     .b = b, .n = n, .dtype = dtype,
+                                     .op = op});
+}
+
+static weft_status_t fake_avg_finish(void *buf, size_t n, weft_dtype_t dtype,
+                                     int divisor, wf_dev_stream_t stream)
+{
+    return enqueue(stream, &(work_t){.kind = W_AVG, .dst = buf, .n = n,
+                                     .dtype = dtype, .divisor = divisor});
+}
+
+static weft_status_t fake_set_device(int device)
+{
+    return device == 0 || device == -1 ? WEFT_OK : WEFT_ERR_CUDA;
+}
+
+static weft_status_t fake_alloc(size_t bytes, void **ptr)
+{
+    *ptr = wf_fake_dev_alloc(bytes);
+    return *ptr ? WEFT_OK : WEFT_ERR_NO_MEMORY;
+}
+
+static weft_status_t fake_alloc_pinned(size_t bytes, void **ptr)
+{
+    *ptr = region_add(bytes, WF_MEM_HOST_PINNED);
+    return *ptr ? WEFT_OK : WEFT_ERR_NO_MEMORY;
+}
+
+static const char *fake_last_error(void) { return "no error (fake device)"; }
+
+const wf_dev_ops_t wf_fake_dev_ops = {
+    .version = WF_DEV_OPS_VERSION,
+    .name = "fake",
+    .memtype = fake_memtype,
+    .set_device = fake_set_device,
+    .alloc = fake_alloc,
+    .free = region_remove,
+    .alloc_pinned = fake_alloc_pinned,
+    .free_pinned = region_remove,
+    .stream_create = fake_stream_create,
+    .stream_destroy = fake_stream_destroy,
+    .event_create = fake_event_create,
+    .event_destroy = fake_event_destroy,
+    .event_record = fake_event_record,
+    .event_query = fake_event_query,
+    .stream_wait_event = fake_stream_wait_event,
+    .host_func = fake_host_func,
+    .copy = fake_copy,
+    .reduce = fake_reduce,
+    .avg_finish = fake_avg_finish,
+    .last_error = fake_last_error,
+};
