@@ -11,6 +11,8 @@
  * (WF_CUDA_DISABLED) nothing is ever loaded.
  */
 #include <dlfcn.h>
+#include <link.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -44,13 +46,55 @@ static bool driver_loaded(void) { return false; }
 
 #else
 
-/* The CUDA driver is in the process once anything initialised CUDA. */
+/*
+ * The CUDA driver is in the process once anything initialised CUDA.  This
+ * runs for every buffer of every call, so it must cost nanoseconds:
+ * dlopen(RTLD_NOLOAD) of a library that is not loaded searches the file
+ * system (37 us measured here), so the list of loaded objects is walked
+ * instead, and only when the loader's count of additions (dlpi_adds) moved
+ * since the last walk.  Once seen, the driver stays.
+ */
+static unsigned long long walked_adds = ~0ull;
+static bool driver_seen;
+
+typedef struct {
+    bool first;
+    unsigned long long adds;
+    bool unchanged, found;
+} walk_t;
+
+static int walk_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    walk_t *w = arg;
+    if (w->first) {
+        w->first = false;
+        if (size < offsetof(struct dl_phdr_info, dlpi_subs))
+            w->adds = ~0ull - 1; /* an old loader: walk every time */
+        else
+            w->adds = info->dlpi_adds;
+        if (w->adds == __atomic_load_n(&walked_adds, __ATOMIC_ACQUIRE)) {
+            w->unchanged = true;
+            return 1;
+        }
+    }
+    if (info->dlpi_name && strstr(info->dlpi_name, "/libcuda.so")) {
+        w->found = true;
+        return 1;
+    }
+    return 0;
+}
+
 static bool driver_loaded(void)
 {
-    void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    if (h)
-        dlclose(h);
-    return h != NULL;
+    if (__atomic_load_n(&driver_seen, __ATOMIC_ACQUIRE))
+        return true;
+    walk_t w = {.first = true};
+    dl_iterate_phdr(walk_object, &w);
+    if (w.found)
+        __atomic_store_n(&driver_seen, true, __ATOMIC_RELEASE);
+    else if (!w.unchanged)
+        __atomic_store_n(&walked_adds, w.adds, __ATOMIC_RELEASE);
+    return w.found;
 }
 
 /* "<dir of the library holding this code>/libweft_cuda.so". */
@@ -99,7 +143,8 @@ static void load(void)
         dlclose(h);
         return;
     }
-    loaded = ops; /* kept loaded for the life of the process */
+    /* Kept loaded for the life of the process. */
+    __atomic_store_n(&loaded, ops, __ATOMIC_RELEASE);
     WEFT_INFO(COLL, "device layer: %s from %s", ops->name, tried);
 }
 
@@ -113,6 +158,11 @@ const wf_dev_ops_t *wf_dev_layer(char *why, size_t len)
     if (!loaded && why)
         snprintf(why, len, "%s", load_why);
     return loaded;
+}
+
+bool wf_dev_answers_cacheable(void)
+{
+    return !fake() && __atomic_load_n(&loaded, __ATOMIC_ACQUIRE) != NULL;
 }
 
 wf_memtype_t wf_dev_memtype(const void *ptr, int *device)

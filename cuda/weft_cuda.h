@@ -118,6 +118,13 @@ wf_memtype_t wf_dev_memtype(const void *ptr, int *device);
  * found, libcudart missing, version mismatch), for WEFT_ERR_CUDA. */
 const wf_dev_ops_t *wf_dev_layer(char *why, size_t len);
 
+/* Whether wf_dev_memtype's answer about a pointer holds for as long as its
+ * memory stays allocated, so a caller may cache it: true once the real
+ * layer answers (unified addressing never hands a freed device range out
+ * as host memory); false before (the answer changes when CUDA loads) and
+ * with the fake layer (its device memory comes from malloc). */
+bool wf_dev_answers_cacheable(void);
+
 /* Tests: use the fake layer from now on (before any communicator is
  * created); `on` false goes back to loading the real one. */
 void wf_dev_use_fake(bool on);

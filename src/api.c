@@ -11,6 +11,7 @@
 #include "algo/algo.h"
 #include "comm.h"
 #include "common.h"
+#include "devbuf.h"
 #include "diag.h"
 #include "reduce/reduce.h"
 #include "stall.h"
@@ -162,7 +163,8 @@ static void request_stalled(struct weft_request *req, void *owner)
 
 /* Builds the plan and submits it; *out gets the request on success. */
 static weft_status_t launch(wf_comm_impl_t *c, const call_t *k,
-                            const wf_coll_args_t *a, weft_request_t *out)
+                            const wf_coll_args_t *a, const wf_dev_ops_t *dev,
+                            int ordinal, weft_request_t *out)
 {
     weft_status_t st;
     struct weft_request *req = wf_req_create();
@@ -171,6 +173,8 @@ static weft_status_t launch(wf_comm_impl_t *c, const call_t *k,
     req->args = *a;
     req->sendbuf = k->sendbuf;
     req->recvbuf = k->recvbuf;
+    req->dev_ops = dev;
+    req->dev_ordinal = ordinal;
     req->on_error = request_failed;
     req->on_stall = request_stalled;
     req->stall_every_ms = wf_stall_every_ms(c->cfg.timeout_ms);
@@ -207,7 +211,11 @@ static weft_status_t start_on(wf_comm_impl_t *c, const call_t *k,
     WEFT_CHECK(check_buffer(k, "recvbuf", k->recvbuf, rb));
     a.in_place = in_place(k, &a);
     WEFT_CHECK(check_overlap(k, sb, rb, a.in_place));
-    return launch(c, k, &a, req);
+    const wf_dev_ops_t *dev = NULL;
+    int ordinal = -1;
+    WEFT_CHECK(wf_devbuf_classify(&c->memcache, k->fn, k->sendbuf, sb,
+                                  k->recvbuf, rb, &dev, &ordinal));
+    return launch(c, k, &a, dev, ordinal, req);
 }
 
 /* The communicator is referenced only until the operation is handed to the

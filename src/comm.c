@@ -190,6 +190,7 @@ void wf_comm_impl_free(wf_comm_impl_t *c, bool abort)
     wf_store_close(c->store);
     weft_server_stop(c->server);
     memset(c->secret, 0, sizeof(c->secret));
+    wf_memcache_fini(&c->memcache);
     free(c);
 }
 
@@ -211,6 +212,7 @@ WEFT_API weft_status_t weft_comm_create(const weft_comm_params_t *params,
         WEFT_WARN(INIT, "out of memory creating a communicator");
         return WEFT_ERR_NO_MEMORY;
     }
+    wf_memcache_init(&c->memcache);
     const char *over = params->field_mask & WEFT_COMM_PARAM_CONFIG
                            ? params->config : NULL;
     WEFT_CHECK_GOTO(wf_config_load(&c->cfg, over), st, err);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "devbuf.h"
 #include "rdv/store.h"
 #include "sched/engine.h"
 #include "weft.h"
@@ -37,6 +38,7 @@ typedef struct wf_comm_impl {
     uint64_t shrink_seq; /* weft_comm_shrink calls so far */
     bool diag_done;      /* hang diagnosis published (diag.c), atomic */
     bool failure_posted; /* failure posted to the store (stall.c), atomic */
+    wf_memcache_t memcache; /* buffer memory types (devbuf.c) */
     /* Calls inside the library that use this implementation (wf_comm_get
      * to wf_comm_put), and whether destroy/abort has released the handle:
      * the last of the two frees it.  Guarded by comm.c's shell lock. */

@@ -88,6 +88,7 @@ weft_status_t wf_comm_child(wf_comm_impl_t *p, uint64_t comm_key, int rank,
                   size);
         return WEFT_ERR_NO_MEMORY;
     }
+    wf_memcache_init(&c->memcache);
     c->cfg = p->cfg;
     c->cfg.rank = c->rank = rank;
     c->cfg.world_size = c->size = size;

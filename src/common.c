@@ -175,3 +175,16 @@ int wf_edit_distance(const char *a, const char *b)
     }
     return row[lb];
 }
+
+bool wf_array_room(void **array, uint32_t *cap, uint32_t n, size_t elem)
+{
+    if (n < *cap)
+        return true;
+    uint32_t want = *cap ? *cap * 2 : 16;
+    void *p = realloc(*array, (size_t)want * elem);
+    if (!p)
+        return false;
+    *array = p;
+    *cap = want;
+    return true;
+}

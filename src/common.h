@@ -65,6 +65,11 @@ int wf_online_cores(void);
 /* Sleeps ms milliseconds (a signal may cut it short). */
 void wf_sleep_ms(uint64_t ms);
 
+/* Makes room for one more element in a growable array of `elem`-byte
+ * elements holding `n` of *cap (doubling, from 16).  False when out of
+ * memory (the array is unchanged). */
+bool wf_array_room(void **array, uint32_t *cap, uint32_t n, size_t elem);
+
 /* strerror_r into a per-thread buffer. */
 const char *wf_errno_str(int err);
 

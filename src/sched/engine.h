@@ -29,6 +29,7 @@
 #include "sched/plan.h"
 #include "transport.h"
 #include "weft.h"
+#include "weft_cuda.h"
 
 typedef struct wf_engine wf_engine_t;
 typedef struct wf_exec wf_exec_t; /* per-request execution state */
@@ -48,6 +49,10 @@ struct weft_request {
     const wf_algo_t *algo;
     const void *sendbuf;
     void *recvbuf;
+    /* The device layer when the buffers are device memory (on GPU
+     * dev_ordinal), else NULL: the engine stages them (exec_dev.c). */
+    const wf_dev_ops_t *dev_ops;
+    int dev_ordinal;
     uint64_t seq;             /* operation number: collectives or p2p pair */
     uint64_t deadline_ms;
     wf_plan_t plan;

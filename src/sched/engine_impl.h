@@ -8,6 +8,7 @@
 #include "sched/engine.h"
 
 typedef struct wf_notice_peer wf_notice_peer_t;
+typedef struct wf_engine_dev wf_engine_dev_t; /* exec_dev.c */
 
 /* The last WF_HISTORY operations of a communicator, for hang diagnosis. */
 #define WF_HISTORY 16
@@ -69,6 +70,8 @@ struct wf_engine {
     struct weft_request *active_head, *active_tail;
     void *spare_scratch;           /* kept for the next plan (exec.c) */
     uint64_t spare_bytes;
+    wf_engine_dev_t *dev;          /* device state, from the first device
+                                    * operation on (exec_dev.c) */
     /* Stray-message checks (stray.c): 1 + the sequence number of the last
      * collective started, the transport's unexpected-arrival count at the
      * last check, and whether a collective started or finished since. */
@@ -110,6 +113,10 @@ bool wf_history_coll_sig(wf_engine_t *e, uint64_t seq, uint64_t mask,
                          uint64_t *full, uint64_t sig[2]);
 /* Logs the history and what the active requests wait for (WARN). */
 void wf_history_dump(wf_engine_t *e, const char *why);
+
+/* ---- device state (exec_dev.c) ------------------------------------------ */
+/* Waits for the device work to end and frees the device state. */
+void wf_engine_dev_free(wf_engine_t *e);
 
 /* ---- stray messages (stray.c), under progress_lock -------------------- */
 /* Fails the communicator with WEFT_ERR_MISMATCH when the transport holds

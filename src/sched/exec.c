@@ -10,29 +10,7 @@
 
 #include "common.h"
 #include "reduce/reduce.h"
-#include "sched/engine_impl.h"
-
-enum { ST_WAITING = 0, ST_READY, ST_POSTED, ST_DONE };
-
-typedef struct {
-    uint32_t step;
-    wf_treq_t *treq;
-} posted_t;
-
-struct wf_exec {
-    uint8_t *state;
-    wf_plan_index_t ix;  /* pending dependencies and dependents */
-    uint32_t *queue;     /* ready FIFO, ring of nsteps entries */
-    uint32_t q_head, q_len;
-    uint32_t *blocked;   /* ready transfers waiting for a flow slot */
-    uint32_t nblocked;
-    posted_t *posted;
-    uint32_t nposted, posted_cap;
-    uint32_t ndone;
-    void *scratch;
-    uint64_t scratch_cap; /* its size: a kept block may be larger */
-    uint64_t sig[2];
-};
+#include "sched/exec_impl.h"
 
 static void push_ready(wf_exec_t *x, uint32_t nsteps, uint32_t i)
 {
@@ -94,12 +72,18 @@ weft_status_t wf_exec_start(wf_engine_t *e, struct weft_request *req)
     x->state = calloc(slots, 1);
     x->queue = calloc(slots, sizeof(uint32_t));
     x->blocked = calloc(slots, sizeof(uint32_t));
-    if (req->plan.scratch_bytes)
+    if (!x->state || !x->queue || !x->blocked)
+        goto err_nomem;
+    if (req->plan.scratch_bytes && req->dev_ops) {
+        /* Device operations keep their scratch on the device. */
+        WEFT_CHECK(wf_exec_dev_scratch(e, req, req->plan.scratch_bytes,
+                                       &x->scratch, &x->scratch_cap));
+    } else if (req->plan.scratch_bytes) {
         x->scratch = scratch_take(e, req->plan.scratch_bytes,
                                   &x->scratch_cap);
-    if (!x->state || !x->queue ||
-        !x->blocked || (req->plan.scratch_bytes && !x->scratch))
-        goto err_nomem;
+        if (!x->scratch)
+            goto err_nomem;
+    }
     wf_sig_make(req, x->sig);
     if (exec_index(x, &req->plan) != WEFT_OK)
         goto err_nomem;
@@ -124,18 +108,25 @@ void wf_exec_free(wf_engine_t *e, struct weft_request *req)
         int *inflight = s->kind == WF_STEP_SEND ? e->inflight_send
                                                 : e->inflight_recv;
         inflight[s->peer]--;
+        wf_exec_dev_staging_give(e, x->posted[i].staging);
     }
+    if (req->dev_ops)
+        wf_exec_dev_release(e, req);
     free(x->state);
     wf_plan_index_free(&x->ix);
     free(x->queue);
     free(x->blocked);
     free(x->posted);
-    scratch_give(e, x->scratch, x->scratch_cap);
+    free(x->dw);
+    if (req->dev_ops)
+        wf_exec_dev_scratch_give(e, x->scratch, x->scratch_cap);
+    else
+        scratch_give(e, x->scratch, x->scratch_cap);
     free(x);
     req->exec = NULL;
 }
 
-static char *buf_at(struct weft_request *req, wf_bref_t r)
+char *wf_exec_buf(struct weft_request *req, wf_bref_t r)
 {
     char *base = r.buf == WF_BUF_SEND   ? (char *)req->sendbuf
                  : r.buf == WF_BUF_RECV ? (char *)req->recvbuf
@@ -143,7 +134,7 @@ static char *buf_at(struct weft_request *req, wf_bref_t r)
     return base + r.off;
 }
 
-static void mark_done(struct weft_request *req, uint32_t i)
+void wf_exec_mark_done(struct weft_request *req, uint32_t i)
 {
     wf_exec_t *x = req->exec;
     x->state[i] = ST_DONE;
@@ -160,14 +151,14 @@ static void run_local(struct weft_request *req, const wf_step_t *s)
     const wf_plan_t *p = &req->plan;
     switch (s->kind) {
     case WF_STEP_REDUCE:
-        wf_reduce(buf_at(req, s->dst), buf_at(req, s->src),
-                  buf_at(req, s->src2), s->count, p->dtype, p->op);
+        wf_reduce(wf_exec_buf(req, s->dst), wf_exec_buf(req, s->src),
+                  wf_exec_buf(req, s->src2), s->count, p->dtype, p->op);
         break;
     case WF_STEP_COPY:
-        memmove(buf_at(req, s->dst), buf_at(req, s->src), s->count);
+        memmove(wf_exec_buf(req, s->dst), wf_exec_buf(req, s->src), s->count);
         break;
     case WF_STEP_AVG:
-        wf_reduce_avg_finish(buf_at(req, s->dst), s->count, p->dtype,
+        wf_reduce_avg_finish(wf_exec_buf(req, s->dst), s->count, p->dtype,
                              p->nranks);
         break;
     default:
@@ -175,7 +166,7 @@ static void run_local(struct weft_request *req, const wf_step_t *s)
     }
 }
 
-static uint64_t step_tag(const struct weft_request *req, const wf_step_t *s)
+uint64_t wf_exec_step_tag(const struct weft_request *req, const wf_step_t *s)
 {
     uint64_t kind = wf_req_is_p2p(req) ? WF_TAG_KIND_P2P : WF_TAG_KIND_COLL;
     return wf_tag_make(kind, req->seq, s->tag);
@@ -208,32 +199,46 @@ static int post_transfer(wf_engine_t *e, struct weft_request *req,
      * limiting receives can deadlock: receives of a later phase that become
      * ready early would hold every slot while the earlier phase's receives,
      * which they depend on through the peers, wait for one. */
+    if (is_send && req->dev_ops)
+        return wf_exec_dev_send(e, req, i); /* staged out first */
     if (is_send && inflight[s->peer] >= e->max_inflight)
         return 0;
     weft_status_t st = wf_engine_connect(e, s->peer);
     if (st < 0)
         return st;
-    if (x->nposted == x->posted_cap) {
-        uint32_t cap = x->posted_cap ? x->posted_cap * 2 : 16;
-        posted_t *np = realloc(x->posted, cap * sizeof(*np));
-        if (!np)
-            return WEFT_ERR_NO_MEMORY;
-        x->posted = np;
-        x->posted_cap = cap;
-    }
+    /* A receive into device memory lands in a staging buffer first. */
+    void *staging = NULL;
+    if (!is_send && req->dev_ops &&
+        (st = wf_exec_dev_recv_staging(e, req, s->count, &staging)) < 0)
+        return st;
+    char *buf = is_send ? wf_exec_buf(req, s->src)
+                        : staging ? staging : wf_exec_buf(req, s->dst);
+    uint64_t tag = wf_exec_step_tag(req, s);
     wf_treq_t *treq = NULL;
-    st = is_send ? e->tops->isend(e->tctx, s->peer, step_tag(req, s), x->sig,
-                                  buf_at(req, s->src), s->count, NULL, &treq)
-                 : e->tops->irecv(e->tctx, s->peer, step_tag(req, s),
-                                  buf_at(req, s->dst), s->count, NULL, &treq);
+    st = is_send ? e->tops->isend(e->tctx, s->peer, tag, x->sig, buf,
+                                  s->count, NULL, &treq)
+                 : e->tops->irecv(e->tctx, s->peer, tag, buf, s->count, NULL,
+                                  &treq);
+    if (st == WEFT_OK)
+        st = wf_exec_add_posted(x, (posted_t){i, treq, staging});
+    if (st < 0 || st == WEFT_ERR_AGAIN)
+        wf_exec_dev_staging_give(e, staging);
     if (st == WEFT_ERR_AGAIN)
         return 0;
     if (st < 0)
         return st;
     inflight[s->peer]++;
     x->state[i] = ST_POSTED;
-    x->posted[x->nposted++] = (posted_t){i, treq};
     return 1;
+}
+
+weft_status_t wf_exec_add_posted(wf_exec_t *x, posted_t p)
+{
+    if (!wf_array_room((void **)&x->posted, &x->posted_cap, x->nposted,
+                       sizeof(*x->posted)))
+        return WEFT_ERR_NO_MEMORY;
+    x->posted[x->nposted++] = p;
+    return WEFT_OK;
 }
 
 static void fail_req(wf_engine_t *e, struct weft_request *req,
@@ -283,9 +288,13 @@ static int start_steps(wf_engine_t *e, struct weft_request *req,
                 return fail_req(e, req, *status = r, s), work;
             if (r == 0)
                 x->blocked[x->nblocked++] = i;
+        } else if (req->dev_ops) {
+            weft_status_t st = wf_exec_dev_local(e, req, i);
+            if (st < 0)
+                return *status = st, work;
         } else {
             run_local(req, s);
-            mark_done(req, i);
+            wf_exec_mark_done(req, i);
         }
         work++;
     }
@@ -333,16 +342,29 @@ static int poll_posted(wf_engine_t *e, struct weft_request *req,
         (s->kind == WF_STEP_SEND ? e->inflight_send
                                  : e->inflight_recv)[s->peer]--;
         if (st < 0) {
+            wf_exec_dev_staging_give(e, p.staging);
             fail_req(e, req, *status = st, s);
             return work;
         }
         if (s->kind == WF_STEP_RECV &&
-            (*status = check_arrival(e, req, s, &info)) < 0)
+            (*status = check_arrival(e, req, s, &info)) < 0) {
+            wf_exec_dev_staging_give(e, p.staging);
             return work;
+        }
         if (s->kind == WF_STEP_RECV && !wf_req_is_p2p(req) &&
             e->peer_seen[s->peer] < req->seq + 1)
             e->peer_seen[s->peer] = req->seq + 1;
-        mark_done(req, p.step);
+        if (s->kind == WF_STEP_RECV && p.staging) {
+            /* Done once the copy to the device is (exec_dev.c). */
+            if ((*status = wf_exec_dev_stage_in(e, req, p.step,
+                                                p.staging)) < 0) {
+                wf_exec_dev_staging_give(e, p.staging);
+                return work;
+            }
+        } else {
+            wf_exec_dev_staging_give(e, p.staging);
+            wf_exec_mark_done(req, p.step);
+        }
         work++;
     }
     return work;
@@ -352,7 +374,9 @@ int wf_exec_advance(wf_engine_t *e, struct weft_request *req, bool *finished,
                     weft_status_t *status)
 {
     weft_status_t st = WEFT_OK;
-    int work = poll_posted(e, req, &st);
+    int work = req->dev_ops ? wf_exec_dev_poll(e, req, &st) : 0;
+    if (st >= 0)
+        work += poll_posted(e, req, &st);
     if (st >= 0)
         work += start_steps(e, req, &st);
     if (st < 0) {

@@ -450,6 +450,7 @@ static void engine_free(wf_engine_t *e)
 {
     if (e->tctx)
         e->tops->fini(e->tctx);
+    wf_engine_dev_free(e);
     wf_notice_free(e);
     free(e->spare_scratch);
     if (e->wake_fd >= 0)

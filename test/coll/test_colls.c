@@ -13,6 +13,7 @@
 #include "algo/algo.h"
 #include "coll_util.h"
 #include "test.h"
+#include "weft_cuda.h"
 
 #define CHUNK 4096
 
@@ -55,19 +56,29 @@ static weft_status_t call(weft_comm_t comm, wf_coll_t coll, const void *s,
 typedef struct {
     char *base, *send, *recv;
     uint64_t sb, rb;
+    char *dev;     /* the same layout in (fake) device memory, or NULL */
+    size_t bytes;  /* of base and dev */
 } bufs_t;
+
+/* The buffer the call gets: in device memory when the test runs there. */
+static char *call_ptr(const bufs_t *b, char *host)
+{
+    return host && b->dev ? b->dev + (host - b->base) : host;
+}
 
 /* Buffers as weft.h lays them out (in place aliases), NULL where the rank
  * does not use one, input filled. */
 static void layout(bufs_t *b, wf_coll_t coll, int rank, int size, size_t n,
-                   weft_dtype_t d, weft_op_t op, int root, bool in_place)
+                   weft_dtype_t d, weft_op_t op, int root, bool in_place,
+                   bool device)
 {
     wf_coll_args_t a = {.coll = coll, .count = n, .dtype = d, .op = op,
                         .elem_size = cu_dtype_size(d), .root = root,
                         .rank = rank, .size = size};
     wf_coll_buffer_bytes(&a, &b->sb, &b->rb);
     uint64_t block = n * a.elem_size;
-    b->base = aligned_alloc(64, (b->sb + b->rb + 127) / 64 * 64);
+    b->bytes = (b->sb + b->rb + 127) / 64 * 64;
+    b->base = aligned_alloc(64, b->bytes);
     memset(b->base, 0x5a, b->sb + b->rb + 64);
     b->send = b->base;
     b->recv = b->base + (b->sb + 63) / 64 * 64;
@@ -86,16 +97,24 @@ static void layout(bufs_t *b, wf_coll_t coll, int rank, int size, size_t n,
         b->send = NULL;
     if (!b->rb && !in_place)
         b->recv = NULL;
+    b->dev = device ? wf_fake_dev_alloc(b->bytes) : NULL;
+    if (b->dev)
+        wf_fake_dev_write(b->dev, b->base, b->bytes);
 }
 
 static void run_case(weft_comm_t comm, const wf_algo_t *algo, int rank,
                      int size, size_t n, weft_dtype_t d, weft_op_t op,
-                     int root, bool in_place)
+                     int root, bool in_place, bool device)
 {
     bufs_t b;
     wf_coll_t coll = algo->coll;
-    layout(&b, coll, rank, size, n, d, op, root, in_place);
-    weft_status_t st = call(comm, coll, b.send, b.recv, n, d, op, root);
+    layout(&b, coll, rank, size, n, d, op, root, in_place, device);
+    weft_status_t st = call(comm, coll, call_ptr(&b, b.send),
+                            call_ptr(&b, b.recv), n, d, op, root);
+    if (b.dev) { /* read the result back from the device */
+        wf_fake_dev_read(b.base, b.dev, b.bytes);
+        wf_fake_dev_free(b.dev);
+    }
     char what[200];
     snprintf(what, sizeof(what), "%s/%s rank %d/%d count %zu dtype %d op %d "
              "root %d %s", wf_coll_name(coll), algo->name, rank, size, n,
@@ -123,7 +142,7 @@ static void run_case(weft_comm_t comm, const wf_algo_t *algo, int rank,
 
 /* The cases one algorithm runs at one world size. */
 static void algo_cases(weft_comm_t comm, const wf_algo_t *algo, int rank,
-                       int size, bool big)
+                       int size, bool big, bool device)
 {
     bool reduces = wf_coll_reduces(algo->coll);
     size_t ce = CHUNK / 4;
@@ -152,7 +171,7 @@ static void algo_cases(weft_comm_t comm, const wf_algo_t *algo, int rank,
             for (int r = 0; r < nroots; r++)
                 for (int ip = 0; ip < 2; ip++)
                     run_case(comm, algo, rank, size, cs[k], combos[c].d,
-                             combos[c].op, roots[r], ip);
+                             combos[c].op, roots[r], ip, device);
         }
     if (big) { /* an odd multi-MB total */
         size_t per = ((3u << 20) / 2 + 7) /
@@ -162,9 +181,9 @@ static void algo_cases(weft_comm_t comm, const wf_algo_t *algo, int rank,
                       algo->coll == WF_COLL_GATHER ||
                       algo->coll == WF_COLL_SCATTER ? (size_t)size : 1);
         run_case(comm, algo, rank, size, per | 1, WEFT_FLOAT32, WEFT_SUM,
-                 size - 1, false);
+                 size - 1, false, device);
         run_case(comm, algo, rank, size, per | 1, WEFT_INT8, WEFT_MAX, 0,
-                 true);
+                 true, device);
     }
 }
 
@@ -172,6 +191,7 @@ typedef struct {
     const char *job;
     const char *rdv; /* NULL: mem store */
     bool big;
+    bool device; /* buffers in the fake layer's device memory */
 } colls_arg_t;
 
 static void colls_rank(int rank, int size, void *p)
@@ -197,14 +217,25 @@ static void colls_rank(int rank, int size, void *p)
             .job_id = job, .config = cfg};
         weft_comm_t comm;
         ASSERT_OK(weft_comm_create(&prm, &comm));
-        algo_cases(comm, algo, rank, size, a->big);
+        algo_cases(comm, algo, rank, size, a->big, a->device);
         ASSERT_OK(weft_comm_destroy(comm));
     }
 }
 
 static void threads(int size, bool big)
 {
-    colls_arg_t a = {wf_test_unique("colls"), NULL, big};
+    colls_arg_t a = {wf_test_unique("colls"), NULL, big, false};
+    wf_test_run_threads(size, colls_rank, &a);
+}
+
+/* The same matrix with every buffer in device memory of the fake device
+ * layer (cuda/dev_fake.c): staging through pinned buffers, reductions and
+ * copies on the "device", events polled by the engine.  Fake device memory
+ * is scrambled, so a host touch of it shows as wrong elements. */
+static void fake_device_threads(int size, bool big)
+{
+    wf_dev_use_fake(true);
+    colls_arg_t a = {wf_test_unique("collsd"), NULL, big, true};
     wf_test_run_threads(size, colls_rank, &a);
 }
 
@@ -212,7 +243,7 @@ static void procs(int size)
 {
     char addr[128];
     int pid = wf_test_start_rendezvous(addr, sizeof(addr));
-    colls_arg_t a = {wf_test_unique("collsp"), addr, false};
+    colls_arg_t a = {wf_test_unique("collsp"), addr, false, false};
     wf_test_run_procs(size, colls_rank, &a);
     wf_test_stop_process(pid);
 }
@@ -226,5 +257,8 @@ WF_TEST(colls_threads_n7, 300) { threads(7, false); }
 WF_TEST(colls_threads_n8, 300) { threads(8, false); }
 WF_TEST(colls_threads_n13, 300) { threads(13, false); }
 WF_TEST(colls_threads_n16, 300) { threads(16, false); }
+WF_TEST(colls_fake_device_n2, 300) { fake_device_threads(2, false); }
+WF_TEST(colls_fake_device_n3, 300) { fake_device_threads(3, false); }
+WF_TEST(colls_fake_device_n4, 300) { fake_device_threads(4, true); }
 WF_TEST(colls_procs_n3, 300) { procs(3); }
 WF_TEST(colls_procs_n4, 300) { procs(4); }

@@ -1,0 +1,87 @@
+/*
+ * exec_impl.h - the execution state of one request, shared by exec.c (the
+ * plan runner) and exec_dev.c (its device-memory steps) only.
+ */
+#ifndef WF_EXEC_IMPL_H
+#define WF_EXEC_IMPL_H
+
+#include "sched/engine_impl.h"
+#include "weft_cuda.h"
+
+enum { ST_WAITING = 0, ST_READY, ST_POSTED, ST_DONE };
+
+/* A transfer handed to the transport.  For device requests it goes
+ * through a pinned staging buffer, released when the transfer ends (a
+ * send) or when the data reached the device (a receive). */
+typedef struct {
+    uint32_t step;
+    wf_treq_t *treq;
+    void *staging;
+} posted_t;
+
+/* Device work in flight for a step (exec_dev.c). */
+typedef enum {
+    DW_STAGE_OUT, /* device -> staging copy; the send follows */
+    DW_SEND_WAIT, /* staged, the transport had no room yet */
+    DW_STAGE_IN,  /* staging -> device copy of a received message */
+    DW_LOCAL      /* a reduce, copy or divide on the device */
+} wf_devwork_kind_t;
+
+typedef struct {
+    uint32_t step;
+    uint8_t kind;          /* wf_devwork_kind_t */
+    wf_dev_event_t event;  /* recorded after the work */
+    void *staging;
+} wf_devwork_t;
+
+struct wf_exec {
+    uint8_t *state;
+    wf_plan_index_t ix;  /* pending dependencies and dependents */
+    uint32_t *queue;     /* ready FIFO, ring of nsteps entries */
+    uint32_t q_head, q_len;
+    uint32_t *blocked;   /* ready transfers waiting for a flow slot */
+    uint32_t nblocked;
+    posted_t *posted;
+    uint32_t nposted, posted_cap;
+    wf_devwork_t *dw;    /* device work in flight */
+    uint32_t ndw, dw_cap;
+    uint32_t ndone;
+    void *scratch;
+    uint64_t scratch_cap; /* its size: a kept block may be larger */
+    uint64_t sig[2];
+};
+
+/* ---- exec.c, for exec_dev.c --------------------------------------------- */
+char *wf_exec_buf(struct weft_request *req, wf_bref_t r);
+void wf_exec_mark_done(struct weft_request *req, uint32_t i);
+uint64_t wf_exec_step_tag(const struct weft_request *req, const wf_step_t *s);
+/* Appends to x->posted, growing it. */
+weft_status_t wf_exec_add_posted(wf_exec_t *x, posted_t p);
+
+/* ---- exec_dev.c ---------------------------------------------------------- */
+/* Device scratch for a request, and its return. */
+weft_status_t wf_exec_dev_scratch(wf_engine_t *e, struct weft_request *req,
+                                  uint64_t bytes, void **ptr, uint64_t *cap);
+void wf_exec_dev_scratch_give(wf_engine_t *e, void *ptr, uint64_t cap);
+/* A send from device memory: stages the data out, then sends.  Returns 1
+ * when started, 0 when it must wait for a flow slot, <0 on failure. */
+int wf_exec_dev_send(wf_engine_t *e, struct weft_request *req, uint32_t i);
+/* A pinned buffer for a receive into device memory. */
+weft_status_t wf_exec_dev_recv_staging(wf_engine_t *e,
+                                       struct weft_request *req, size_t bytes,
+                                       void **staging);
+/* A message arrived in `staging` for step i: copies it to the device. */
+weft_status_t wf_exec_dev_stage_in(wf_engine_t *e, struct weft_request *req,
+                                   uint32_t i, void *staging);
+/* Enqueues a local step (reduce, copy, divide) on the device. */
+weft_status_t wf_exec_dev_local(wf_engine_t *e, struct weft_request *req,
+                                uint32_t i);
+/* Completes the device work that finished; returns the work done. */
+int wf_exec_dev_poll(wf_engine_t *e, struct weft_request *req,
+                     weft_status_t *status);
+/* Gives back a staging buffer (the engine keeps it for reuse). */
+void wf_exec_dev_staging_give(wf_engine_t *e, void *staging);
+/* Releases what a finished or failed request still holds. */
+void wf_exec_dev_release(wf_engine_t *e, struct weft_request *req);
+
+#endif /* WF_EXEC_IMPL_H */
