@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "reduce/reduce.h"
 #include "weft_cuda.h"
@@ -130,7 +131,9 @@ typedef struct fake_event {
     unsigned long recorded, reached;
 } fake_event_t;
 
-typedef enum { W_COPY, W_REDUCE, W_AVG, W_MARK, W_WAIT, W_FUNC } work_kind_t;
+typedef enum {
+    W_COPY, W_REDUCE, W_AVG, W_MARK, W_WAIT, W_FUNC, W_FLAG
+} work_kind_t;
 
 typedef struct work {
     struct work *next;
@@ -145,6 +148,7 @@ typedef struct work {
     unsigned long mark;
     void (*fn)(void *);
     void *arg;
+    const volatile uint32_t *flag;
 } work_t;
 
 typedef struct fake_stream {
@@ -209,6 +213,11 @@ static void run(work_t *w)
     case W_MARK: event_reach(w->event, w->mark); break;
     case W_WAIT: event_wait(w->event, w->mark); break;
     case W_FUNC: w->fn(w->arg); break;
+    case W_FLAG:
+        /* A GPU polls the word; so does the fake stream. */
+        while (!__atomic_load_n(w->flag, __ATOMIC_ACQUIRE))
+            nanosleep(&(struct timespec){.tv_nsec = 50000}, NULL);
+        break;
     }
 }
 
@@ -342,6 +351,12 @@ static weft_status_t fake_host_func(wf_dev_stream_t stream,
     return enqueue(stream, &(work_t){.kind = W_FUNC, .fn = fn, .arg = arg});
 }
 
+static weft_status_t fake_stream_wait_flag(wf_dev_stream_t stream,
+                                           const volatile uint32_t *flag)
+{
+    return enqueue(stream, &(work_t){.kind = W_FLAG, .flag = flag});
+}
+
 static weft_status_t fake_copy(void *dst, const void *src, size_t bytes,
                                wf_dev_stream_t stream)
 {
@@ -401,6 +416,7 @@ const wf_dev_ops_t wf_fake_dev_ops = {
     .event_query = fake_event_query,
     .stream_wait_event = fake_stream_wait_event,
     .host_func = fake_host_func,
+    .stream_wait_flag = fake_stream_wait_flag,
     .copy = fake_copy,
     .reduce = fake_reduce,
     .avg_finish = fake_avg_finish,

@@ -23,6 +23,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "weft.h"
 
@@ -42,7 +43,7 @@ typedef enum {
 typedef void *wf_dev_stream_t;
 typedef void *wf_dev_event_t;
 
-#define WF_DEV_OPS_VERSION 1
+#define WF_DEV_OPS_VERSION 2
 
 typedef struct wf_dev_ops {
     int version; /* WF_DEV_OPS_VERSION: checked by the loader */
@@ -83,6 +84,12 @@ typedef struct wf_dev_ops {
      * operation ends. */
     weft_status_t (*host_func)(wf_dev_stream_t stream, void (*fn)(void *),
                                void *arg);
+    /* Later work on `stream` waits until *flag (in memory from
+     * alloc_pinned) is nonzero, which the host sets when an operation
+     * ends: how the stream-ordered API holds a stream without blocking a
+     * thread ("cuda": cuStreamWaitValue32). */
+    weft_status_t (*stream_wait_flag)(wf_dev_stream_t stream,
+                                      const volatile uint32_t *flag);
 
     /* ---- work enqueued on a stream ------------------------------------- */
     /* Any direction (unified addressing). */

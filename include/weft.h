@@ -378,6 +378,57 @@ WEFT_API weft_status_t weft_irecv(void *buf, size_t count, weft_dtype_t dtype,
                                   int peer, weft_comm_t comm,
                                   weft_request_t *req);
 
+/* Stream-ordered twins, as in NCCL: each enqueues the operation on a CUDA
+ * stream (`stream` is a cudaStream_t) and returns at once without blocking
+ * the host thread.  The operation starts when the work enqueued on the
+ * stream before it is done; the work enqueued after it waits until it
+ * ends.  Buffers are normally device memory.  An error found while the
+ * operation runs fails the communicator (weft_comm_get_error, and every
+ * later call); the stream is released all the same.  Operations on one
+ * communicator start in the order they were called.  Needs the device
+ * layer (libweft_cuda.so): WEFT_ERR_CUDA, with the reason, without it. */
+WEFT_API weft_status_t weft_allreduce_stream(const void *sendbuf,
+                                             void *recvbuf, size_t count,
+                                             weft_dtype_t dtype, weft_op_t op,
+                                             weft_comm_t comm, void *stream);
+WEFT_API weft_status_t weft_broadcast_stream(const void *sendbuf,
+                                             void *recvbuf, size_t count,
+                                             weft_dtype_t dtype, int root,
+                                             weft_comm_t comm, void *stream);
+WEFT_API weft_status_t weft_reduce_stream(const void *sendbuf, void *recvbuf,
+                                          size_t count, weft_dtype_t dtype,
+                                          weft_op_t op, int root,
+                                          weft_comm_t comm, void *stream);
+WEFT_API weft_status_t weft_allgather_stream(const void *sendbuf,
+                                             void *recvbuf, size_t sendcount,
+                                             weft_dtype_t dtype,
+                                             weft_comm_t comm, void *stream);
+WEFT_API weft_status_t weft_reduce_scatter_stream(const void *sendbuf,
+                                                  void *recvbuf,
+                                                  size_t recvcount,
+                                                  weft_dtype_t dtype,
+                                                  weft_op_t op,
+                                                  weft_comm_t comm,
+                                                  void *stream);
+WEFT_API weft_status_t weft_alltoall_stream(const void *sendbuf,
+                                            void *recvbuf, size_t count,
+                                            weft_dtype_t dtype,
+                                            weft_comm_t comm, void *stream);
+WEFT_API weft_status_t weft_gather_stream(const void *sendbuf, void *recvbuf,
+                                          size_t sendcount, weft_dtype_t dtype,
+                                          int root, weft_comm_t comm,
+                                          void *stream);
+WEFT_API weft_status_t weft_scatter_stream(const void *sendbuf, void *recvbuf,
+                                           size_t recvcount,
+                                           weft_dtype_t dtype, int root,
+                                           weft_comm_t comm, void *stream);
+WEFT_API weft_status_t weft_send_stream(const void *buf, size_t count,
+                                        weft_dtype_t dtype, int peer,
+                                        weft_comm_t comm, void *stream);
+WEFT_API weft_status_t weft_recv_stream(void *buf, size_t count,
+                                        weft_dtype_t dtype, int peer,
+                                        weft_comm_t comm, void *stream);
+
 /* Non-blocking completion check: WEFT_INPROGRESS while running, otherwise the
  * operation's final status (WEFT_OK or its error).  Thread-safe. */
 WEFT_API weft_status_t weft_test(weft_request_t req);

@@ -2,33 +2,22 @@
  * api.c - the public collective and point-to-point entry points: argument
  * checks (each failure logged once with its cause), algorithm choice, plan
  * building and hand-off to the engine.  Every entry point describes its
- * call in a call_t and goes through start(); the blocking ones wait on the
- * non-blocking twin.
+ * call in a call_t and goes through wf_api_start(); the blocking ones
+ * wait on the non-blocking twin (the stream-ordered ones: api_stream.c).
  */
 #include <stdint.h>
 #include <string.h>
 
 #include "algo/algo.h"
+#include "api_call.h"
 #include "comm.h"
 #include "common.h"
 #include "devbuf.h"
 #include "diag.h"
 #include "reduce/reduce.h"
 #include "stall.h"
+#include "stream_order.h"
 
-typedef struct {
-    const char *fn;
-    wf_coll_t coll;
-    const void *sendbuf;
-    void *recvbuf;
-    size_t count;
-    int dtype;
-    int op;
-    int root; /* -1 when not rooted */
-    int peer; /* -1 when not point-to-point */
-    bool blocking; /* the caller waits right away and drives the engine */
-    weft_comm_t comm; /* the handle the call came with */
-} call_t;
 
 static bool is_rooted(wf_coll_t coll)
 {
@@ -161,6 +150,21 @@ static void request_stalled(struct weft_request *req, void *owner)
     }
 }
 
+/* An operation enqueued on a device stream (stream_order.c) needs the
+ * device layer even when its buffers are host memory. */
+static weft_status_t attach_stream(const call_t *k, struct weft_request *req)
+{
+    char why[512] = "";
+    const wf_dev_ops_t *dev = req->dev_ops ? req->dev_ops
+                                           : wf_dev_layer(why, sizeof(why));
+    if (!dev) {
+        WEFT_WARN(COLL, "%s: a stream was given but the device layer is "
+                  "unavailable: %s", k->fn, why);
+        return WEFT_ERR_CUDA;
+    }
+    return wf_stream_attach(dev, req, k->stream);
+}
+
 /* Builds the plan and submits it; *out gets the request on success. */
 static weft_status_t launch(wf_comm_impl_t *c, const call_t *k,
                             const wf_coll_args_t *a, const wf_dev_ops_t *dev,
@@ -182,6 +186,8 @@ static weft_status_t launch(wf_comm_impl_t *c, const call_t *k,
     wf_plan_init(&req->plan, a->dtype, a->op, a->elem_size, a->size);
     WEFT_CHECK_GOTO(wf_algo_select(a, c->cfg.algo, &req->algo), st, err);
     WEFT_CHECK_GOTO(req->algo->build(a, &req->plan), st, err);
+    if (k->stream)
+        WEFT_CHECK_GOTO(attach_stream(k, req), st, err);
     WEFT_CHECK_GOTO(wf_engine_submit(c->engine, req, !k->blocking), st, err);
     *out = req;
     return WEFT_OK;
@@ -221,7 +227,7 @@ static weft_status_t start_on(wf_comm_impl_t *c, const call_t *k,
 /* The communicator is referenced only until the operation is handed to the
  * engine: waiting needs the engine, not the communicator, so a destroy or
  * abort from another thread is never held up by a waiter. */
-static weft_status_t start(weft_comm_t comm, const call_t *k,
+weft_status_t wf_api_start(weft_comm_t comm, const call_t *k,
                            weft_request_t *req)
 {
     wf_comm_impl_t *c;
@@ -248,17 +254,11 @@ static weft_status_t run(weft_comm_t comm, const call_t *k)
     weft_request_t req = NULL;
     call_t blocking = *k;
     blocking.blocking = true;
-    weft_status_t st = start(comm, &blocking, &req); /* before req is read */
+    /* Started before req is read. */
+    weft_status_t st = wf_api_start(comm, &blocking, &req);
     return wait_free(st, req);
 }
 
-#define CALL(name, coll_, sb_, rb_, count_, dtype_, op_, root_, peer_)         \
-    (call_t)                                                                   \
-    {                                                                          \
-        .fn = name, .coll = coll_, .sendbuf = sb_, .recvbuf = rb_,             \
-        .count = count_, .dtype = (int)(dtype_), .op = (int)(op_),             \
-        .root = root_, .peer = peer_                                           \
-    }
 
 WEFT_API weft_status_t weft_iallreduce(const void *sendbuf, void *recvbuf,
                                        size_t count, weft_dtype_t dtype,
@@ -267,7 +267,7 @@ WEFT_API weft_status_t weft_iallreduce(const void *sendbuf, void *recvbuf,
 {
     call_t k = CALL("weft_iallreduce", WF_COLL_ALLREDUCE, sendbuf, recvbuf,
                     count, dtype, op, -1, -1);
-    return start(comm, &k, req);
+    return wf_api_start(comm, &k, req);
 }
 
 WEFT_API weft_status_t weft_allreduce(const void *sendbuf, void *recvbuf,
@@ -285,7 +285,7 @@ WEFT_API weft_status_t weft_isend(const void *buf, size_t count,
 {
     call_t k = CALL("weft_isend", WF_COLL_SEND, buf, NULL, count, dtype, 0,
                     -1, peer);
-    return start(comm, &k, req);
+    return wf_api_start(comm, &k, req);
 }
 
 WEFT_API weft_status_t weft_irecv(void *buf, size_t count, weft_dtype_t dtype,
@@ -294,7 +294,7 @@ WEFT_API weft_status_t weft_irecv(void *buf, size_t count, weft_dtype_t dtype,
 {
     call_t k = CALL("weft_irecv", WF_COLL_RECV, NULL, buf, count, dtype, 0,
                     -1, peer);
-    return start(comm, &k, req);
+    return wf_api_start(comm, &k, req);
 }
 
 WEFT_API weft_status_t weft_send(const void *buf, size_t count,
@@ -320,7 +320,7 @@ WEFT_API weft_status_t weft_recv(void *buf, size_t count, weft_dtype_t dtype,
     {                                                                          \
         call_t k = CALL("weft_i" #name, coll_, sb_, rb_, count_, dtype_, op_,  \
                         root_, -1);                                            \
-        return start(comm, &k, req);                                           \
+        return wf_api_start(comm, &k, req);                                    \
     }
 
 COLL_PAIR(broadcast, WF_COLL_BROADCAST,

@@ -68,6 +68,12 @@ struct weft_request {
     void (*on_stall)(struct weft_request *req, void *owner);
     int64_t stall_every_ms;
     bool sig_posted;          /* stall.c posted its signature */
+    /* Stream-ordered operations (stream_order.c): a gated request starts
+     * only once its gate opens (with the requests submitted after it);
+     * done_flag, when set, is written 1 as the request completes. */
+    bool gated;
+    bool gate_open;           /* atomic */
+    volatile uint32_t *done_flag;
     void *owner;
 };
 
@@ -107,6 +113,9 @@ void wf_engine_destroy(wf_engine_t *engine, bool abort);
  * the engine has failed. */
 weft_status_t wf_engine_submit(wf_engine_t *engine, struct weft_request *req,
                                bool wake_thread);
+
+/* Wakes the progress thread (a gate opened). */
+void wf_engine_kick(wf_engine_t *engine);
 
 /* Records a sticky error (first one wins) and fails every pending request.
  * Thread-safe. */
@@ -160,6 +169,11 @@ void wf_req_release(struct weft_request *req);
 /* Sets the final status, detaches the request from its engine and wakes
  * waiters (first completion wins). */
 void wf_req_complete(struct weft_request *req, weft_status_t status);
+/* Sets req->engine under the request lock (wf_engine_submit). */
+void wf_req_attach(struct weft_request *req, wf_engine_t *engine);
+/* Opens a gated request's gate and wakes its engine (any thread; makes no
+ * device-layer call, so a device callback may call it). */
+void wf_req_open_gate(struct weft_request *req);
 /* Blocks until no caller drives `engine` any more (before it is freed). */
 void wf_req_wait_for_drivers(wf_engine_t *engine);
 

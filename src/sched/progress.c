@@ -132,7 +132,7 @@ weft_status_t wf_engine_submit(wf_engine_t *e, struct weft_request *req,
     else
         req->seq = e->coll_seq++;
     req->deadline_ms = wf_deadline_after(e->timeout_ms);
-    req->engine = e;
+    wf_req_attach(req, e); /* engine lock before request lock */
     wf_history_start(e, req);
     wf_req_retain(req);
     append(&e->submitted_head, &e->submitted_tail, req);
@@ -157,16 +157,41 @@ static void finish(wf_engine_t *e, struct weft_request *req,
     wf_req_release(req);
 }
 
+void wf_engine_kick(wf_engine_t *e) { wake(e); }
+
+static bool gate_closed(const struct weft_request *req)
+{
+    return req->gated && !__atomic_load_n(&req->gate_open, __ATOMIC_ACQUIRE);
+}
+
+/* Detaches the submissions up to the first closed gate (all of them with
+ * `all`); operations start in the order they were submitted. */
+static struct weft_request *detach_submitted(wf_engine_t *e, bool all)
+{
+    struct weft_request *head = e->submitted_head, *last = NULL;
+    for (struct weft_request *r = head; r && (all || !gate_closed(r));
+         r = r->next)
+        last = r;
+    if (!last)
+        return NULL;
+    e->submitted_head = last->next;
+    if (!e->submitted_head)
+        e->submitted_tail = NULL;
+    last->next = NULL;
+    return head;
+}
+
 /* Moves new submissions to the active list and starts their execution. */
 static void take_submitted(wf_engine_t *e, bool *stop)
 {
     pthread_mutex_lock(&e->lock);
-    struct weft_request *req = e->submitted_head;
-    e->submitted_head = e->submitted_tail = NULL;
+    struct weft_request *req = detach_submitted(e, false);
     *stop = e->stop;
     pthread_mutex_unlock(&e->lock);
     while (req) {
         struct weft_request *next = req->next;
+        if (req->gated) /* its time runs from its place in the stream */
+            req->deadline_ms = wf_deadline_after(e->timeout_ms);
         weft_status_t st = wf_exec_start(e, req);
         if (st < 0) {
             wf_engine_fail(e, st, "%s #%llu: cannot start: %s",
@@ -350,10 +375,22 @@ static void *progress_main(void *arg)
         else if (!work)
             sleep_until_work(e, timeout, true);
     }
-    /* Anything left fails with the sticky error (abort, failure). */
+    /* Anything left fails with the sticky error (abort, failure), also
+     * operations still waiting for their place in a stream. */
     weft_status_t st = wf_engine_error(e, NULL);
+    st = st != WEFT_OK ? st : WEFT_ERR_ABORTED;
     pthread_mutex_lock(&e->progress_lock);
-    advance_all(e, st != WEFT_OK ? st : WEFT_ERR_ABORTED);
+    advance_all(e, st);
+    pthread_mutex_lock(&e->lock);
+    struct weft_request *left = detach_submitted(e, true);
+    pthread_mutex_unlock(&e->lock);
+    while (left) {
+        struct weft_request *next = left->next;
+        wf_history_end(e, left, st);
+        wf_req_complete(left, st);
+        wf_req_release(left);
+        left = next;
+    }
     pthread_mutex_unlock(&e->progress_lock);
     return NULL;
 }

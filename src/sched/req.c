@@ -57,8 +57,30 @@ void wf_req_complete(struct weft_request *req, weft_status_t status)
         req->status = status;
         req->engine = NULL;
         __atomic_store_n(&req->done, true, __ATOMIC_RELEASE);
+        /* A stream waiting for this operation goes on, also after an
+         * error (stream_order.c). */
+        if (req->done_flag)
+            __atomic_store_n(req->done_flag, 1, __ATOMIC_RELEASE);
         pthread_cond_broadcast(&req_cond);
     }
+    pthread_mutex_unlock(&req_lock);
+}
+
+void wf_req_attach(struct weft_request *req, wf_engine_t *engine)
+{
+    pthread_mutex_lock(&req_lock);
+    req->engine = engine;
+    pthread_mutex_unlock(&req_lock);
+}
+
+/* The engine stays alive while a request it has not completed points to
+ * it, and completion clears the pointer under this lock. */
+void wf_req_open_gate(struct weft_request *req)
+{
+    pthread_mutex_lock(&req_lock);
+    __atomic_store_n(&req->gate_open, true, __ATOMIC_RELEASE);
+    if (!req->done && req->engine)
+        wf_engine_kick(req->engine);
     pthread_mutex_unlock(&req_lock);
 }
 

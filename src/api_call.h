@@ -1,0 +1,43 @@
+/*
+ * api_call.h - how the public entry points describe a call (api.c,
+ * api_stream.c): every one fills a call_t and goes through wf_api_start.
+ */
+#ifndef WF_API_CALL_H
+#define WF_API_CALL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "algo/algo.h"
+#include "weft.h"
+
+typedef struct {
+    const char *fn;
+    wf_coll_t coll;
+    const void *sendbuf;
+    void *recvbuf;
+    size_t count;
+    int dtype;
+    int op;
+    int root; /* -1 when not rooted */
+    int peer; /* -1 when not point-to-point */
+    bool blocking; /* the caller waits right away and drives the engine */
+    void *stream;  /* a device stream to enqueue on (api_stream.c), or NULL */
+    weft_comm_t comm; /* the handle the call came with */
+} call_t;
+
+#define CALL(name, coll_, sb_, rb_, count_, dtype_, op_, root_, peer_)         \
+    (call_t)                                                                   \
+    {                                                                          \
+        .fn = name, .coll = coll_, .sendbuf = sb_, .recvbuf = rb_,             \
+        .count = count_, .dtype = (int)(dtype_), .op = (int)(op_),             \
+        .root = root_, .peer = peer_                                           \
+    }
+
+/* Checks the call, builds its plan and hands it to the engine; *req gets
+ * the request.  With k->stream the request waits for its place in that
+ * stream and holds the stream's later work until it ends. */
+weft_status_t wf_api_start(weft_comm_t comm, const call_t *k,
+                           weft_request_t *req);
+
+#endif /* WF_API_CALL_H */

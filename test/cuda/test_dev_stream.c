@@ -1,0 +1,134 @@
+/*
+ * test_dev_stream.c - the stream-ordered API (weft_*_stream) on the fake
+ * device layer, whose streams are worker threads: an operation starts
+ * only after the work enqueued before it, the work enqueued after it sees
+ * its result, the calling thread never blocks, and a failed operation
+ * still releases the stream.
+ */
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test.h"
+#include "weft_cuda.h"
+
+enum { N = 50000 };
+
+typedef struct {
+    float *dev;   /* device buffer */
+    float *host;  /* what the "kernel" writes, or where the result goes */
+} io_t;
+
+/* Stands in for a kernel that produces the input, slowly. */
+static void produce(void *arg)
+{
+    io_t *io = arg;
+    usleep(200000);
+    wf_fake_dev_write(io->dev, io->host, N * sizeof(float));
+}
+
+/* Stands in for a kernel that consumes the result. */
+static void consume(void *arg)
+{
+    io_t *io = arg;
+    wf_fake_dev_read(io->host, io->dev, N * sizeof(float));
+}
+
+static void wait_stream(const wf_dev_ops_t *d, wf_dev_stream_t s)
+{
+    wf_dev_event_t ev;
+    ASSERT_OK(d->event_create(&ev));
+    ASSERT_OK(d->event_record(ev, s));
+    double t0 = wf_test_now_s();
+    while (d->event_query(ev) == WEFT_INPROGRESS) {
+        ASSERT_TRUE(wf_test_now_s() - t0 < 20.0);
+        usleep(1000);
+    }
+    d->event_destroy(ev);
+}
+
+static void ordered_rank(int rank, int size, void *p)
+{
+    const wf_dev_ops_t *d = &wf_fake_dev_ops;
+    weft_comm_t comm;
+    ASSERT_OK(wf_test_comm_mem(p, rank, size, "WEFT_CHUNK_SIZE=16k",
+                               &comm));
+    wf_dev_stream_t s;
+    ASSERT_OK(d->stream_create(&s));
+    float *in = malloc(N * sizeof(float)), *out = malloc(N * sizeof(float));
+    float *dgrad = wf_fake_dev_alloc(N * sizeof(float));
+    float *dall = wf_fake_dev_alloc((size_t)size * 4 * sizeof(float));
+    for (int i = 0; i < N; i++)
+        in[i] = (float)(rank + 1) * (float)(i % 100);
+    io_t prod = {dgrad, in}, cons = {dgrad, out};
+    ASSERT_OK(d->host_func(s, produce, &prod));
+    double t0 = wf_test_now_s();
+    ASSERT_OK(weft_allreduce_stream(dgrad, dgrad, N, WEFT_FLOAT32, WEFT_SUM,
+                                    comm, s));
+    /* A second operation queued behind the first: allgather 4 elements
+     * of the reduced buffer from every rank. */
+    ASSERT_OK(weft_allgather_stream(dgrad, dall, 4, WEFT_FLOAT32, comm, s));
+    ASSERT_OK(d->host_func(s, consume, &cons));
+    /* Neither call waited for the 200 ms producer. */
+    ASSERT_TRUE(wf_test_now_s() - t0 < 0.1);
+    wait_stream(d, s);
+    float sum_ranks = (float)(size * (size + 1) / 2);
+    for (int i = 0; i < N; i++)
+        ASSERT_TRUE(out[i] == sum_ranks * (float)(i % 100));
+    float all[16 * 4];
+    wf_fake_dev_read(all, dall, (size_t)size * 4 * sizeof(float));
+    for (int r = 0; r < size; r++)
+        for (int k = 0; k < 4; k++)
+            ASSERT_TRUE(all[r * 4 + k] == sum_ranks * (float)k);
+    const char *msg = NULL;
+    ASSERT_OK(weft_comm_get_error(comm, &msg));
+    d->stream_destroy(s);
+    wf_fake_dev_free(dgrad);
+    wf_fake_dev_free(dall);
+    free(in);
+    free(out);
+    ASSERT_OK(weft_comm_destroy(comm));
+}
+
+WF_TEST(dev_stream_orders_operations, 60)
+{
+    wf_dev_use_fake(true);
+    wf_test_run_threads(2, ordered_rank, (void *)wf_test_unique("dso"));
+    wf_test_run_threads(3, ordered_rank, (void *)wf_test_unique("dso"));
+}
+
+/* Ranks disagree on the count: the operation fails, the stream goes on,
+ * and the communicator reports the mismatch. */
+static void failing_rank(int rank, int size, void *p)
+{
+    (void)size;
+    const wf_dev_ops_t *d = &wf_fake_dev_ops;
+    weft_comm_t comm;
+    ASSERT_OK(wf_test_comm_mem(p, rank, 2, "WEFT_TIMEOUT=20s", &comm));
+    wf_dev_stream_t s;
+    ASSERT_OK(d->stream_create(&s));
+    float *dbuf = wf_fake_dev_alloc(16 * sizeof(float));
+    ASSERT_OK(weft_allreduce_stream(dbuf, dbuf, rank ? 12 : 8, WEFT_FLOAT32,
+                                    WEFT_SUM, comm, s));
+    double t0 = wf_test_now_s();
+    wait_stream(d, s);
+    ASSERT_TRUE(wf_test_now_s() - t0 < 10.0);
+    /* The sending side may learn it only from the notice: give it time. */
+    const char *msg = NULL;
+    while (weft_comm_get_error(comm, &msg) == WEFT_OK &&
+           wf_test_now_s() - t0 < 10.0)
+        usleep(10000);
+    ASSERT_STATUS(weft_comm_get_error(comm, &msg), WEFT_ERR_MISMATCH);
+    ASSERT_STATUS(weft_allreduce_stream(dbuf, dbuf, 8, WEFT_FLOAT32,
+                                        WEFT_SUM, comm, NULL),
+                  WEFT_ERR_INVALID_ARG);
+    d->stream_destroy(s);
+    wf_fake_dev_free(dbuf);
+    weft_comm_abort(comm);
+}
+
+WF_TEST(dev_stream_failure_releases_the_stream, 60)
+{
+    wf_dev_use_fake(true);
+    wf_test_run_threads(2, failing_rank, (void *)wf_test_unique("dsf"));
+}
