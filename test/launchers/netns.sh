@@ -15,6 +15,9 @@
 #                          timeout, on every rank, naming the peer
 #   netns_local_rank       each rank's local rank and local size come out
 #                          per host (0/1 of 2), from hostname + boot id
+#   netns_rendezvous_drops_vanished_host  a client's link cut: TCP
+#                          keepalive (WEFT_RDV_KEEPALIVE) ends its job on
+#                          the rendezvous server
 # Addresses exist only inside the namespaces; an EXIT trap kills the ranks
 # and deletes the namespaces.  Needs root and iproute2.
 set -uo pipefail
@@ -74,7 +77,7 @@ ip netns exec "$(host_ns 0)" "$RDV" --listen "$(host_ip 0):$port" \
     > "$WF_LOGDIR/netns-rendezvous.log" 2>&1 &
 rdv_pid=$!
 for _ in $(seq 1 50); do
-    grep -q listening "$WF_LOGDIR/netns-rendezvous.log" && break
+    grep -qs listening "$WF_LOGDIR/netns-rendezvous.log" && break
     sleep 0.1
 done
 
@@ -160,4 +163,40 @@ unreachable() {
     cat "$WF_LOGDIR/netns_unreach.rank0"
 }
 wf_check netns_ifname_unreachable unreachable
+
+# A client host that vanishes (its link cut, no FIN, no RST) must not
+# leave its job on the server: a second weft-rendezvous with
+# WEFT_RDV_KEEPALIVE=2s must log conn_lost and job_end for the job within
+# about twice that (20 s allowed).
+vanished_host() {
+    local log=$WF_LOGDIR/netns-keepalive-rdv.log client t0
+    ip netns exec "$(host_ns 0)" env WEFT_RDV_KEEPALIVE=2s \
+        "$RDV" --listen "$(host_ip 0):$((port + 1))" > "$log" 2>&1 &
+    local ka_pid=$!
+    # Rank 1 of 2 whose rank 0 never comes: it waits on the server.
+    ip netns exec "$(host_ns 3)" env WEFT_RANK=1 WEFT_WORLD_SIZE=2 \
+        WEFT_RENDEZVOUS="$(host_ip 0):$((port + 1))" WEFT_JOB_ID=vanishing \
+        WEFT_TIMEOUT=120s "$BENCH" allreduce -b 8 -e 8 \
+        > "$WF_LOGDIR/netns-keepalive-client.log" 2>&1 &
+    client=$!
+    for _ in $(seq 1 100); do
+        grep -qs 'event=job_start job=vanishing' "$log" && break
+        sleep 0.1
+    done
+    grep -q 'event=job_start job=vanishing' "$log" || { cat "$log"; kill $ka_pid $client; return 1; }
+    ip -n "$(host_ns 3)" link set eth0 down
+    t0=$SECONDS
+    while [ $((SECONDS - t0)) -lt 20 ] &&
+          ! grep -q 'event=job_end job=vanishing .*jobs=0' "$log"; do
+        sleep 0.5
+    done
+    echo "job state gone after $((SECONDS - t0)) s"
+    kill $ka_pid $client 2>/dev/null
+    wait $ka_pid $client 2>/dev/null
+    ip -n "$(host_ns 3)" link set eth0 up
+    cat "$log"
+    grep -q "event=conn_lost peer=$(host_ip 3):[0-9]* job=vanishing" "$log" &&
+        grep -q 'event=job_end job=vanishing .*jobs=0' "$log"
+}
+wf_check netns_rendezvous_drops_vanished_host vanished_host
 exit 0

@@ -4,6 +4,8 @@
 #   usage: test/launchers/run.sh BUILD_DIR [PART...]
 #
 # Parts (each a script here; docs/launchers.md says what each proves):
+#   service   weft-rendezvous through the shipped systemd unit: --check,
+#             the token, key=value log lines, SIGTERM
 #   torchrun  torchrun's variables, and the real torchrun where installed
 #   mpi       mpirun -np 4 weft-bench; the MPI bootstrap example
 #   netns     4 network namespaces as hosts, 2 ranks each (root)
@@ -14,7 +16,7 @@ set -uo pipefail
 here=$(dirname "$(readlink -f "$0")")
 export WF_BUILD=${1:?usage: run.sh BUILD_DIR [PART...]}
 shift
-parts=${*:-torchrun mpi netns slurm}
+parts=${*:-service torchrun mpi netns slurm}
 
 WF_LOGDIR=$(mktemp -d /tmp/weft-launchers-XXXXXX)
 export WF_LOGDIR
