@@ -282,8 +282,8 @@ bench-netns: all
 # weft under the launchers clusters use (test/launchers/, docs/launchers.md):
 # Slurm (a real slurmctld + slurmd + munged), torchrun, mpirun and the MPI
 # bootstrap example, 4 network namespaces as hosts, weft-rendezvous as a
-# service.  Installs Slurm, munge and Open MPI first (as root); parts that
-# cannot run here are skipped with the reason.  LAUNCHER_PARTS picks parts.
+# service.  Installs Slurm, munge, Open MPI and MPICH first (as root);
+# parts that cannot run here are skipped with the reason.  LAUNCHER_PARTS picks parts.
 LAUNCHER_PARTS ?=
 .PHONY: test-launchers
 test-launchers: deps

@@ -44,3 +44,27 @@ wf_bench_clean() {
 wf_free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
+
+# A port P, below Linux's ephemeral range (32768-60999) so no outgoing
+# connection takes P or P+1 meanwhile, with P and P+1 free a moment ago:
+# for torchrun, whose rank 0 hosts weft's rendezvous on MASTER_PORT+1.
+wf_free_port_pair_low() {
+    python3 - <<'PY'
+import random, socket
+for _ in range(200):
+    p = random.randrange(20000, 32000)
+    socks = []
+    try:
+        for q in (p, p + 1):
+            s = socket.socket()
+            s.bind(("127.0.0.1", q))
+            socks.append(s)
+        print(p)
+        break
+    except OSError:
+        pass
+    finally:
+        for s in socks:
+            s.close()
+PY
+}

@@ -8,10 +8,10 @@
 #                         against an installed weft (make install +
 #                         pkg-config, as the page says) and run on 4 ranks:
 #                         rank 0's server address goes out over MPI_Bcast
-#   mpi_hydra_pmi         MPICH's mpiexec.hydra (PMI_RANK/PMI_SIZE), where
-#                         installed
-# Needs Open MPI (openmpi-bin, libopenmpi-dev); skipped with the reason
-# otherwise.  Everything stays on loopback.
+#   mpi_hydra_pmi         mpiexec.hydra -n 4 weft-bench: ranks from MPICH's
+#                         PMI_RANK/PMI_SIZE (each rank's log says so)
+# Needs Open MPI (openmpi-bin, libopenmpi-dev) and MPICH (mpich); what is
+# missing is skipped with the reason.  Everything stays on loopback.
 set -uo pipefail
 here=$(dirname "$(readlink -f "$0")")
 . "$here/lib.sh"
@@ -92,6 +92,6 @@ hydra() {
 if command -v mpiexec.hydra >/dev/null; then
     wf_check mpi_hydra_pmi hydra
 else
-    wf_skip mpi_hydra_pmi "MPICH's mpiexec.hydra is not installed (not by default: Debian's mpich registers its own mpirun and mpicc alternatives beside Open MPI's); PMI_RANK/PMI_SIZE are covered by launch_pmi_env in make test"
+    wf_skip mpi_hydra_pmi "MPICH's mpiexec.hydra is not installed (Debian's mpich; scripts/install-launcher-deps.sh installs it)"
 fi
 exit 0

@@ -72,17 +72,24 @@ if [ -z "$torchrun" ]; then
     exit 0
 fi
 
-# torchrun's own rendezvous (c10d, --standalone) on loopback; weft follows
-# the MASTER_* it exports to the workers.
+# torchrun's static rendezvous on loopback, with MASTER_PORT chosen here
+# (below the ephemeral range, P and P+1 free): with --standalone or c10d,
+# torchrun picks MASTER_PORT itself as an ephemeral port, and its own
+# outgoing connections may then hold MASTER_PORT+1, where weft's rank 0
+# must listen (the likely cause of rank 0 failing once in three
+# --standalone runs with "system call failed").
 real() { # NAME CMD...
-    local name=$1 out=$WF_LOGDIR/$1.out
+    local name=$1 out=$WF_LOGDIR/$1.out port
     shift
-    WEFT_SOCKET_IFNAME=lo WEFT_LOG=info WEFT_LOG_SUBSYS=init \
-        timeout 180 "$torchrun" --standalone --nnodes 1 --nproc-per-node $size \
-        --no-python "$@" > "$out" 2>&1
+    port=$(wf_free_port_pair_low)
+    WEFT_SOCKET_IFNAME=lo WEFT_LOG=info WEFT_LOG_SUBSYS=init,rdv \
+        timeout 180 "$torchrun" --nnodes 1 --node-rank 0 \
+        --master-addr 127.0.0.1 --master-port "$port" \
+        --nproc-per-node $size --no-python "$@" > "$out" 2>&1
     local status=$?
     cat "$out"
-    [ $status = 0 ] && launched_by_torchrun "$out"
+    [ $status = 0 ] && launched_by_torchrun "$out" &&
+        grep -q "joined job .* via 127.0.0.1:$((port + 1))," "$out"
 }
 real_bench() {
     real torchrun_real_bench "$BENCH" allreduce -b 8 -e 1M -f 32 -w 1 -r 2 -c 1 &&
