@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # lib.sh - shared by the test/launchers/ scripts (sourced, not run).
 #
 # Each part script records one line per check in $WF_RESULTS:

@@ -18,6 +18,7 @@ here=$(dirname "$(readlink -f "$0")")
 root=$(readlink -f "$here/../..")
 
 command -v mpirun >/dev/null || { wf_skip mpi "mpirun is not installed (scripts/install-launcher-deps.sh)"; exit 0; }
+# shellcheck disable=SC2054 # "self,tcp" is one MCA value
 mpirun=(mpirun --oversubscribe -np 4 --mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
 [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
 

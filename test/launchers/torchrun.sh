@@ -23,11 +23,14 @@ run_env() {
     local name=$1 port=$2 pids=() status=0 rc r
     shift 2
     for ((r = 0; r < size; r++)); do
+        # The C program takes the rank and size it should get as arguments.
+        local expect=()
+        [ "$1" = "$CHECK" ] && expect=("$r" "$size")
         env -u WEFT_RANK -u WEFT_WORLD_SIZE -u WEFT_RENDEZVOUS \
             RANK=$r WORLD_SIZE=$size LOCAL_RANK=$r LOCAL_WORLD_SIZE=$size \
             MASTER_ADDR=127.0.0.1 MASTER_PORT=$port TORCHELASTIC_RUN_ID="$name-$$" \
             WEFT_SOCKET_IFNAME=lo WEFT_LOG=info WEFT_LOG_SUBSYS=init \
-            timeout 120 "$@" $([ "$1" = "$CHECK" ] && echo "$r $size") \
+            timeout 120 "$@" "${expect[@]}" \
             > "$WF_LOGDIR/$name.rank$r" 2>&1 &
         pids+=($!)
     done
