@@ -29,6 +29,7 @@ cleanup() {
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
     sleep 0.5
     for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+    wait 2>/dev/null
     [ -n "${KEEP_SLURM_DIR:-}" ] || rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -78,12 +79,20 @@ NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
 PartitionName=weft Nodes=$node Default=YES MaxTime=30 State=UP OverSubscribe=FORCE:8
 CONF
 
-munged --force --key-file="$dir/munge/munge.key" \
+# All three in the foreground (munged -F, slurmctld/slurmd -D): children
+# of this script, so the trap stops them and reaps them.
+munged -F --force --key-file="$dir/munge/munge.key" \
     --socket="$dir/munge/munge.socket" --pid-file="$dir/munge/munged.pid" \
     --log-file="$dir/munge/munged.log" --seed-file="$dir/munge/seed" \
-    >"$dir/munged.out" 2>&1 || { wf_fail $part "munged did not start: $(tail -2 "$dir/munged.out" "$dir/munge/munged.log" 2>/dev/null)"; exit 0; }
-pids+=("$(cat "$dir/munge/munged.pid")")
-# -D: in the foreground, so the pids are ours to stop.
+    >"$dir/munged.out" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 50); do
+    [ -S "$dir/munge/munge.socket" ] && break
+    kill -0 "${pids[0]}" 2>/dev/null || break
+    sleep 0.1
+done
+[ -S "$dir/munge/munge.socket" ] ||
+    { wf_fail $part "munged did not start: $(tail -2 "$dir/munged.out" "$dir/munge/munged.log" 2>/dev/null)"; exit 0; }
 slurmctld -D -f "$SLURM_CONF" >"$dir/slurmctld.out" 2>&1 &
 pids+=($!)
 slurmd -D -f "$SLURM_CONF" -N "$node" >"$dir/slurmd.out" 2>&1 &
