@@ -2,7 +2,7 @@
 # DEBUG=1 (no optimisation) ASAN=1 (address+undefined sanitizers, builds in
 # build-asan) TSAN=1 (thread sanitizer, builds in build-tsan) PREFIX=...
 # Targets: all lib tools bench bench-report bench-reduce bench-netns test
-# check install clean docs deps compare fuzz soak
+# test-launchers check install clean docs deps compare fuzz soak
 
 PREFIX ?= /usr/local
 # Sanitizer builds get their own tree: objects of different flags never mix.
@@ -68,6 +68,8 @@ TEST_SRCS := $(wildcard test/harness/*.c test/unit/*.c test/coll/*.c \
 CUDA_SHIM_OBJ := $(BUILD)/test-obj/cuda/reduce_shim.o
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/test-obj/%.o) $(CUDA_SHIM_OBJ)
 TEST_BIN := $(BUILD)/test/weft-test
+# A C program under launchers (test/launchers/): public API only.
+LAUNCH_CHECK := $(BUILD)/test/comm_init_check
 
 SONAME := libweft.so.0
 RPATH := -Wl,-rpath,'$$ORIGIN/../lib'
@@ -106,7 +108,8 @@ $(BUILD)/bin/weft-rendezvous: $(BUILD)/tool-obj/src/tools/weft_rendezvous.o $(BU
 $(BUILD)/bin/weftrun: $(BUILD)/tool-obj/src/tools/weftrun.o $(SPAWN_OBJ) $(BUILD)/lib/libweft.so
 $(BUILD)/bin/weft-info: $(BUILD)/tool-obj/src/tools/weft_info.o $(BUILD)/lib/libweft.so
 $(BUILD)/bin/weft-bench: $(BENCH_OBJS) $(SPAWN_OBJ) $(BUILD)/lib/libweft.so
-$(TOOL_BINS):
+$(LAUNCH_CHECK): $(BUILD)/tool-obj/test/launchers/comm_init_check.o $(BUILD)/lib/libweft.so
+$(TOOL_BINS) $(LAUNCH_CHECK):
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $(filter %.o,$^) -L$(BUILD)/lib -lweft $(RPATH) -o $@ $(LDLIBS)
 
@@ -277,6 +280,19 @@ bench-reduce: $(REDUCE_BENCH)
 # lists its NETNS_* settings; needs root, otherwise it says why and skips).
 bench-netns: all
 	scripts/bench-netns.sh $(BUILD)
+
+# weft under the launchers clusters use (test/launchers/, docs/launchers.md):
+# Slurm (a real slurmctld + slurmd + munged), torchrun, mpirun and the MPI
+# bootstrap example, 4 network namespaces as hosts, weft-rendezvous as a
+# service.  Installs Slurm, munge, Open MPI and MPICH first (as root);
+# parts that cannot run here are skipped with the reason.  LAUNCHER_PARTS picks parts.
+LAUNCHER_PARTS ?=
+.PHONY: test-launchers
+test-launchers: deps
+	@scripts/install-launcher-deps.sh || \
+	  echo "test-launchers: packages missing; the parts that need them skip"
+	$(MAKE) all $(LAUNCH_CHECK)
+	@test/launchers/run.sh $(BUILD) $(LAUNCHER_PARTS)
 
 # ---- fuzzing (fuzz/, docs/testing.md).  libFuzzer harnesses built with
 # clang and address+undefined sanitizers against a library built the same

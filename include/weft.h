@@ -477,6 +477,15 @@ WEFT_API const char *weft_server_address(weft_server_t server);
  * accepted. */
 WEFT_API weft_status_t weft_server_stop(weft_server_t server);
 
+/* Checks that the rendezvous server at `address` ("HOST:PORT") serves: the
+ * probe joins a job of its own, sets a key and reads it back, all within
+ * timeout_ms.  WEFT_OK when it does; otherwise the status of the step that
+ * failed (WEFT_ERR_TIMEOUT when nothing answers, WEFT_ERR_AUTH when the
+ * server wants a token this process lacks: WEFT_TOKEN/WEFT_TOKEN_FILE),
+ * logged with its cause.  `weft-rendezvous --check` is this call. */
+WEFT_API weft_status_t weft_server_check(const char *address,
+                                         int64_t timeout_ms);
+
 #ifdef __cplusplus
 }
 #endif

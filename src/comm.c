@@ -241,9 +241,10 @@ WEFT_API weft_status_t weft_comm_create(const weft_comm_params_t *params,
     if (*c->cfg.token)
         wf_strlcpy(c->cfg.token, "(set)", sizeof(c->cfg.token));
     WEFT_CHECK_GOTO(wf_comm_connect(c), st, err);
-    WEFT_INFO(INIT, "rank %d of %d joined job %s via %s, transport %s",
+    WEFT_INFO(INIT, "rank %d of %d joined job %s via %s, transport %s, "
+              "local rank %d of %d on host %s",
               c->rank, c->size, c->cfg.job_id, c->cfg.rendezvous,
-              c->transport_name);
+              c->transport_name, c->local_rank, c->local_size, wf_hostname());
     *comm = wf_comm_wrap(shell, c);
     return WEFT_OK;
 err:

@@ -139,12 +139,14 @@ wf_rdv_job_t *wf_rdv_job_create(struct weft_server *srv, const char *id,
     job->next = srv->jobs;
     srv->jobs = job;
     srv->njobs++;
-    WEFT_INFO(RDV, "rendezvous server: job %s created by %s (%s)", job->id,
-              peer, key ? "token required" : "no token");
+    WEFT_INFO(RDV, "rendezvous server: event=job_start job=%s peer=%s "
+                   "auth=%s jobs=%zu", job->id, peer,
+              key ? "token" : "none", srv->njobs);
     return job;
 }
 
-static void job_drop(struct weft_server *srv, wf_rdv_job_t *job)
+static void job_drop(struct weft_server *srv, wf_rdv_job_t *job,
+                     const char *reason)
 {
     for (wf_rdv_job_t **pp = &srv->jobs; *pp; pp = &(*pp)->next) {
         if (*pp == job) {
@@ -152,12 +154,13 @@ static void job_drop(struct weft_server *srv, wf_rdv_job_t *job)
             break;
         }
     }
-    WEFT_INFO(RDV, "rendezvous server: job %s dropped with its last client "
-                   "(%zu keys)", job->id, job->kv.count);
+    srv->njobs--;
+    WEFT_INFO(RDV, "rendezvous server: event=job_end job=%s keys=%zu "
+                   "reason=%s jobs=%zu", job->id, job->kv.count, reason,
+              srv->njobs);
     wf_kv_free(&job->kv);
     memset(job->key, 0, sizeof(job->key));
     free(job);
-    srv->njobs--;
 }
 
 /* ---- parking ----------------------------------------------------------- */
@@ -433,11 +436,11 @@ void wf_rdv_jobs_detach(struct weft_server *srv, wf_rdv_conn_t *conn)
     unpark(conn);
     conn->job = NULL;
     if (--job->nclients == 0)
-        job_drop(srv, job);
+        job_drop(srv, job, "last_client_left");
 }
 
 void wf_rdv_jobs_free_all(struct weft_server *srv)
 {
     while (srv->jobs)
-        job_drop(srv, srv->jobs);
+        job_drop(srv, srv->jobs, "server_stopped");
 }

@@ -131,6 +131,7 @@ static weft_status_t server_configure(struct weft_server *srv,
     srv->max_jobs = (size_t)WF_MAX(cfg.rdv_max_jobs, (int64_t)1);
     srv->max_job_bytes = (size_t)cfg.rdv_max_job_bytes;
     srv->stall_ms = (uint64_t)WF_MAX(cfg.rdv_stall_timeout, (int64_t)100);
+    srv->keepalive_ms = (uint64_t)WF_MAX(cfg.rdv_keepalive, (int64_t)0);
     wf_strlcpy(srv->token, token ? token : cfg.token, sizeof(srv->token));
     memset(cfg.token, 0, sizeof(cfg.token));
     return WEFT_OK;
@@ -177,8 +178,10 @@ weft_status_t wf_rdv_server_start(const char *listen, const char *token,
         goto err_destroy;
     }
     srv->thread_started = true;
-    WEFT_INFO(RDV, "rendezvous server listening on %s (%s)", srv->address,
-              *srv->token ? "token required" : "per-job tokens");
+    WEFT_INFO(RDV, "rendezvous server: event=listening address=%s auth=%s "
+                   "max_jobs=%zu keepalive_ms=%llu", srv->address,
+              *srv->token ? "server_token" : "per_job",
+              srv->max_jobs, (unsigned long long)srv->keepalive_ms);
     *server = srv;
     return WEFT_OK;
 err_destroy:
@@ -211,8 +214,8 @@ WEFT_API weft_status_t weft_server_stop(weft_server_t server)
                       wf_errno_str(errno));
         pthread_join(server->thread, NULL);
     }
-    WEFT_INFO(RDV, "rendezvous server on %s stopped (%zu jobs, %zu "
-                   "connections)", server->address, server->njobs,
+    WEFT_INFO(RDV, "rendezvous server: event=stopped address=%s jobs=%zu "
+                   "conns=%zu", server->address, server->njobs,
               server->nconns);
     server_destroy(server);
     return WEFT_OK;

@@ -290,6 +290,20 @@ static void conn_process(struct weft_server *srv, wf_rdv_conn_t *conn)
     conn_update(srv, conn);
 }
 
+/* A socket error, not a close: keepalive found the client's host gone
+ * (ETIMEDOUT), or the client reset the connection.  For a job's client
+ * that is worth a warning: the job may end with it. */
+static void conn_lost(const wf_rdv_conn_t *conn, int err)
+{
+    if (conn->job && conn->state == WF_RDV_CONN_OPEN)
+        WEFT_WARN(RDV, "rendezvous server: event=conn_lost peer=%s job=%s "
+                       "reason=\"%s\"", conn->peer, conn->job->id,
+                  wf_errno_str(err));
+    else
+        WEFT_DEBUG(RDV, "rendezvous server: client %s closed: %s",
+                   conn->peer, wf_errno_str(err));
+}
+
 /* Reads what is there (one recv per event: level-triggered epoll calls us
  * again while more is pending). */
 static void conn_read(struct weft_server *srv, wf_rdv_conn_t *conn)
@@ -311,9 +325,11 @@ static void conn_read(struct weft_server *srv, wf_rdv_conn_t *conn)
                            "in the middle of a frame (%zu bytes of it "
                            "received)", conn->peer,
                       conn->job ? conn->job->id : "-", conn->rlen);
+        else if (n < 0)
+            conn_lost(conn, errno);
         else
-            WEFT_DEBUG(RDV, "rendezvous server: client %s closed: %s",
-                       conn->peer, n ? wf_errno_str(errno) : "eof");
+            WEFT_DEBUG(RDV, "rendezvous server: client %s closed: eof",
+                       conn->peer);
         conn_close(srv, conn);
         return;
     }
@@ -336,7 +352,15 @@ static void conn_event(struct weft_server *srv, wf_rdv_conn_t *conn,
 {
     if (conn->state == WF_RDV_CONN_DEAD)
         return;
-    if (events & (EPOLLHUP | EPOLLERR)) {
+    if (events & EPOLLERR) {
+        int err = 0;
+        socklen_t len = sizeof(err);
+        getsockopt(conn->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        conn_lost(conn, err);
+        conn_close(srv, conn);
+        return;
+    }
+    if (events & EPOLLHUP) {
         WEFT_DEBUG(RDV, "rendezvous server: connection from %s hung up",
                    conn->peer);
         conn_close(srv, conn);
@@ -378,6 +402,29 @@ static void server_refuse(struct weft_server *srv, int fd,
               srv->address, peer, srv->nconns);
 }
 
+/* A rank's connection is idle for the whole life of its job, so when the
+ * rank's host vanishes (power, kernel panic, a cut link) nothing would
+ * ever fail on it and the job's state would linger.  Keepalive probes
+ * after keepalive_ms of silence, 3 of them keepalive_ms/3 apart, and the
+ * same bound on unacknowledged data (TCP_USER_TIMEOUT) end such a
+ * connection in about twice keepalive_ms; conn_read logs it. */
+static void set_keepalive(const struct weft_server *srv, int fd)
+{
+    int on = srv->keepalive_ms > 0;
+    int idle = (int)WF_MAX(srv->keepalive_ms / 1000, (uint64_t)1);
+    int intvl = WF_MAX(idle / 3, 1), cnt = 3;
+    unsigned user = (unsigned)WF_MIN(2 * srv->keepalive_ms,
+                                     (uint64_t)UINT32_MAX);
+
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+    if (!on)
+        return;
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user, sizeof(user));
+}
+
 static void server_accept_one(struct weft_server *srv, int fd,
                               const struct sockaddr *sa)
 {
@@ -398,6 +445,7 @@ static void server_accept_one(struct weft_server *srv, int fd,
     conn->fd = fd;
     wf_rdv_format_addr(sa, NULL, conn->peer, sizeof(conn->peer));
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    set_keepalive(srv, fd);
     conn->events = EPOLLIN | EPOLLRDHUP;
     struct epoll_event ev = {.events = conn->events, .data.ptr = conn};
     if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {

@@ -81,6 +81,7 @@ struct weft_server {
      * _STALL_TIMEOUT), read once at start. */
     size_t max_conns, max_jobs, max_job_bytes;
     uint64_t stall_ms;
+    uint64_t keepalive_ms; /* WEFT_RDV_KEEPALIVE; 0 = off */
     uint64_t refuse_warned; /* wf_time_ms() of the last "too many" warning */
     /* The server's own token (WEFT_TOKEN/WEFT_TOKEN_FILE at start): every
      * job's key is derived from it and a client must prove it.  Empty: each

@@ -113,20 +113,35 @@ const char *wf_test_tool(const char *name)
 
 int wf_test_start_rendezvous(char *addr, size_t len)
 {
+    return wf_test_start_rendezvous_with(addr, len, NULL, NULL);
+}
+
+int wf_test_start_rendezvous_with(char *addr, size_t len,
+                                  const char *const *args, const char *log)
+{
     char portfile[] = "/tmp/weft-rdv-port-XXXXXX";
+    const char *argv[32] = {NULL, "--listen", "127.0.0.1:0", "--port-file",
+                            portfile};
+    int argc = 5;
     int fd = mkstemp(portfile);
     ASSERT_TRUE(fd >= 0);
     close(fd);
     unlink(portfile);
     const char *tool = wf_test_tool("weft-rendezvous");
+    argv[0] = tool;
+    for (; args && *args && argc < 31; args++)
+        argv[argc++] = *args;
     pid_t pid = fork();
     ASSERT_TRUE(pid >= 0);
     if (pid == 0) {
-        int devnull = open("/dev/null", O_WRONLY);
-        if (devnull >= 0)
-            dup2(devnull, STDOUT_FILENO);
-        execl(tool, tool, "--listen", "127.0.0.1:0", "--port-file", portfile,
-              (char *)NULL);
+        int out = open(log ? log : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC,
+                       0600);
+        if (out >= 0) {
+            dup2(out, STDOUT_FILENO);
+            if (log)
+                dup2(out, STDERR_FILENO);
+        }
+        execv(tool, (char *const *)argv);
         fprintf(stderr, "exec %s: %s\n", tool, strerror(errno));
         _exit(127);
     }

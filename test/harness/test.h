@@ -117,6 +117,10 @@ const char *wf_test_tool(const char *name);
 /* Starts build/bin/weft-rendezvous on 127.0.0.1 with a free port as a child
  * process; writes "127.0.0.1:PORT" into addr.  Returns the child pid. */
 int wf_test_start_rendezvous(char *addr, size_t len);
+/* The same with extra arguments (NULL-terminated list, may be NULL) and,
+ * when log is not NULL, stdout and stderr going to that file. */
+int wf_test_start_rendezvous_with(char *addr, size_t len,
+                                  const char *const *args, const char *log);
 void wf_test_stop_process(int pid);
 
 #endif /* WF_TEST_H */

@@ -397,7 +397,9 @@ weft_status_t wf_tcp_init(const wf_tconfig_t *cfg, wf_tctx_t **out)
     ctx->cfg.bind_hint[sizeof(ctx->cfg.bind_hint) - 1] = '\0';
     ctx->epfd = ctx->timer_fd = ctx->listen_fd = -1;
     WEFT_CHECK_GOTO(open_context(ctx), st, err_fini);
-    WEFT_DEBUG(NET, "tcp: rank %d listening on %s (%s)", cfg->rank,
+    /* Info, not debug: which interface carries the data is the first
+     * thing to check on a multi-homed host. */
+    WEFT_INFO(NET, "tcp: rank %d listening on %s (%s)", cfg->rank,
                ctx->local_str, ctx->ifname[0] ? ctx->ifname : "?");
     *out = ctx;
     return WEFT_OK;
