@@ -118,9 +118,13 @@ typedef struct wf_transport_ops {
     /* Non-blocking, idempotent connect to `peer`; see above. */
     weft_status_t (*connect)(wf_tctx_t *ctx, int peer, const void *addr,
                              size_t len);
-    /* Registers memory for zero-copy use; TCP returns a NULL handle. */
+    /* Registers memory for zero-copy use; TCP returns a NULL handle.
+     * `memtype` is where the memory lives (a wf_memtype_t of
+     * cuda/weft_cuda.h): a transport that cannot use device memory
+     * directly returns WEFT_ERR_UNSUPPORTED for it, and the engine stages
+     * such buffers through host memory. */
     weft_status_t (*mem_reg)(wf_tctx_t *ctx, void *buf, size_t len,
-                             void **mh);
+                             int memtype, void **mh);
     void (*mem_dereg)(wf_tctx_t *ctx, void *mh);
     /* Posts a send / receive of one message; see above. */
     weft_status_t (*isend)(wf_tctx_t *ctx, int peer, uint64_t tag,

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "tgroup.h"
+#include "weft_cuda.h"
 
 /* ---- registry ---------------------------------------------------------- */
 
@@ -561,8 +562,14 @@ static void run_query(const wf_transport_ops_t *ops)
     ASSERT_TRUE(ops->peer_describe(g.ctx[0], 99) != NULL);
     ASSERT_STATUS(ops->connect(g.ctx[0], 0, g.addr[0], g.alen[0]),
                   WEFT_ERR_INVALID_ARG);
-    ASSERT_OK(ops->mem_reg(g.ctx[0], small, sizeof(small), &mh));
+    ASSERT_OK(ops->mem_reg(g.ctx[0], small, sizeof(small), WF_MEM_HOST, &mh));
     ops->mem_dereg(g.ctx[0], mh);
+    /* Without direct device access a transport says so, and the engine
+     * stages device buffers through host memory. */
+    if (!(attr.caps & WF_TCAP_DEVICE_MEM))
+        ASSERT_STATUS(ops->mem_reg(g.ctx[0], small, sizeof(small),
+                                   WF_MEM_DEVICE, &mh),
+                      WEFT_ERR_UNSUPPORTED);
     ops->fini(NULL);
     tg_close(&g);
 }

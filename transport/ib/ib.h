@@ -400,7 +400,8 @@ const char *wf_ib_peer_describe(wf_tctx_t *ctx, int peer);
 
 /* ---- ib_mr.c ----------------------------------------------------------- */
 
-weft_status_t wf_ib_mem_reg(wf_tctx_t *ctx, void *buf, size_t len, void **mh);
+weft_status_t wf_ib_mem_reg(wf_tctx_t *ctx, void *buf, size_t len,
+                            int memtype, void **mh);
 void wf_ib_mem_dereg(wf_tctx_t *ctx, void *mh);
 void wf_ib_mrcache_free(wf_tctx_t *ctx);
 

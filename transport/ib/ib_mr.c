@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ib.h"
+#include "weft_cuda.h"
 
 /* Index of the first entry whose start is above `addr`. */
 static size_t upper_bound(const wf_ib_mrcache_t *c, const char *addr)
@@ -73,7 +74,8 @@ static void remove_entry(wf_ib_mrcache_t *c, const wf_ib_reg_t *r)
     }
 }
 
-weft_status_t wf_ib_mem_reg(wf_tctx_t *ctx, void *buf, size_t len, void **mh)
+weft_status_t wf_ib_mem_reg(wf_tctx_t *ctx, void *buf, size_t len,
+                            int memtype, void **mh)
 {
     wf_ib_mrcache_t *c;
     wf_ib_reg_t *r;
@@ -81,6 +83,10 @@ weft_status_t wf_ib_mem_reg(wf_tctx_t *ctx, void *buf, size_t len, void **mh)
 
     if (!ctx || !mh || (!buf && len))
         return WEFT_ERR_INVALID_ARG;
+    /* GPUDirect registration (dma-buf, peer memory) is not built: device
+     * buffers are staged through host memory by the engine. */
+    if (memtype == WF_MEM_DEVICE)
+        return WEFT_ERR_UNSUPPORTED;
     c = &ctx->mrc;
     r = find_cover(c, buf, WF_MAX(len, (size_t)1));
     if (r) {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "tcp.h"
+#include "weft_cuda.h"
 
 #define WF_TCP_EVENTS 64
 
@@ -92,13 +93,15 @@ int wf_tcp_get_fd(wf_tctx_t *ctx)
 }
 
 static weft_status_t tcp_mem_reg(wf_tctx_t *ctx, void *buf, size_t len,
-                                 void **mh)
+                                 int memtype, void **mh)
 {
     (void)ctx;
     (void)buf;
     (void)len;
     if (!mh)
         return WEFT_ERR_INVALID_ARG;
+    if (memtype == WF_MEM_DEVICE)
+        return WEFT_ERR_UNSUPPORTED; /* sockets read host memory only */
     *mh = NULL; /* plain sockets need no registration */
     return WEFT_OK;
 }
