@@ -164,6 +164,26 @@ $(CUDA_LIB): $(CUDA_OBJS)
 .PHONY: cuda
 cuda: $(CUDA_LIB)
 
+# `make test-gpu` (test/gpu/, docs/cuda.md): the collectives on device
+# buffers with 2-4 ranks on the host's GPU(s), and the stream-ordered
+# allreduce.  gpu_colls is C against include/weft.h and the CUDA runtime
+# (headers and libcudart.so from the toolkit), built wherever nvcc is, so
+# it is known to compile and link before it meets a GPU; run.sh prints
+# "SKIP: no GPU (why)" and one skip where none can be used.
+GPU_TEST_BIN := $(BUILD)/test/gpu/gpu_colls
+GPU_TEST_SRCS := $(wildcard test/gpu/*.c)
+$(GPU_TEST_BIN): $(GPU_TEST_SRCS) test/gpu/gpu_util.h $(BUILD)/lib/libweft.so
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(OPT) -g -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude \
+	  -I$(CUDA_HOME)/include $(GPU_TEST_SRCS) -o $@ -L$(BUILD)/lib -lweft \
+	  -Wl,-rpath,'$$ORIGIN/../../lib' -L$(CUDA_HOME)/lib64 -lcudart \
+	  -Wl,-rpath,$(CUDA_HOME)/lib64 -lm
+.PHONY: test-gpu
+test-gpu: deps
+	$(MAKE) all $(if $(CUDA_BUILD),$(CUDA_LIB) $(GPU_TEST_BIN))
+	@test/gpu/run.sh $(BUILD) \
+	  "$(if $(CUDA_BUILD),,$(if $(filter 0,$(CUDA)),built with CUDA=0,nvcc not found))"
+
 # The whole suite: unit, transport, rendezvous, collectives as threads and as
 # processes, tools.  Ends with "N passed, N failed, N skipped".
 # Under ASAN=1 or TSAN=1 the C suite runs with longer timeouts
