@@ -259,6 +259,6 @@ WF_TEST(colls_threads_n13, 300) { threads(13, false); }
 WF_TEST(colls_threads_n16, 300) { threads(16, false); }
 WF_TEST(colls_fake_device_n2, 300) { fake_device_threads(2, false); }
 WF_TEST(colls_fake_device_n3, 300) { fake_device_threads(3, false); }
-WF_TEST(colls_fake_device_n4, 300) { fake_device_threads(4, true); }
+WF_TEST(colls_fake_device_n4, 300) { fake_device_threads(4, false); }
 WF_TEST(colls_procs_n3, 300) { procs(3); }
 WF_TEST(colls_procs_n4, 300) { procs(4); }
