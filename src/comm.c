@@ -173,6 +173,7 @@ weft_status_t wf_comm_connect(wf_comm_impl_t *c)
         .timeout_ms = c->cfg.timeout_ms,
         .debug_dump = c->cfg.debug_dump,
     };
+    wf_comm_place(c, &ep.pin, &ep.progress_cpu);
     WEFT_CHECK_GOTO(wf_engine_create(&ep, &c->engine), st, out);
     tctx = NULL; /* the engine owns it now */
 out:
