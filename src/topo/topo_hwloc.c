@@ -166,6 +166,10 @@ weft_status_t wf_topo_load(const char *xml_file, wf_topo_t **out)
         what = "hwloc_topology_load";
         rc = hwloc_topology_load(topo);
     }
+    /* hwloc read HWLOC_XMLFILE (or a synthetic description) by itself. */
+    if (rc == 0 && !(xml_file && *xml_file) &&
+        !hwloc_topology_is_thissystem(topo))
+        wf_strlcpy(t->source, "HWLOC_XMLFILE", sizeof(t->source));
     weft_status_t st = rc == 0 ? fill(topo, t) : WEFT_ERR_UNSUPPORTED;
     hwloc_topology_destroy(topo);
     if (st != WEFT_OK || t->ncores < 1) {
