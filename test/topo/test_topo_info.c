@@ -18,7 +18,7 @@ static bool have_hwloc(void)
     char cmd[512], *out;
     snprintf(cmd, sizeof(cmd), "%s", wf_test_tool("weft-info"));
     wf_test_run_cmd(cmd, &out);
-    bool yes = strstr(out, "hwloc") != NULL;
+    bool yes = strstr(out, "topology: hwloc") != NULL;
     free(out);
     return yes;
 }
