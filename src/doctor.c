@@ -63,19 +63,25 @@ static void check_interfaces(doc_t *d, const wf_config_t *cfg)
                 a, is_up ? "up" : "down",
                 lo ? " (loopback: this host only)" : "");
     }
+    /* The tcp transport takes the first entry that has an address. */
     char names[WF_CONFIG_STR_MAX];
+    int usable = 0, listed = 0;
     wf_strlcpy(names, cfg->socket_ifname, sizeof(names));
-    for (char *save, *n = strtok_r(names, ",", &save); n;
-         n = strtok_r(NULL, ",", &save)) {
+    for (char *save, *n = strtok_r(names, ", ", &save); n;
+         n = strtok_r(NULL, ", ", &save), listed++) {
         bool found = false;
         for (struct ifaddrs *i = ifs; i && !found; i = i->ifa_next)
             found = !strcmp(i->ifa_name, n) && (i->ifa_flags & IFF_UP);
         struct in6_addr ip;
         found = found || inet_pton(AF_INET, n, &ip) == 1 ||
                 inet_pton(AF_INET6, n, &ip) == 1;
-        verdict(d, found ? "OK" : "FAIL", "WEFT_SOCKET_IFNAME: %s %s", n,
-                found ? "is up" : "is no interface that is up");
+        usable += found;
+        verdict(d, found ? "OK" : "WARN", "WEFT_SOCKET_IFNAME: %s %s", n,
+                found ? "is up" : "is no interface that is up (skipped)");
     }
+    if (listed && !usable)
+        verdict(d, "FAIL", "WEFT_SOCKET_IFNAME=%s: no entry is usable; the "
+                "tcp transport cannot start", cfg->socket_ifname);
     if (!up && !*cfg->socket_ifname)
         verdict(d, "WARN", "interfaces: only loopback is up: ranks on other "
                 "hosts cannot reach this one");
