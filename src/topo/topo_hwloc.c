@@ -155,9 +155,18 @@ weft_status_t wf_topo_load(const char *xml_file, wf_topo_t **out)
         return WEFT_ERR_UNSUPPORTED;
     }
     hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    /* Only what weft uses.  The pci plugin (libpciaccess) leaks its
+     * device table and Linux's sysfs gives the same PCI tree; OpenCL and
+     * GL load vendor runtimes; x86 CPUID repeats what Linux says (and
+     * prints to stderr under valgrind); levelzero/rsmi are other GPUs. */
+    static const char *const unused[] = {"pci", "opencl", "gl", "x86",
+                                         "levelzero", "rsmi"};
+    for (size_t i = 0; i < sizeof(unused) / sizeof(*unused); i++)
+        hwloc_topology_set_components(
+            topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, unused[i]);
     wf_strlcpy(t->source, xml_file && *xml_file ? xml_file : "this host",
                sizeof(t->source));
-    int rc = 0;
+    int rc = 0, err = 0;
     if (xml_file && *xml_file) {
         what = "reading the XML file";
         rc = hwloc_topology_set_xml(topo, xml_file);
@@ -166,6 +175,8 @@ weft_status_t wf_topo_load(const char *xml_file, wf_topo_t **out)
         what = "hwloc_topology_load";
         rc = hwloc_topology_load(topo);
     }
+    if (rc != 0)
+        err = errno; /* before hwloc_topology_destroy can change it */
     /* hwloc read HWLOC_XMLFILE (or a synthetic description) by itself. */
     if (rc == 0 && !(xml_file && *xml_file) &&
         !hwloc_topology_is_thissystem(topo))
@@ -175,7 +186,8 @@ weft_status_t wf_topo_load(const char *xml_file, wf_topo_t **out)
     if (st != WEFT_OK || t->ncores < 1) {
         WEFT_WARN_ONCE(INIT, "topology of %s: %s failed (%s); running "
                        "without affinity", t->source, what,
-                       rc ? wf_errno_str(errno) : "no cores found");
+                       rc ? wf_errno_str(err)
+                          : st != WEFT_OK ? "out of memory" : "no cores found");
         wf_topo_free(t);
         return WEFT_ERR_UNSUPPORTED;
     }
