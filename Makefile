@@ -360,7 +360,7 @@ install: all
 	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libweft.so
 	install -m 644 $(BUILD)/lib/libweft.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(TOOL_BINS) $(DESTDIR)$(PREFIX)/bin/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' weft.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/weft.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@HWLOC_LIBS@|$(HWLOC_LIBS)|g' weft.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/weft.pc
 
 clean:
 	rm -rf $(BUILD)
