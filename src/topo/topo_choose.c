@@ -94,24 +94,32 @@ static void choose_place(const wf_topo_t *t, int lr, int lsize,
         c->numa = spread_numa(t, lr, lsize);
 }
 
-static void say_why(const wf_topo_t *t, wf_topo_choice_t *c,
-                    int node_ranks)
+/* Why this NUMA node: the GPU's, the NIC's, or the block spread. */
+static const char *numa_reason(const wf_topo_t *t, const wf_topo_choice_t *c)
 {
-    const char *from = c->gpu >= 0 ? "its GPU" : "its NUMA node";
-    if (c->nnics == 0)
-        snprintf(c->why, sizeof(c->why), "no NIC on the PCI tree; "
-                 "NUMA node %d, core %d (%d rank(s) on the node)", c->numa,
-                 c->core, node_ranks);
-    else
-        snprintf(c->why, sizeof(c->why), "%d NIC(s) at the smallest "
-                 "PCI distance (%d hops) from %s%s; NUMA node %d of %s; "
-                 "core %d (rank %d on that node)", c->nnics, c->nic_distance,
-                 from, c->gpu >= 0 && t->devs[c->gpu].numa >= 0 &&
-                         t->devs[c->nics[0]].numa >= 0 &&
-                         t->devs[c->nics[0]].numa != t->devs[c->gpu].numa
-                     ? " (none near it: crosses NUMA nodes)" : "",
-                 c->numa, c->gpu >= 0 ? "the GPU" : "the rank", c->core,
-                 node_ranks);
+    if (c->gpu < 0)
+        return "local ranks spread over the nodes";
+    if (t->devs[c->gpu].numa == c->numa)
+        return "the GPU's";
+    if (c->nnics > 0 && t->devs[c->nics[0]].numa == c->numa)
+        return "the NIC's (the GPU has none)";
+    return "local ranks spread over the nodes";
+}
+
+static void say_why(const wf_topo_t *t, wf_topo_choice_t *c, int before)
+{
+    char nics[160] = "no NIC on the PCI tree";
+    bool far = c->gpu >= 0 && c->nnics > 0 && t->devs[c->gpu].numa >= 0 &&
+               t->devs[c->nics[0]].numa >= 0 &&
+               t->devs[c->nics[0]].numa != t->devs[c->gpu].numa;
+    if (c->nnics > 0)
+        snprintf(nics, sizeof(nics), "%d NIC(s) at the smallest PCI "
+                 "distance (%d hops) from %s%s", c->nnics, c->nic_distance,
+                 c->gpu >= 0 ? "its GPU" : "its NUMA node",
+                 far ? " (none near it: crosses NUMA nodes)" : "");
+    snprintf(c->why, sizeof(c->why), "%s; NUMA node %d: %s; core %d: "
+             "%d lower local rank(s) on that node", nics, c->numa,
+             numa_reason(t, c), c->core, before);
 }
 
 void wf_topo_choose(const wf_topo_t *t, int lr, int lsize,
