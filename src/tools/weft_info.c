@@ -76,11 +76,7 @@ static int topology(int argc, char **argv)
             return 2;
         }
     }
-    weft_status_t st = weft_topology_print(stdout, ranks, json);
-    if (st != WEFT_OK)
-        fprintf(stderr, "weft-info: no topology (%s): see the warning "
-                "above\n", weft_strerror(st));
-    return st == WEFT_OK ? 0 : 1;
+    return weft_topology_print(stdout, ranks, json) == WEFT_OK ? 0 : 1;
 }
 
 int main(int argc, char **argv)

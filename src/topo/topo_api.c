@@ -18,7 +18,16 @@ WEFT_API weft_status_t weft_topology_print(FILE *out, int local_ranks,
         return WEFT_ERR_INVALID_ARG;
     }
     WEFT_CHECK(wf_config_load(&cfg, NULL));
-    WEFT_CHECK(wf_topo_load(cfg.topo_file, &t));
+    weft_status_t st = wf_topo_load(cfg.topo_file, &t);
+    if (st != WEFT_OK) {
+        /* The load warned with the cause where there was one. */
+        if (json)
+            fprintf(out, "[]\n");
+        else
+            fprintf(out, "no topology (backend: %s): ranks run without "
+                    "affinity\n", wf_topo_backend());
+        return st;
+    }
     wf_topo_print(out, t, local_ranks, json != 0);
     wf_topo_free(t);
     return WEFT_OK;

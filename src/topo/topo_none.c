@@ -1,6 +1,8 @@
 /*
  * topo_none.c - the topology of an HWLOC=0 build (or one where hwloc.h
  * was missing): nothing is known, every rank runs without affinity.
+ * Building without hwloc is a choice, so it is said once at info; only
+ * a topology file that was asked for and cannot be read gets a warning.
  */
 #include "log.h"
 #include "topo/topo.h"
@@ -12,11 +14,14 @@ const char *wf_topo_backend(void)
 
 weft_status_t wf_topo_load(const char *xml_file, wf_topo_t **out)
 {
+    static int said;
     (void)out;
-    WEFT_WARN_ONCE(INIT, "topology%s%s: weft was built without hwloc "
-                   "(HWLOC=0); running without affinity",
-                   xml_file && *xml_file ? " of " : "",
-                   xml_file ? xml_file : "");
+    if (xml_file && *xml_file)
+        WEFT_WARN_ONCE(INIT, "topology of %s: weft was built without hwloc "
+                       "(HWLOC=0); running without affinity", xml_file);
+    else if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+        WEFT_INFO(INIT, "topology: weft was built without hwloc (HWLOC=0); "
+                  "running without affinity");
     return WEFT_ERR_UNSUPPORTED;
 }
 

@@ -67,6 +67,24 @@ WF_TEST(topo_info_json, 30)
     free(out);
 }
 
+/* No topology: one line (or an empty JSON array), exit 1, never a crash;
+ * with hwloc, a missing file also warns. */
+WF_TEST(topo_info_without_topology, 30)
+{
+    char cmd[1024], *out;
+    snprintf(cmd, sizeof(cmd), "WEFT_TOPO_FILE=test/topo/no-such.xml %s "
+             "--topology", wf_test_tool("weft-info"));
+    ASSERT_EQ(wf_test_run_cmd(cmd, &out), 1);
+    ASSERT_STR_CONTAINS(out, "no topology (backend: ");
+    ASSERT_STR_CONTAINS(out, "warn init: topology of test/topo/no-such.xml");
+    free(out);
+    snprintf(cmd, sizeof(cmd), "WEFT_LOG=none WEFT_TOPO_FILE=test/topo/"
+             "no-such.xml %s --topology --json", wf_test_tool("weft-info"));
+    ASSERT_EQ(wf_test_run_cmd(cmd, &out), 1);
+    ASSERT_TRUE(!strcmp(out, "[]\n"));
+    free(out);
+}
+
 /* Every line is a verdict, OK, WARN or FAIL, except the summary. */
 static void all_verdicts(const char *out)
 {
