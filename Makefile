@@ -34,6 +34,18 @@ endif
 IB_SRC := $(if $(IB_ON),$(wildcard transport/ib/*.c))
 IB_FLAGS := $(if $(IB_ON),-DWF_HAVE_IB)
 
+# The topology (src/topo/) reads the node with hwloc: HWLOC=auto builds
+# topo_hwloc.c when <hwloc.h> exists, else topo_none.c (no affinity).
+HWLOC_HEADER := $(wildcard /usr/include/hwloc.h)
+ifeq ($(HWLOC),1)
+HWLOC_ON := 1
+else ifeq ($(HWLOC),auto)
+HWLOC_ON := $(if $(HWLOC_HEADER),1)
+endif
+TOPO_SRC := $(filter-out src/topo/topo_$(if $(HWLOC_ON),none,hwloc).c,\
+              $(wildcard src/topo/*.c))
+HWLOC_LIBS := $(if $(HWLOC_ON),-lhwloc)
+
 OPT := $(if $(DEBUG),-O0,-O2)
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer \
              -fno-sanitize-recover=undefined
@@ -48,11 +60,11 @@ LIB_CFLAGS := -fvisibility=hidden
 LDFLAGS += -pthread $(SAN)
 # libcrypto (OpenSSL) for HMAC-SHA256 and random nonces (src/auth.c).
 CRYPTO_LIBS := $(shell pkg-config --libs libcrypto 2>/dev/null || echo -lcrypto)
-LDLIBS += -lm $(CRYPTO_LIBS)
+LDLIBS += -lm $(CRYPTO_LIBS) $(HWLOC_LIBS)
 
 LIB_SRCS := $(wildcard src/*.c src/rdv/*.c src/algo/*.c src/sched/*.c \
-              src/reduce/*.c src/topo/*.c src/util/*.c transport/*.c \
-              transport/tcp/*.c) $(IB_SRC) $(CUDA_SRC)
+              src/reduce/*.c src/util/*.c transport/*.c \
+              transport/tcp/*.c) $(TOPO_SRC) $(IB_SRC) $(CUDA_SRC)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
 TOOLS := weft-rendezvous weftrun weft-info weft-bench
@@ -63,7 +75,7 @@ BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/tool-obj/%.o)
 
 TEST_SRCS := $(wildcard test/harness/*.c test/unit/*.c test/coll/*.c \
                test/transport/*.c test/rdv/*.c test/fault/*.c test/tools/*.c \
-               test/cuda/*.c)
+               test/cuda/*.c test/topo/*.c)
 # cuda/reduce.cu's kernels built for the CPU (cuda/cuda_compat.h's shim):
 # the tests run them without a GPU.
 CUDA_SHIM_OBJ := $(BUILD)/test-obj/cuda/reduce_shim.o
@@ -390,7 +402,7 @@ install: all
 	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libweft.so
 	install -m 644 $(BUILD)/lib/libweft.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(TOOL_BINS) $(DESTDIR)$(PREFIX)/bin/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' weft.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/weft.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@HWLOC_LIBS@|$(HWLOC_LIBS)|g' weft.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/weft.pc
 
 clean:
 	rm -rf $(BUILD)

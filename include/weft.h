@@ -460,6 +460,25 @@ WEFT_API weft_status_t weft_simulate(const char *coll, int ranks,
                                      FILE *out);
 
 /* ------------------------------------------------------------------------ */
+/* Host inspection (weft-info --topology, --doctor; docs/topology.md)       */
+/* ------------------------------------------------------------------------ */
+
+/* Writes what weft sees on this node (hwloc; WEFT_TOPO_FILE or
+ * HWLOC_XMLFILE for an XML file instead) and what each of `local_ranks`
+ * ranks on it would use: GPU, NIC(s), NUMA node, core.  `json` non-zero:
+ * a JSON array with one object per local rank.  WEFT_ERR_UNSUPPORTED
+ * (after a warning) when no topology can be had. */
+WEFT_API weft_status_t weft_topology_print(FILE *out, int local_ranks,
+                                           int json);
+
+/* A pre-flight check of this host, one line per check starting with OK,
+ * WARN or FAIL and the reason: interfaces and addresses, the rendezvous
+ * reachable (when WEFT_RENDEZVOUS is HOST:PORT), ports of WEFT_PORT_RANGE
+ * free, the memlock limit, verbs devices, ports and GIDs, CUDA and
+ * GPUDirect.  WEFT_OK when no check failed, else WEFT_ERR_SYSTEM. */
+WEFT_API weft_status_t weft_doctor(FILE *out);
+
+/* ------------------------------------------------------------------------ */
 /* Rendezvous server, embeddable                                            */
 /* ------------------------------------------------------------------------ */
 

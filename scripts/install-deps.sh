@@ -12,9 +12,12 @@ set -eu
 # libFuzzer harnesses (make fuzz); valgrind: the leak-check test;
 # libibverbs-dev: <infiniband/verbs.h> for the verbs transport (libibverbs
 # itself is loaded at run time, so the library never needs it); nftables:
-# packet-loss rules between network namespaces (test/fault/netns-faults.sh).
+# packet-loss rules between network namespaces (test/fault/netns-faults.sh);
+# libhwloc-dev, hwloc-nox: the topology (src/topo/, HWLOC=auto) and the
+# tools that check its test topologies (lstopo-no-graphics).
 PACKAGES="build-essential pkg-config iproute2 procps gnuplot-nox python3-venv
-          libssl-dev clang valgrind libibverbs-dev nftables"
+          libssl-dev clang valgrind libibverbs-dev nftables libhwloc-dev
+          hwloc-nox"
 
 [ $# -gt 0 ] && PACKAGES="$*"
 

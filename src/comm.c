@@ -96,7 +96,7 @@ static weft_status_t resolve_launch(wf_config_t *cfg, bool *serve)
     return WEFT_OK;
 }
 
-static weft_status_t parse_port_range(const char *text, int *lo, int *hi)
+weft_status_t wf_comm_port_range(const char *text, int *lo, int *hi)
 {
     *lo = *hi = 0;
     if (!*text)
@@ -130,7 +130,7 @@ static weft_status_t open_transport(wf_comm_impl_t *c,
         wf_strlcpy(tc.bind_hint, "127.0.0.1", sizeof(tc.bind_hint));
     else
         wf_store_local_ip(c->store, tc.bind_hint, sizeof(tc.bind_hint));
-    WEFT_CHECK(parse_port_range(c->cfg.port_range, &tc.port_min, &tc.port_max));
+    WEFT_CHECK(wf_comm_port_range(c->cfg.port_range, &tc.port_min, &tc.port_max));
     WEFT_CHECK(wf_transport_select(c->cfg.transport, ops));
     WEFT_CHECK((*ops)->init(&tc, tctx));
     wf_strlcpy(c->transport_name, (*ops)->name, sizeof(c->transport_name));
@@ -173,6 +173,7 @@ weft_status_t wf_comm_connect(wf_comm_impl_t *c)
         .timeout_ms = c->cfg.timeout_ms,
         .debug_dump = c->cfg.debug_dump,
     };
+    wf_comm_place(c, &ep.pin, &ep.progress_cpu);
     WEFT_CHECK_GOTO(wf_engine_create(&ep, &c->engine), st, out);
     tctx = NULL; /* the engine owns it now */
 out:

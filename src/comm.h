@@ -76,6 +76,13 @@ weft_status_t wf_comm_child(wf_comm_impl_t *p, uint64_t comm_key, int rank,
 /* Releases an implementation (engine, store handle, hosted server). */
 void wf_comm_impl_free(wf_comm_impl_t *c, bool abort);
 
+/* Parses WEFT_PORT_RANGE ("LOW-HIGH"; empty: 0-0, any port). */
+weft_status_t wf_comm_port_range(const char *text, int *lo, int *hi);
+
+/* The topology's choice for this rank, logged at info; `pin` and `cpu`
+ * say where to pin the progress thread (comm_topo.c). */
+void wf_comm_place(wf_comm_impl_t *c, bool *pin, int *cpu);
+
 /* Makes `shell` the live handle of `impl`. */
 weft_comm_t wf_comm_wrap(struct weft_comm *shell, wf_comm_impl_t *impl);
 

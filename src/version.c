@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
+#include "topo/topo.h"
 #include "transport.h"
 #include "weft.h"
 #include "weft_cuda.h"
@@ -14,8 +15,9 @@ static char build_info[256];
 
 static void build_info_fill(void)
 {
-    snprintf(build_info, sizeof(build_info), "transports: %s; cuda: %s",
-             wf_transport_names(), wf_cuda_available() ? "yes" : "no");
+    snprintf(build_info, sizeof(build_info), "transports: %s; cuda: %s; "
+             "topology: %s", wf_transport_names(),
+             wf_cuda_available() ? "yes" : "no", wf_topo_backend());
 }
 
 WEFT_API const char *weft_build_info(void)

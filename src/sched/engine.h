@@ -93,6 +93,8 @@ typedef struct wf_engine_params {
     int max_inflight;
     int64_t timeout_ms;
     bool debug_dump;            /* WEFT_DEBUG_DUMP: log the history on failure */
+    bool pin;                   /* pin the progress thread to progress_cpu */
+    int progress_cpu;           /* chosen by the topology (comm_topo.c) */
 } wf_engine_params_t;
 
 /* Creates the engine and starts its progress thread.  On success the

@@ -20,6 +20,7 @@
 
 #include "common.h"
 #include "sched/engine_impl.h"
+#include "topo/topo.h"
 
 /* Idle rounds a runner (the thread or a driving caller) yields, with
  * operations in flight, before it sleeps in poll(). */
@@ -552,6 +553,8 @@ weft_status_t wf_engine_create(const wf_engine_params_t *p,
         return WEFT_ERR_SYSTEM;
     }
     e->thread_started = true;
+    if (p->pin)
+        wf_topo_pin_thread(e->thread, p->progress_cpu);
     if (e->debug_dump)
         wf_dump_signal_register(e);
     *engine = e;

@@ -5,6 +5,9 @@
  *   weft-info --env-markdown   docs/env.md, generated from params.def
  *   weft-info --simulate COLLECTIVE --ranks N --bytes B [--alpha US]
  *             [--beta GB/s] [--gamma GB/s]   predicted time per algorithm
+ *   weft-info --topology [--json] [--ranks N]   what weft sees on this node
+ *             and what each of N local ranks would use (docs/topology.md)
+ *   weft-info --doctor    pre-flight check of this host, OK/WARN/FAIL
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,8 +55,36 @@ static int simulate(int argc, char **argv)
                          stdout) == WEFT_OK ? 0 : 1;
 }
 
+/* weft-info --topology [--json] [--ranks N] (N: local ranks, default 1) */
+static int topology(int argc, char **argv)
+{
+    int ranks = 1, json = 0;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) {
+            json = 1;
+        } else if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
+            char *end;
+            ranks = (int)strtol(argv[++i], &end, 10);
+            if (*end || ranks < 1 || ranks > 4096) {
+                fprintf(stderr, "weft-info: --ranks wants 1-4096, not %s\n",
+                        argv[i]);
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "usage: weft-info --topology [--json] "
+                    "[--ranks N]\n");
+            return 2;
+        }
+    }
+    return weft_topology_print(stdout, ranks, json) == WEFT_OK ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "--topology") == 0)
+        return topology(argc, argv);
+    if (argc == 2 && strcmp(argv[1], "--doctor") == 0)
+        return weft_doctor(stdout) == WEFT_OK ? 0 : 1;
     if (argc >= 3 && strcmp(argv[1], "--simulate") == 0)
         return simulate(argc, argv);
     if (argc == 2 && strcmp(argv[1], "--config") == 0)
@@ -62,7 +93,8 @@ int main(int argc, char **argv)
         return weft_config_dump_markdown(stdout) == WEFT_OK ? 0 : 1;
     if (argc > 1) {
         fprintf(stderr, "usage: weft-info [--config | --env-markdown | "
-                "--simulate COLLECTIVE --ranks N --bytes B ...]\n");
+                "--simulate COLLECTIVE --ranks N --bytes B ... | "
+                "--topology [--json] [--ranks N] | --doctor]\n");
         return strcmp(argv[1], "--help") == 0 ? 0 : 2;
     }
     int v = weft_get_version();

@@ -111,6 +111,10 @@ const char *wf_test_log_text(void);
 /* Seconds on the monotonic clock, for tests that time an operation. */
 double wf_test_now_s(void);
 
+/* Runs a shell command (stderr merged into stdout); returns its exit code
+ * and its output in *out (malloc'd) (cmd.c). */
+int wf_test_run_cmd(const char *cmd, char **out);
+
 /* Path of a built tool, e.g. wf_test_tool("weft-rendezvous"). */
 const char *wf_test_tool(const char *name);
 

@@ -1,0 +1,72 @@
+/*
+ * comm_topo.c - where a communicator's rank runs: the topology's choice
+ * for its local rank (src/topo/), logged at info, and the core its
+ * progress thread is pinned to.  Never fails: without a topology the rank
+ * simply runs without affinity.
+ */
+#include <pthread.h>
+#include <string.h>
+
+#include "comm.h"
+#include "common.h"
+#include "log.h"
+#include "topo/topo.h"
+
+/* One topology per process and file: loading this host's costs tens of
+ * milliseconds, and every communicator (splits too) asks. */
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static wf_topo_t *cached;
+static char cached_file[WF_CONFIG_STR_MAX];
+static bool cache_failed;
+
+static const wf_topo_t *topo_get(const char *file)
+{
+    pthread_mutex_lock(&cache_lock);
+    if ((cached || cache_failed) && strcmp(cached_file, file)) {
+        wf_topo_free(cached);
+        cached = NULL;
+        cache_failed = false;
+    }
+    if (!cached && !cache_failed) {
+        wf_strlcpy(cached_file, file, sizeof(cached_file));
+        cache_failed = wf_topo_load(file, &cached) != WEFT_OK;
+    }
+    const wf_topo_t *t = cached;
+    pthread_mutex_unlock(&cache_lock);
+    return t; /* kept until the process exits, or the file changes */
+}
+
+static void nic_names(const wf_topo_t *t, const wf_topo_choice_t *ch,
+                      char *out, size_t len)
+{
+    *out = '\0';
+    for (int k = 0; k < ch->nnics; k++) {
+        const wf_topo_dev_t *d = &t->devs[ch->nics[k]];
+        size_t n = strlen(out);
+        snprintf(out + n, len - n, "%s%s%s%s", k ? "," : "", d->netdev,
+                 *d->netdev && *d->verbs ? "/" : "", d->verbs);
+    }
+    if (!*out)
+        wf_strlcpy(out, "none", len);
+}
+
+void wf_comm_place(wf_comm_impl_t *c, bool *pin, int *cpu)
+{
+    *pin = false;
+    *cpu = -1;
+    const wf_topo_t *t = topo_get(c->cfg.topo_file);
+    if (!t)
+        return;
+    wf_topo_choice_t ch;
+    wf_topo_choose(t, c->local_rank, c->local_size, &ch);
+    char nics[160], pin_why[160] = "WEFT_PIN_THREADS=0: not pinned";
+    nic_names(t, &ch, nics, sizeof(nics));
+    if (c->cfg.pin_threads) {
+        *cpu = wf_topo_pin_cpu(t, &ch, pin_why, sizeof(pin_why));
+        *pin = *cpu >= 0;
+    }
+    WEFT_INFO(INIT, "local rank %d of %d: GPU %s, NIC(s) %s, NUMA node %d, "
+              "core %d; %s; %s", c->local_rank, c->local_size,
+              ch.gpu >= 0 ? t->devs[ch.gpu].busid : "none", nics, ch.numa,
+              ch.core, ch.why, pin_why);
+}
