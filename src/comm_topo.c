@@ -62,7 +62,8 @@ void wf_comm_place(wf_comm_impl_t *c, bool *pin, int *cpu)
     char nics[160], pin_why[160] = "WEFT_PIN_THREADS=0: not pinned";
     nic_names(t, &ch, nics, sizeof(nics));
     if (c->cfg.pin_threads) {
-        *cpu = wf_topo_pin_cpu(t, &ch, pin_why, sizeof(pin_why));
+        *cpu = wf_topo_pin_cpu(t, &ch, c->local_size, pin_why,
+                               sizeof(pin_why));
         *pin = *cpu >= 0;
     }
     WEFT_INFO(INIT, "local rank %d of %d: GPU %s, NIC(s) %s, NUMA node %d, "

@@ -90,11 +90,13 @@ int wf_topo_path_distance(const wf_topo_path_t *a, const wf_topo_path_t *b);
 int wf_topo_count(const wf_topo_t *t, wf_topo_kind_t kind);
 
 /* The CPU to pin the progress thread to, or -1 to leave it: when the
- * process is already bound to fewer CPUs than the chosen NUMA node has
- * (someone placed it on purpose) or the core is outside its mask.  `why`
- * says which (topo_pin.c). */
+ * `local_size` ranks of this host outnumber the chosen NUMA node's cores
+ * (pinned threads would stack up on shared cores), when the process is
+ * already bound to fewer CPUs than the node has (someone placed it on
+ * purpose) or the core is outside its mask.  `why` says which
+ * (topo_pin.c). */
 int wf_topo_pin_cpu(const wf_topo_t *t, const wf_topo_choice_t *c,
-                    char *why, size_t len);
+                    int local_size, char *why, size_t len);
 /* Pins `thread` to `cpu`; warns with the errno text on failure. */
 void wf_topo_pin_thread(pthread_t thread, int cpu);
 

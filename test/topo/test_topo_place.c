@@ -57,7 +57,10 @@ WF_TEST(topo_pin_respects_narrow_binding, 10)
     char why[160];
     /* The node fits in the mask: pinned to its first core. */
     model(&t, cores, 1, first);
-    ASSERT_EQ(wf_topo_pin_cpu(&t, &c, why, sizeof(why)), first);
+    ASSERT_EQ(wf_topo_pin_cpu(&t, &c, 1, why, sizeof(why)), first);
+    /* Two local ranks on that one core: left to the scheduler. */
+    ASSERT_EQ(wf_topo_pin_cpu(&t, &c, 2, why, sizeof(why)), -1);
+    ASSERT_STR_CONTAINS(why, "local ranks share");
     wf_topo_pin_thread(pthread_self(), first);
     cpu_set_t now;
     ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof(now), &now), 0);
@@ -65,6 +68,6 @@ WF_TEST(topo_pin_respects_narrow_binding, 10)
     ASSERT_TRUE(CPU_ISSET(first, &now));
     /* Bound (now) to fewer CPUs than the node has: left as placed. */
     model(&t, cores, allowed + 1, first);
-    ASSERT_EQ(wf_topo_pin_cpu(&t, &c, why, sizeof(why)), -1);
+    ASSERT_EQ(wf_topo_pin_cpu(&t, &c, 1, why, sizeof(why)), -1);
     ASSERT_STR_CONTAINS(why, "left as placed");
 }
