@@ -247,15 +247,26 @@ static weft_status_t post_send(wf_tctx_t *ctx, wf_ib_peer_t *p, unsigned slot,
     return WEFT_OK;
 }
 
+/* Out of staging slots, a SEND completion calls this again; out of
+ * credits, the peer stalls and the timer calls it again.  The peer's credit
+ * write lands in credit_in at any moment, so one read decides both whether
+ * to send and whether to stall: deciding to stop on one read and not to
+ * stall on a later, larger one left a send with nothing in flight and no
+ * timer, and nothing ever posted it (the allreduce_procs_n3 hang;
+ * test/transport/ib_credit.c). */
 void wf_ib_pump(wf_tctx_t *ctx, wf_ib_peer_t *p)
 {
     while (p->state == WF_IB_UP && p->sendq &&
-           p->sends_posted - p->sends_done < WF_IB_SEND_SLOTS &&
-           p->sends_posted < credit_limit(p)) {
+           p->sends_posted - p->sends_done < WF_IB_SEND_SLOTS) {
         wf_treq_t *r = p->sendq;
         unsigned slot = (unsigned)(p->sends_posted % WF_IB_SEND_SLOTS);
-        size_t n = stage(p, r, slot);
+        size_t n;
 
+        if (p->sends_posted >= credit_limit(p)) {
+            wf_ib_stall(ctx, p);
+            return;
+        }
+        n = stage(p, r, slot);
         if (post_send(ctx, p, slot, n) < 0)
             return;
         if (r->staged < r->len)
@@ -267,9 +278,6 @@ void wf_ib_pump(wf_tctx_t *ctx, wf_ib_peer_t *p)
         r->next = NULL;
         p->slot_req[slot] = r;
     }
-    if (p->state == WF_IB_UP && p->sendq &&
-        p->sends_posted >= credit_limit(p))
-        wf_ib_stall(ctx, p);
 }
 
 void wf_ib_on_send_done(wf_tctx_t *ctx, wf_ib_peer_t *p, unsigned slot)

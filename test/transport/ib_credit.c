@@ -1,0 +1,259 @@
+/*
+ * ib_credit.c - the verbs transport's sender-side flow control, driven
+ * without a device.
+ *
+ * The receiver returns credits by an RDMA WRITE into a word of the
+ * sender's memory, so the word can change at any instant, also between two
+ * reads of it by the sender.  This test makes that instant reproducible:
+ * the credit word sits alone on a page with no access, every read of it
+ * faults, the SIGSEGV handler lets the read through and arms a single-step
+ * trap (x86 TF), and the trap handler, right after that one load, may land
+ * the "receiver's" credit write before taking access away again.
+ *
+ * The rest of the verbs world is a fake ibv_context whose post_send
+ * queues a success completion that poll_cq returns: sends complete as soon
+ * as progress() looks.  The receiver returns credits, one batch at a time,
+ * only once the sender is out of them with nothing in flight (the case in
+ * which no completion will ever call the pump again), and the write lands
+ * right after the Nth read the sender makes in that state.  Sweeping N puts
+ * the write after every read the sender makes while it waits, in every
+ * episode of a 64-fragment send; whatever N, the send must complete.
+ *
+ * Before the fix wf_ib_pump read the word once to stop sending and again
+ * to decide whether to wait for credits: a write landing in between left
+ * a queued send with no SEND posted, no completion to come and no timer
+ * armed, so nothing ever posted it (the allreduce_procs_n3 hang of
+ * make test-rdma).
+ */
+#include "test.h"
+
+#if defined(WF_HAVE_IB) && defined(__x86_64__) && defined(__linux__)
+
+#include <errno.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "ib/ib.h"
+
+#define FRAGS 64             /* fragments in the message */
+#define EFLAGS_TF 0x100ul    /* x86 trap flag: trap after one instruction */
+#define MAX_ROUNDS 20000     /* progress() calls one transfer may take */
+
+/* ---- the fake verbs provider ------------------------------------------- */
+
+static uint64_t fake_wrid[FRAGS + WF_IB_SEND_SLOTS];
+static unsigned fake_posted, fake_returned; /* SENDs posted / completed */
+
+static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+                          struct ibv_send_wr **bad)
+{
+    (void)qp;
+    if (wr->opcode != IBV_WR_SEND || fake_posted >= FRAGS) {
+        *bad = wr;
+        return EINVAL;
+    }
+    fake_wrid[fake_posted++] = wr->wr_id;
+    return 0;
+}
+
+static int fake_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+    int got = 0;
+
+    (void)cq;
+    for (; got < n && fake_returned < fake_posted; got++) {
+        memset(&wc[got], 0, sizeof(wc[got]));
+        wc[got].wr_id = fake_wrid[fake_returned++];
+        wc[got].status = IBV_WC_SUCCESS;
+        wc[got].opcode = IBV_WC_SEND;
+    }
+    return got;
+}
+
+static int fake_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq,
+                             void **cq_ctx)
+{
+    (void)ch, (void)cq, (void)cq_ctx;
+    return -1; /* no event: progress() polls the CQ anyway */
+}
+
+static int fake_boot_progress(wf_tctx_t *boot)
+{
+    (void)boot;
+    return 0;
+}
+
+/* ---- the credit word and the receiver's writes into it ----------------- */
+
+static char *credit_page;
+static size_t page_len;
+static volatile uint64_t *credit_word;
+static unsigned land_after;      /* the write lands after this idle read */
+static volatile unsigned idle_reads, grants;
+static volatile bool grant_due;
+
+/* What credit_limit() in ib_xfer.c makes of the word. */
+static uint64_t granted(void)
+{
+    return *credit_word > WF_IB_RECV_SLOTS ? *credit_word : WF_IB_RECV_SLOTS;
+}
+
+static void on_segv(int sig, siginfo_t *si, void *uc_arg)
+{
+    ucontext_t *uc = uc_arg;
+    char *at = si->si_addr;
+
+    (void)sig;
+    if (at < credit_page || at >= credit_page + page_len) {
+        signal(SIGSEGV, SIG_DFL); /* a real crash: let it happen */
+        return;
+    }
+    mprotect(credit_page, page_len, PROT_READ | PROT_WRITE);
+    /* Out of credits with every SEND completed: only a credit write can
+     * get the sender going again. */
+    if (fake_posted >= granted() && fake_returned == fake_posted &&
+        ++idle_reads == land_after)
+        grant_due = true;
+    uc->uc_mcontext.gregs[REG_EFL] |= EFLAGS_TF;
+}
+
+static void on_trap(int sig, siginfo_t *si, void *uc_arg)
+{
+    ucontext_t *uc = uc_arg;
+
+    (void)sig, (void)si;
+    uc->uc_mcontext.gregs[REG_EFL] &= ~EFLAGS_TF;
+    if (grant_due) {
+        *credit_word = granted() + WF_IB_CREDIT_BATCH;
+        grant_due = false;
+        idle_reads = 0;
+        grants++;
+    }
+    mprotect(credit_page, page_len, PROT_NONE);
+}
+
+static void trap_reads(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_flags = SA_SIGINFO;
+    sa.sa_sigaction = on_segv;
+    ASSERT_TRUE(sigaction(SIGSEGV, &sa, NULL) == 0);
+    sa.sa_sigaction = on_trap;
+    ASSERT_TRUE(sigaction(SIGTRAP, &sa, NULL) == 0);
+}
+
+/* ---- one transfer ------------------------------------------------------- */
+
+typedef struct {
+    struct ibv_context dev;
+    struct ibv_qp qp;
+    struct ibv_cq cq;
+    struct ibv_mr mr;
+    wf_ibv_t v;
+    wf_transport_ops_t boot_ops;
+    wf_ib_peer_t peers[2];
+    wf_tctx_t ctx;
+    uint64_t credit_out;
+} fake_world_t;
+
+static void world_init(fake_world_t *w, char *staging)
+{
+    memset(w, 0, sizeof(*w));
+    w->dev.ops.post_send = fake_post_send;
+    w->dev.ops.poll_cq = fake_poll_cq;
+    w->qp.context = &w->dev;
+    w->qp.qp_num = 0x11;
+    w->cq.context = &w->dev;
+    w->v.get_cq_event = fake_get_cq_event;
+    w->boot_ops.progress = fake_boot_progress;
+    w->ctx.cfg.rank = 0;
+    w->ctx.cfg.size = 2;
+    w->ctx.v = &w->v;
+    w->ctx.cq = &w->cq;
+    w->ctx.boot_ops = &w->boot_ops;
+    w->ctx.timer_fd = w->ctx.epfd = -1; /* no sleeping here: rounds spin */
+    w->ctx.peers = w->peers;
+    for (int r = 0; r < 2; r++) {
+        w->peers[r].rank = r;
+        snprintf(w->peers[r].desc, sizeof(w->peers[r].desc), "peer %d", r);
+    }
+    w->peers[1].state = WF_IB_UP;
+    w->peers[1].qp = &w->qp;
+    w->peers[1].b.mr = &w->mr;
+    w->peers[1].b.send = staging;
+    w->peers[1].b.credit_in = credit_word;
+    w->peers[1].b.credit_out = &w->credit_out;
+}
+
+/* Sends FRAGS fragments to peer 1 with the credit write landing after the
+ * `n`th idle read of each episode; fails the test if the send gets stuck. */
+static void transfer(unsigned n, char *staging, char *msg, size_t len)
+{
+    fake_world_t w;
+    wf_treq_t *req = NULL;
+    wf_treq_info_t info;
+    weft_status_t st = WEFT_INPROGRESS;
+    int rounds = 0;
+
+    fake_posted = fake_returned = 0;
+    idle_reads = grants = 0;
+    grant_due = false;
+    land_after = n;
+    mprotect(credit_page, page_len, PROT_READ | PROT_WRITE);
+    *credit_word = WF_IB_RECV_SLOTS; /* the receives posted at connect */
+    mprotect(credit_page, page_len, PROT_NONE);
+    world_init(&w, staging);
+    ASSERT_OK(wf_ib_isend(&w.ctx, 1, 7, NULL, msg, len, NULL, &req));
+    while (st == WEFT_INPROGRESS && rounds++ < MAX_ROUNDS) {
+        ASSERT_TRUE(wf_ib_progress(&w.ctx) >= 0);
+        st = wf_ib_test(&w.ctx, req, &info);
+    }
+    if (st == WEFT_INPROGRESS)
+        wf_test_fail(__FILE__, __LINE__,
+                     "credit write after idle read %u: the send is stuck "
+                     "after %d progress rounds with %u of %d fragments "
+                     "posted, %u in flight, %u credits granted and %s "
+                     "waiting for credits",
+                     n, MAX_ROUNDS, fake_posted, FRAGS,
+                     fake_posted - fake_returned, (unsigned)granted(),
+                     w.peers[1].stalled ? "" : "not");
+    ASSERT_OK(st);
+    ASSERT_EQ(info.len, len);
+    ASSERT_EQ(fake_posted, FRAGS);
+    ASSERT_TRUE(grants > 0);
+}
+
+WF_TEST(ib_credit_write_between_reads, 60)
+{
+    /* 64 fragments: the header takes 40 bytes of the first. */
+    size_t len = (size_t)FRAGS * WF_IB_SLOT_LEN - WF_IB_HDR_LEN;
+    char *staging = calloc(WF_IB_SEND_SLOTS, WF_IB_SLOT_LEN);
+    char *msg = calloc(1, len);
+
+    ASSERT_TRUE(staging && msg);
+    page_len = (size_t)sysconf(_SC_PAGESIZE);
+    credit_page = mmap(NULL, page_len, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_TRUE(credit_page != MAP_FAILED);
+    credit_word = (volatile uint64_t *)credit_page;
+    trap_reads();
+    for (unsigned n = 1; n <= 40; n++)
+        transfer(n, staging, msg, len);
+    munmap(credit_page, page_len);
+    free(staging);
+    free(msg);
+}
+
+#else
+
+WF_TEST(ib_credit_write_between_reads, 10)
+{
+    WF_SKIP("needs the verbs transport (built without libibverbs-dev) on "
+            "x86-64 Linux (the test single-steps the credit word's reads)");
+}
+
+#endif
