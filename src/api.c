@@ -135,7 +135,7 @@ static void request_failed(struct weft_request *req, void *owner,
         wf_diag_position(req, where, sizeof(where));
         wf_diag_gather(c, where);
     } else {
-        wf_stall_post_failure(c);
+        wf_stall_post_failure_async(c);
     }
     wf_comm_put(c);
 }
@@ -145,7 +145,7 @@ static void request_stalled(struct weft_request *req, void *owner)
 {
     wf_comm_impl_t *c;
     if (wf_comm_get((weft_comm_t)owner, "stall check", &c) == WEFT_OK) {
-        wf_stall_check(c, req);
+        wf_stall_check_async(c, req);
         wf_comm_put(c);
     }
 }

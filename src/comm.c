@@ -302,6 +302,13 @@ weft_status_t wf_comm_get(weft_comm_t comm, const char *caller,
     return WEFT_OK;
 }
 
+void wf_comm_ref(wf_comm_impl_t *c)
+{
+    pthread_mutex_lock(&shell_lock);
+    c->refs++;
+    pthread_mutex_unlock(&shell_lock);
+}
+
 void wf_comm_put(wf_comm_impl_t *c)
 {
     pthread_mutex_lock(&shell_lock);

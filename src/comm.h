@@ -38,6 +38,7 @@ typedef struct wf_comm_impl {
     uint64_t shrink_seq; /* weft_comm_shrink calls so far */
     bool diag_done;      /* hang diagnosis published (diag.c), atomic */
     bool failure_posted; /* failure posted to the store (stall.c), atomic */
+    bool stall_busy;     /* a stall check is running (stall.c), atomic */
     wf_memcache_t memcache; /* buffer memory types (devbuf.c) */
     /* Calls inside the library that use this implementation (wf_comm_get
      * to wf_comm_put), and whether destroy/abort has released the handle:
@@ -66,6 +67,9 @@ weft_status_t wf_comm_connect(wf_comm_impl_t *c);
 weft_status_t wf_comm_get(weft_comm_t comm, const char *caller,
                           wf_comm_impl_t **impl);
 void wf_comm_put(wf_comm_impl_t *impl);
+/* One more reference on an implementation the caller holds one on (for
+ * work that outlives the call: stall.c's workers); paired with a put. */
+void wf_comm_ref(wf_comm_impl_t *impl);
 
 /* Creates a communicator of `size` ranks, this one being `rank`, that
  * inherits p's settings and secret, with its own namespace ("c<key>/")

@@ -20,10 +20,13 @@
  *
  * Only callers that wait longer than an interval (an eighth of the
  * timeout) touch the store, so operations that complete pay nothing; each
- * look is one or two round trips, from the caller's thread, never the
- * progress thread.
+ * look is one or two round trips.  They run on a short-lived worker
+ * thread, never the caller's or the progress thread: with the link to the
+ * rendezvous cut a store call lasts as long as the store's timeout, and a
+ * caller stuck in it would miss its own deadline (netns link-cut test).
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,7 +100,7 @@ static void compare_signature(wf_comm_impl_t *c, struct weft_request *req)
                    "rendezvous)", req->seq, c->rank, a, rank, b);
 }
 
-void wf_stall_check(wf_comm_impl_t *c, struct weft_request *req)
+static void stall_check(wf_comm_impl_t *c, struct weft_request *req)
 {
     if (wf_engine_error(c->engine, NULL) != WEFT_OK)
         return;
@@ -109,10 +112,8 @@ void wf_stall_check(wf_comm_impl_t *c, struct weft_request *req)
     }
 }
 
-void wf_stall_post_failure(wf_comm_impl_t *c)
+static void post_failure(wf_comm_impl_t *c)
 {
-    if (__atomic_exchange_n(&c->failure_posted, true, __ATOMIC_ACQ_REL))
-        return;
     const char *msg = NULL;
     weft_status_t st = wf_engine_error(c->engine, &msg);
     if (st == WEFT_OK)
@@ -134,4 +135,66 @@ void wf_stall_post_failure(wf_comm_impl_t *c)
     (void)wf_store_set_once(c->store, FAILED_KEY, value, strlen(value),
                             &created, value, WF_ERRMSG_MAX + 64, &len);
     free(value);
+}
+
+/* ---- the workers ---------------------------------------------------------- */
+
+typedef struct {
+    wf_comm_impl_t *c;
+    struct weft_request *req; /* NULL: post the failure */
+} job_t;
+
+static void *worker(void *arg)
+{
+    job_t *j = arg;
+    if (j->req) {
+        stall_check(j->c, j->req);
+        wf_req_release(j->req);
+        __atomic_store_n(&j->c->stall_busy, false, __ATOMIC_RELEASE);
+    } else {
+        post_failure(j->c);
+    }
+    wf_comm_put(j->c);
+    free(j);
+    return NULL;
+}
+
+/* Runs the job on a detached thread holding a reference on the
+ * communicator (wf_comm_ref: its memory outlives a destroy until then). */
+static bool spawn(wf_comm_impl_t *c, struct weft_request *req)
+{
+    job_t *j = malloc(sizeof(*j));
+    if (!j)
+        return false;
+    *j = (job_t){c, req};
+    wf_comm_ref(c);
+    if (req)
+        wf_req_retain(req);
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int err = pthread_create(&t, &attr, worker, j);
+    pthread_attr_destroy(&attr);
+    if (err == 0)
+        return true;
+    if (req)
+        wf_req_release(req);
+    wf_comm_put(c);
+    free(j);
+    return false;
+}
+
+void wf_stall_check_async(wf_comm_impl_t *c, struct weft_request *req)
+{
+    if (__atomic_exchange_n(&c->stall_busy, true, __ATOMIC_ACQ_REL))
+        return; /* the last look is still waiting for the store */
+    if (!spawn(c, req))
+        __atomic_store_n(&c->stall_busy, false, __ATOMIC_RELEASE);
+}
+
+void wf_stall_post_failure_async(wf_comm_impl_t *c)
+{
+    if (!__atomic_exchange_n(&c->failure_posted, true, __ATOMIC_ACQ_REL))
+        spawn(c, NULL);
 }

@@ -12,12 +12,17 @@
  * [250 ms, 30 s]. */
 int64_t wf_stall_every_ms(int64_t timeout_ms);
 
-/* Called by weft_wait each time `req` has been waiting another interval,
- * without engine locks. */
-void wf_stall_check(wf_comm_impl_t *c, struct weft_request *req);
+/* Called by weft_wait each time `req` has been waiting another interval:
+ * looks at the store for a posted failure and compares signatures.
+ * Store calls can take as long as the store's own timeout when the
+ * rendezvous is out of reach (a cut link), so they run on a worker
+ * thread and the caller goes on waiting; one look at a time per
+ * communicator.  Takes its own references on `c` and `req`. */
+void wf_stall_check_async(wf_comm_impl_t *c, struct weft_request *req);
 
 /* After a call on `c` failed with a data-path error: posts the failure
- * for the ranks no notice can reach (once per communicator). */
-void wf_stall_post_failure(wf_comm_impl_t *c);
+ * for the ranks no notice can reach (once per communicator), on the same
+ * kind of worker, so the error reaches the caller at once. */
+void wf_stall_post_failure_async(wf_comm_impl_t *c);
 
 #endif /* WF_STALL_H */
