@@ -135,7 +135,7 @@ static void request_failed(struct weft_request *req, void *owner,
         wf_diag_position(req, where, sizeof(where));
         wf_diag_gather(c, where);
     } else {
-        wf_stall_post_failure_async(c);
+        wf_stall_post_failure(c);
     }
     wf_comm_put(c);
 }

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common.h"
 #include "stall.h"
@@ -159,9 +160,12 @@ static void *worker(void *arg)
     return NULL;
 }
 
-/* Runs the job on a detached thread holding a reference on the
- * communicator (wf_comm_ref: its memory outlives a destroy until then). */
-static bool spawn(wf_comm_impl_t *c, struct weft_request *req)
+/* Runs the job on a thread holding a reference on the communicator
+ * (wf_comm_ref: its memory outlives a destroy until then).  With
+ * wait_ms > 0 the caller waits that long for it (then leaves it running
+ * on its own); otherwise it runs detached. */
+static bool spawn(wf_comm_impl_t *c, struct weft_request *req,
+                  int64_t wait_ms)
 {
     job_t *j = malloc(sizeof(*j));
     if (!j)
@@ -171,30 +175,47 @@ static bool spawn(wf_comm_impl_t *c, struct weft_request *req)
     if (req)
         wf_req_retain(req);
     pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int err = pthread_create(&t, &attr, worker, j);
-    pthread_attr_destroy(&attr);
-    if (err == 0)
-        return true;
-    if (req)
-        wf_req_release(req);
-    wf_comm_put(c);
-    free(j);
-    return false;
+    int err = pthread_create(&t, NULL, worker, j);
+    if (err != 0) {
+        if (req)
+            wf_req_release(req);
+        wf_comm_put(c);
+        free(j);
+        return false;
+    }
+    if (wait_ms > 0) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += wait_ms / 1000;
+        until.tv_nsec += (wait_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        if (pthread_timedjoin_np(t, NULL, &until) == 0)
+            return true;
+    }
+    pthread_detach(t);
+    return true;
 }
 
 void wf_stall_check_async(wf_comm_impl_t *c, struct weft_request *req)
 {
     if (__atomic_exchange_n(&c->stall_busy, true, __ATOMIC_ACQ_REL))
         return; /* the last look is still waiting for the store */
-    if (!spawn(c, req))
+    if (!spawn(c, req, 0))
         __atomic_store_n(&c->stall_busy, false, __ATOMIC_RELEASE);
 }
 
-void wf_stall_post_failure_async(wf_comm_impl_t *c)
+/* The caller waits for the post a little: a process that exits right
+ * after its failed call (as survivors often do) would otherwise take the
+ * post with it, and the ranks that only the store can reach would wait
+ * out their timeouts.  A reachable store answers in a millisecond; an
+ * unreachable one costs the caller this bound, not the store's timeout. */
+void wf_stall_post_failure(wf_comm_impl_t *c)
 {
-    if (!__atomic_exchange_n(&c->failure_posted, true, __ATOMIC_ACQ_REL))
-        spawn(c, NULL);
+    if (__atomic_exchange_n(&c->failure_posted, true, __ATOMIC_ACQ_REL))
+        return;
+    int64_t wait = c->cfg.timeout_ms / 4;
+    spawn(c, NULL, wait < 1000 ? wait : 1000);
 }

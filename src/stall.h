@@ -22,7 +22,8 @@ void wf_stall_check_async(wf_comm_impl_t *c, struct weft_request *req);
 
 /* After a call on `c` failed with a data-path error: posts the failure
  * for the ranks no notice can reach (once per communicator), on the same
- * kind of worker, so the error reaches the caller at once. */
-void wf_stall_post_failure_async(wf_comm_impl_t *c);
+ * kind of worker, waiting for it at most a quarter of the timeout (1 s at
+ * most) so an unreachable store cannot hold the error back. */
+void wf_stall_post_failure(wf_comm_impl_t *c);
 
 #endif /* WF_STALL_H */
