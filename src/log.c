@@ -92,10 +92,11 @@ void wf_log_reconfigure(const char *level, const char *subsys)
     if (level && *level) {
         int lvl = wf_log_level_parse(level);
         if (lvl >= 0)
-            wf_log_level = lvl;
+            __atomic_store_n(&wf_log_level, lvl, __ATOMIC_RELAXED);
     }
     if (subsys && *subsys)
-        wf_log_mask = parse_subsys(subsys);
+        __atomic_store_n(&wf_log_mask, parse_subsys(subsys),
+                         __ATOMIC_RELAXED);
 }
 
 static void log_setup_once(void)

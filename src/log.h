@@ -34,7 +34,10 @@ typedef enum {
 } wf_subsys_t;
 
 /* Current filter: a line is printed when level <= wf_log_level and the
- * subsystem's bit is in wf_log_mask.  Written once by wf_log_setup. */
+ * subsystem's bit is in wf_log_mask.  Written by wf_log_setup, and again
+ * by a communicator created with a WEFT_LOG override while other threads
+ * log: read and written atomically (relaxed: a line logged under the old
+ * filter is harmless). */
 extern int wf_log_level;
 extern unsigned wf_log_mask;
 
@@ -57,7 +60,8 @@ const char *wf_log_subsys_name(wf_subsys_t subsys);
 int wf_log_level_parse(const char *text);
 
 #define WF_LOG_ENABLED_(lvl, ss)                                               \
-    ((lvl) <= wf_log_level && (wf_log_mask & (1u << (ss))))
+    ((lvl) <= __atomic_load_n(&wf_log_level, __ATOMIC_RELAXED) &&             \
+     (__atomic_load_n(&wf_log_mask, __ATOMIC_RELAXED) & (1u << (ss))))
 
 #define WF_LOG_(lvl, ss, ...)                                                  \
     do {                                                                       \
