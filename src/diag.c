@@ -14,9 +14,10 @@
  *   application code, or gone)
  *
  * A rank that never calls into weft again cannot answer; that silence is
- * itself the diagnosis.  The store is used from the caller's thread only,
- * never from the progress thread, so a slow or dead rendezvous server can
- * delay the error by the window at most and cannot block an abort.
+ * itself the diagnosis.  The store is used from a worker thread the caller
+ * waits for at most the window (plus half a second), never from the
+ * progress thread, so a slow or dead rendezvous server delays the error by
+ * that much at most and cannot block an abort.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 
 #include "algo/algo.h"
 #include "comm.h"
+#include "comm_worker.h"
 #include "common.h"
 #include "diag.h"
 
@@ -101,6 +103,12 @@ static void collect(wf_comm_impl_t *c, char (*pos)[WF_DIAG_POS_MAX],
     }
 }
 
+static int64_t window_ms(const wf_comm_impl_t *c)
+{
+    return c->cfg.timeout_ms < WF_DIAG_WINDOW_MS ? c->cfg.timeout_ms
+                                                 : WF_DIAG_WINDOW_MS;
+}
+
 /* "; ranks 0-2 were in allreduce #4; rank 3 was in recv from rank 1; no
  * answer from rank 5 within 2000 ms (...)" */
 static void summarize(wf_comm_impl_t *c, char (*pos)[WF_DIAG_POS_MAX],
@@ -146,29 +154,44 @@ out:
     free(done);
 }
 
-void wf_diag_gather(wf_comm_impl_t *c, const char *where)
+static void gather(wf_comm_impl_t *c, void *arg)
 {
-    /* Once per communicator: its failure is sticky, later calls fail at
-     * once and have nothing new to say. */
-    if (__atomic_exchange_n(&c->diag_done, true, __ATOMIC_ACQ_REL))
-        return;
+    char *where = arg;
     char key[32];
     snprintf(key, sizeof(key), "diag/r%d", c->rank);
-    if (wf_store_set(c->store, key, where, strlen(where)) != WEFT_OK)
+    weft_status_t st = wf_store_set(c->store, key, where, strlen(where));
+    free(where);
+    if (st != WEFT_OK)
         return; /* the store logged why; the error stands as it is */
     if (wf_engine_error_origin(c->engine) >= 0)
         return; /* the rank where the timeout arose gathers */
     char (*pos)[WF_DIAG_POS_MAX] = calloc((size_t)c->size, sizeof(*pos));
     char *summary = malloc(WF_ERRMSG_MAX);
     if (pos && summary) {
-        int64_t window = c->cfg.timeout_ms < WF_DIAG_WINDOW_MS
-                             ? c->cfg.timeout_ms : WF_DIAG_WINDOW_MS;
-        collect(c, pos, window);
-        summarize(c, pos, window, summary, WF_ERRMSG_MAX);
+        collect(c, pos, window_ms(c));
+        summarize(c, pos, window_ms(c), summary, WF_ERRMSG_MAX);
         WEFT_WARN(COLL, "hang diagnosis of rank %d, gathered through the "
                   "rendezvous%s", c->rank, summary);
         wf_engine_append_error(c->engine, summary);
     }
     free(pos);
     free(summary);
+}
+
+void wf_diag_gather(wf_comm_impl_t *c, const char *where)
+{
+    /* Once per communicator: its failure is sticky, later calls fail at
+     * once and have nothing new to say. */
+    if (__atomic_exchange_n(&c->diag_done, true, __ATOMIC_ACQ_REL))
+        return;
+    char *copy = strdup(where);
+    if (!copy)
+        return;
+    /* On a worker: with the rendezvous out of reach (a cut link, or the
+     * rank that hosted it gone) each store call lasts the store's timeout,
+     * and the caller must not miss its own bound by a multiple of it.  It
+     * waits for the window and a little more, then returns; a late
+     * summary still reaches the log and the communicator's message. */
+    if (!wf_comm_worker(c, gather, copy, window_ms(c) + 500))
+        free(copy);
 }

@@ -26,12 +26,11 @@
  * caller stuck in it would miss its own deadline (netns link-cut test).
  */
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "comm_worker.h"
 #include "common.h"
 #include "stall.h"
 
@@ -138,73 +137,31 @@ static void post_failure(wf_comm_impl_t *c)
     free(value);
 }
 
-/* ---- the workers ---------------------------------------------------------- */
+/* ---- on workers (comm_worker.c) ---------------------------------------- */
 
-typedef struct {
-    wf_comm_impl_t *c;
-    struct weft_request *req; /* NULL: post the failure */
-} job_t;
-
-static void *worker(void *arg)
+static void check_job(wf_comm_impl_t *c, void *arg)
 {
-    job_t *j = arg;
-    if (j->req) {
-        stall_check(j->c, j->req);
-        wf_req_release(j->req);
-        __atomic_store_n(&j->c->stall_busy, false, __ATOMIC_RELEASE);
-    } else {
-        post_failure(j->c);
-    }
-    wf_comm_put(j->c);
-    free(j);
-    return NULL;
-}
-
-/* Runs the job on a thread holding a reference on the communicator
- * (wf_comm_ref: its memory outlives a destroy until then).  With
- * wait_ms > 0 the caller waits that long for it (then leaves it running
- * on its own); otherwise it runs detached. */
-static bool spawn(wf_comm_impl_t *c, struct weft_request *req,
-                  int64_t wait_ms)
-{
-    job_t *j = malloc(sizeof(*j));
-    if (!j)
-        return false;
-    *j = (job_t){c, req};
-    wf_comm_ref(c);
-    if (req)
-        wf_req_retain(req);
-    pthread_t t;
-    int err = pthread_create(&t, NULL, worker, j);
-    if (err != 0) {
-        if (req)
-            wf_req_release(req);
-        wf_comm_put(c);
-        free(j);
-        return false;
-    }
-    if (wait_ms > 0) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += wait_ms / 1000;
-        until.tv_nsec += (wait_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        if (pthread_timedjoin_np(t, NULL, &until) == 0)
-            return true;
-    }
-    pthread_detach(t);
-    return true;
+    struct weft_request *req = arg;
+    stall_check(c, req);
+    wf_req_release(req);
+    __atomic_store_n(&c->stall_busy, false, __ATOMIC_RELEASE);
 }
 
 void wf_stall_check_async(wf_comm_impl_t *c, struct weft_request *req)
 {
     if (__atomic_exchange_n(&c->stall_busy, true, __ATOMIC_ACQ_REL))
         return; /* the last look is still waiting for the store */
-    if (!spawn(c, req, 0))
+    wf_req_retain(req);
+    if (!wf_comm_worker(c, check_job, req, 0)) {
+        wf_req_release(req);
         __atomic_store_n(&c->stall_busy, false, __ATOMIC_RELEASE);
+    }
+}
+
+static void post_job(wf_comm_impl_t *c, void *arg)
+{
+    (void)arg;
+    post_failure(c);
 }
 
 /* The caller waits for the post a little: a process that exits right
@@ -217,5 +174,5 @@ void wf_stall_post_failure(wf_comm_impl_t *c)
     if (__atomic_exchange_n(&c->failure_posted, true, __ATOMIC_ACQ_REL))
         return;
     int64_t wait = c->cfg.timeout_ms / 4;
-    spawn(c, NULL, wait < 1000 ? wait : 1000);
+    wf_comm_worker(c, post_job, NULL, wait < 1000 ? wait : 1000);
 }
