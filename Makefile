@@ -275,11 +275,15 @@ test-python: lib
 # conformance suite, the collective tests over WEFT_TRANSPORT=ib, the verbs
 # error paths and a two-guest allreduce/broadcast.  Prints a skip with the
 # reason where no guest can run.  RDMA_PARTS picks parts of the one-guest
-# suite; RDMA_TWO_GUESTS=0 leaves out the two-guest run.
+# suite; RDMA_TWO_GUESTS=0 leaves out the two-guest run.  The gloo part
+# (weft vs Gloo's ibverbs transport) needs the Gloo harness of `make
+# compare`, built here only when that part is asked for.
 .PHONY: test-rdma
 RDMA_PARTS ?= conformance colls errors netem
 test-rdma: deps
 	$(MAKE) all $(TEST_BIN)
+	$(if $(filter gloo,$(RDMA_PARTS)),@scripts/install-compare-deps.sh && \
+	  $(MAKE) $(COMPARE_DIR)/gloo_allreduce)
 	@test/rdma-vm/run.sh $(BUILD) $(RDMA_PARTS)
 
 # Static checks: export map, no getenv outside config, docs/env.md current.

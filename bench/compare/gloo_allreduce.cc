@@ -1,9 +1,11 @@
 // gloo_allreduce.cc - the Gloo side of `make compare`: N forked processes
 // join through a FileStore in a temporary directory, connect a full mesh
-// over Gloo's TCP transport on 127.0.0.1, and run one of Gloo's allreduce
-// algorithms (ring, ring_chunked, halving_doubling) over the same sweep as
-// weft-bench: sizes -b..-e times -f, -w warm-up, -r timed iterations,
-// float32 sum, a checked run first.  Gloo's algorithms work in place on
+// over one of Gloo's transports (-T tcp: TCP on 127.0.0.1, the default;
+// -T ibverbs: its verbs transport on device -D, port -P, GID index -G,
+// which the Soft-RoCE guest of test/rdma-vm runs as rxe0, 1, 1), and run
+// one of Gloo's allreduce algorithms (ring, ring_chunked,
+// halving_doubling) over the same sweep as weft-bench: sizes -b..-e times
+// -f, -w warm-up, -r timed iterations, float32 sum, a checked run first.  Gloo's algorithms work in place on
 // the buffer they were built with, so the algorithm object is built once
 // per size, outside the timing (the way its own benchmark does).
 //
@@ -16,13 +18,18 @@
 #include <gloo/barrier_all_to_all.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
+#include <gloo/config.h>
 #include <gloo/transport/tcp/device.h>
+#if GLOO_HAVE_TRANSPORT_IBVERBS
+#include <gloo/transport/ibverbs/device.h>
+#endif
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -35,6 +42,9 @@ struct Opts {
     std::string algo = "ring";
     double min = 8, max = 64 << 20, factor = 2;
     int warmup = 5, iters = 20;
+    std::string transport = "tcp";
+    std::string ibDev = "rxe0";
+    int ibPort = 1, ibGidIndex = 1;
 };
 
 double parseSize(const char *s)
@@ -61,10 +71,15 @@ bool parse(int argc, char **argv, Opts *o)
         else if (f == "-f") o->factor = std::atof(v);
         else if (f == "-w") o->warmup = std::atoi(v);
         else if (f == "-r") o->iters = std::atoi(v);
+        else if (f == "-T") o->transport = v;
+        else if (f == "-D") o->ibDev = v;
+        else if (f == "-P") o->ibPort = std::atoi(v);
+        else if (f == "-G") o->ibGidIndex = std::atoi(v);
         else return false;
     }
     return o->nranks >= 1 && o->factor > 1 && o->iters > 0 &&
            o->min <= o->max &&
+           (o->transport == "tcp" || o->transport == "ibverbs") &&
            (o->algo == "ring" || o->algo == "ring_chunked" ||
             o->algo == "halving_doubling");
 }
@@ -138,11 +153,27 @@ void oneSize(const Opts &o, const Ctx &ctx, float *buf, size_t count)
     std::fflush(stdout);
 }
 
-int runRank(const Opts &o, int rank, const std::string &dir)
-try {
+std::shared_ptr<gloo::transport::Device> makeDevice(const Opts &o)
+{
+    if (o.transport == "ibverbs") {
+#if GLOO_HAVE_TRANSPORT_IBVERBS
+        gloo::transport::ibverbs::attr attr;
+        attr.name = o.ibDev;
+        attr.port = o.ibPort;
+        attr.index = o.ibGidIndex;
+        return gloo::transport::ibverbs::CreateDevice(attr);
+#else
+        throw std::runtime_error("this Gloo was built without ibverbs");
+#endif
+    }
     gloo::transport::tcp::attr attr;
     attr.hostname = "127.0.0.1";
-    auto dev = gloo::transport::tcp::CreateDevice(attr);
+    return gloo::transport::tcp::CreateDevice(attr);
+}
+
+int runRank(const Opts &o, int rank, const std::string &dir)
+try {
+    auto dev = makeDevice(o);
     gloo::rendezvous::FileStore store(dir);
     auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, o.nranks);
     ctx->setTimeout(std::chrono::seconds(120));
@@ -166,7 +197,8 @@ int main(int argc, char **argv)
     if (!parse(argc, argv, &o)) {
         std::fprintf(stderr, "usage: gloo_allreduce [-n N] [-A ring|"
                      "ring_chunked|halving_doubling] [-b MIN] [-e MAX] "
-                     "[-f FACTOR] [-w WARMUP] [-r ITERS]\n");
+                     "[-f FACTOR] [-w WARMUP] [-r ITERS] [-T tcp|ibverbs] "
+                     "[-D IBDEV] [-P PORT] [-G GID_INDEX]\n");
         return 2;
     }
     char dir[] = "/tmp/gloo-compare-XXXXXX";
@@ -174,8 +206,9 @@ int main(int argc, char **argv)
         std::perror("mkdtemp");
         return 1;
     }
-    std::printf("# size count time_us algbw busbw wrong (gloo %s, %d ranks)\n",
-                o.algo.c_str(), o.nranks);
+    std::printf("# size count time_us algbw busbw wrong (gloo %s over %s, "
+                "%d ranks)\n",
+                o.algo.c_str(), o.transport.c_str(), o.nranks);
     std::fflush(stdout);
     std::vector<pid_t> pids;
     for (int r = 0; r < o.nranks; r++) {

@@ -9,7 +9,9 @@
 # tests with WEFT_TRANSPORT=ib: every algorithm, world sizes as threads and
 # as processes, every dtype x op), errors (verbs error paths: wrong HCA,
 # wrong GID index, memlock too low, a peer killed with -9), perf (weft
-# sendrecv vs ib_write_bw at 4 MiB; numbers only, never fails), netem
+# sendrecv vs ib_write_bw at 4 MiB; numbers only, never fails), qps
+# (ib_write_bw with 1, 2 and 4 QPs; numbers only), gloo (allreduce busbw
+# of weft vs Gloo's ibverbs transport; fails only on wrong results), netem
 # (allreduce exact under tc netem delay, reordering, duplication and
 # corruption between network namespaces: this Debian kernel has sch_netem,
 # the build host's does not), repeat (RDMA_REPEAT_TEST, default
@@ -140,32 +142,146 @@ dead_peer() {
     rm -rf "$dir"
 }
 
-part_perf() {
-    local gid size=$((4 << 20)) wbw weft
-    echo "== bandwidth at 4 MiB on rxe0 (ratios only: software RDMA under emulation)"
-    gid=$(for f in /sys/class/infiniband/rxe0/ports/1/gid_attrs/types/[0-9]*; do
+# The RoCE v2 GID of rxe0 that maps the netdev's IPv4 address (rxe has
+# RoCE v2 GIDs only; ib_write_bw and Gloo need the index spelled out).
+rxe_gid() {
+    local f i
+    for f in /sys/class/infiniband/rxe0/ports/1/gid_attrs/types/[0-9]*; do
         i=${f##*/}
         [[ $(cat "$f" 2>/dev/null) == "RoCE v2" ]] || continue
-        grep -q '^0000:0000:0000:0000:0000:ffff' /sys/class/infiniband/rxe0/ports/1/gids/$i &&
-            { echo "$i"; break; }
-    done 2>/dev/null)
-    for run in 1 2 3; do
-        echo "\$ ib_write_bw -d rxe0 -x $gid -F -s $size -n 40 --report_gbits [127.0.0.1]"
-        ib_write_bw -d rxe0 -x "$gid" -F -s $size -n 40 --report_gbits >/dev/null 2>&1 &
-        wbw=""
-        # The server accepts one connection: retry while it is not up yet.
-        for try in $(seq 1 30); do
-            wbw=$(timeout 120 ib_write_bw -d rxe0 -x "$gid" -F -s $size -n 40 \
-                --report_gbits 127.0.0.1 2>&1 | awk '$1 == '$size' {print $4}')
-            [[ -n $wbw ]] && break
-            sleep 1
-        done
-        wait
-        echo "ib_write_bw run $run: ${wbw:-?} Gb/s (BW average)"
-        echo "\$ WEFT_TRANSPORT=ib $BENCH sendrecv -n 2 --unidir --window 4 -b 4M -e 4M -w 1 -r 10"
-        WEFT_TRANSPORT=ib timeout 300 "$BENCH" sendrecv -n 2 --unidir --window 4 -b 4M -e 4M \
-            -w 1 -r 10 2>&1 | grep -v '^#' | tail -3
+        grep -q '^0000:0000:0000:0000:0000:ffff' \
+            /sys/class/infiniband/rxe0/ports/1/gids/$i 2>/dev/null &&
+            { echo "$i"; return; }
     done
+}
+
+# ib_write_bw ARGS...: server and client on rxe0 in this guest; prints the
+# client's "BW average" in Gb/s (empty when it never ran).
+write_bw() {
+    local size=$1 wbw try
+    shift
+    echo "\$ ib_write_bw -d rxe0 -x $GID -F -s $size $* --report_gbits [127.0.0.1]" >&2
+    ib_write_bw -d rxe0 -x "$GID" -F -s "$size" "$@" --report_gbits >/dev/null 2>&1 &
+    # The server accepts one connection: retry while it is not up yet.
+    for try in $(seq 1 30); do
+        wbw=$(timeout 120 ib_write_bw -d rxe0 -x "$GID" -F -s "$size" "$@" \
+            --report_gbits 127.0.0.1 2>&1 | awk '$1 == '"$size"' {print $4}')
+        [[ -n $wbw ]] && break
+        sleep 1
+    done
+    wait
+    echo "$wbw"
+}
+
+# weft sendrecv vs ib_write_bw at 4 MiB, RDMA_PERF_PAIRS alternating pairs
+# (default 3).  RDMA_PERF_BUILDS (default BUILD_DIR) lists build folders
+# whose weft-bench each pair runs in turn: variants of the data path
+# measured in one boot against the same ib_write_bw.  Ends with the median
+# ratio of each build.
+part_perf() {
+    local size=$((4 << 20)) wbw run b us ratio res=$(mktemp)
+    echo "== bandwidth at 4 MiB on rxe0 (ratios only: software RDMA under emulation)"
+    echo "load: $(cat /proc/loadavg)"
+    for ((run = 1; run <= ${RDMA_PERF_PAIRS:-3}; run++)); do
+        wbw=$(write_bw $size -n 40)
+        echo "ib_write_bw run $run: ${wbw:-?} Gb/s (BW average)"
+        for b in ${RDMA_PERF_BUILDS:-$B}; do
+            echo "\$ WEFT_TRANSPORT=ib $b/bin/weft-bench sendrecv -n 2 --unidir --window 4 -b 4M -e 4M -w 1 -r 10"
+            # Field 6 of a row: out-of-place time (us) per message.
+            WEFT_TRANSPORT=ib timeout 300 "$b/bin/weft-bench" sendrecv -n 2 \
+                --unidir --window 4 -b 4M -e 4M -w 1 -r 10 >"$LOG" 2>&1
+            grep -v '^#' "$LOG" | tail -3
+            us=$(awk '$1 == '"$size"' {print $6}' "$LOG")
+            ratio=$(awk -v us="$us" -v w="$wbw" -v s=$size 'BEGIN {
+                if (us > 0 && w > 0) printf "%.4f %.2f", s * 8 / us / 1e3, s * 8 / us / 1e3 / w }')
+            echo "weft run $run ($b): ${ratio:-?} (Gb/s, ratio to ib_write_bw)"
+            [[ -n $ratio ]] && echo "$b ${ratio#* }" >>"$res"
+        done
+    done
+    sort -k1,1 -k2,2n "$res" | awk '{ r[$1] = r[$1] " " $2; n[$1]++ }
+        END { for (b in r) { split(substr(r[b], 2), v, " ");
+            m = n[b] % 2 ? v[(n[b] + 1) / 2] : (v[n[b] / 2] + v[n[b] / 2 + 1]) / 2
+            printf "median ratio weft/ib_write_bw (%s, %d pairs): %.2f\n", b, n[b], m } }'
+    echo "load: $(cat /proc/loadavg)"
+    rm -f "$res"
+}
+
+# Several QPs per connection: ib_write_bw at 4 MiB with -q 1, 2 and 4,
+# alternating for RDMA_QPS_ROUNDS rounds (default 3); numbers only.
+part_qps() {
+    local round q
+    echo "== ib_write_bw 4 MiB on rxe0 with 1, 2, 4 QPs (load: $(cat /proc/loadavg))"
+    for ((round = 1; round <= ${RDMA_QPS_ROUNDS:-3}; round++)); do
+        for q in 1 2 4; do
+            echo "round $round -q $q: $(write_bw $((4 << 20)) -n 40 -q $q) Gb/s"
+        done
+    done
+    echo "load: $(cat /proc/loadavg)"
+}
+
+# Allreduce busbw of weft over verbs against Gloo's ibverbs transport
+# (bench/compare/gloo_allreduce -T ibverbs; `make build/compare/gloo_allreduce`
+# on the host, with libgloo-dev) on rxe0: for each world size of
+# RDMA_GLOO_RANKS (default "2 3"), RDMA_GLOO_ROUNDS rounds (default 3) of
+# Gloo ring, Gloo halving-doubling and weft, alternating; then the median
+# busbw of each at 64 KiB, 256 KiB, 1 MiB and 4 MiB and weft's ratio to the
+# better Gloo.  Both run in place, float32 sum, a checked run first.
+# Numbers only; fails only when a run reports wrong results.
+part_gloo() {
+    local g=$B/compare/gloo_allreduce n round a res=$(mktemp)
+    local sizes=(-b 64K -e 4M -f 4) iters=(-w 2 -r 10)
+    echo "== allreduce busbw on rxe0: weft (ib) vs Gloo ibverbs (load: $(cat /proc/loadavg))"
+    if [[ ! -x $g ]]; then
+        SKIP=$((SKIP + 1))
+        echo "skip  gloo: no $g (make build/compare/gloo_allreduce on the host)"
+        return
+    fi
+    for n in ${RDMA_GLOO_RANKS:-2 3}; do
+        for ((round = 1; round <= ${RDMA_GLOO_ROUNDS:-3}; round++)); do
+            for a in ring halving_doubling; do
+                echo "\$ $g -n $n -A $a -T ibverbs -D rxe0 -P 1 -G $GID ${sizes[*]} ${iters[*]}"
+                timeout 120 "$g" -n "$n" -A $a -T ibverbs -D rxe0 -P 1 -G "$GID" \
+                    "${sizes[@]}" "${iters[@]}" >"$LOG" 2>&1
+                cat "$LOG"
+                awk -v k="gloo-$a" -v n="$n" '!/^#/ && NF == 6 { print k, n, $1, $5, $6 }' \
+                    "$LOG" >>"$res"
+            done
+            echo "\$ WEFT_TRANSPORT=ib $BENCH allreduce -n $n ${sizes[*]} ${iters[*]} --csv"
+            # --csv fields: 14 variant, 15 size, 21 busbw, 22 wrong.
+            WEFT_TRANSPORT=ib timeout 120 "$BENCH" allreduce -n "$n" "${sizes[@]}" \
+                "${iters[@]}" --csv 2>&1 | awk -F, -v n="$n" -v res="$res" '
+                    $14 == "in-place" { print $15, $21, $22; print "weft", n, $15, $21, $22 >>res }'
+        done
+    done
+    gloo_table "$res"
+    if awk '$5 != 0 { bad = 1 } END { exit !bad }' "$res"; then
+        bad "gloo: some allreduce reported wrong results"
+    fi
+    echo "load: $(cat /proc/loadavg)"
+    rm -f "$res"
+}
+
+# Median busbw (GB/s) per (harness, ranks, size) of part_gloo's results,
+# as a markdown table with weft's ratio to the better Gloo algorithm.
+gloo_table() {
+    sort -k1,1 -k2,2n -k3,3n -k4,4g "$1" | awk '
+    { k = $1 SUBSEP $2 SUBSEP $3; v[k, ++c[k]] = $4; key[$2 SUBSEP $3] = 1 }
+    function med(k,   m) {
+        m = c[k]; if (!m) return 0
+        return m % 2 ? v[k, (m + 1) / 2] : (v[k, m / 2] + v[k, m / 2 + 1]) / 2 }
+    END {
+        print "| ranks | size | Gloo ring | Gloo halving-doubling | weft | weft / best Gloo |"
+        print "| --- | --- | --- | --- | --- | --- |"
+        n = 0; for (x in key) rows[++n] = x
+        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) {
+            split(rows[i], a, SUBSEP); split(rows[j], b, SUBSEP)
+            if (a[1] > b[1] || (a[1] == b[1] && a[2] + 0 > b[2] + 0)) { t = rows[i]; rows[i] = rows[j]; rows[j] = t } }
+        for (i = 1; i <= n; i++) {
+            split(rows[i], a, SUBSEP)
+            r = med("gloo-ring" SUBSEP rows[i]); h = med("gloo-halving_doubling" SUBSEP rows[i])
+            w = med("weft" SUBSEP rows[i]); best = r > h ? r : h
+            q = best ? sprintf("%.2f", w / best) : "-"
+            printf "| %s | %s | %.4f | %.4f | %.4f | %s |\n", a[1], a[2], r, h, w, q } }'
 }
 
 # One test selection over verbs RDMA_REPEAT_RUNS times in one boot, to
@@ -206,12 +322,15 @@ part_two_guest() {
 }
 
 ibv_devinfo -d rxe0 | grep -q PORT_ACTIVE || { echo "rxe0 is not ACTIVE"; exit 1; }
+GID=$(rxe_gid)
 for part in $PARTS; do
     case $part in
     conformance) part_conformance ;;
     colls) part_colls ;;
     errors) part_errors ;;
     perf) part_perf ;;
+    qps) part_qps ;;
+    gloo) part_gloo ;;
     netem) part_netem ;;
     repeat) part_repeat ;;
     two-guest) part_two_guest ;;
