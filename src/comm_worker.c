@@ -5,9 +5,9 @@
  */
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "comm_worker.h"
+#include "common.h"
 
 typedef struct {
     wf_comm_impl_t *c;
@@ -39,14 +39,7 @@ bool wf_comm_worker(wf_comm_impl_t *c, void (*fn)(wf_comm_impl_t *, void *),
         return false;
     }
     if (wait_ms > 0) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += wait_ms / 1000;
-        until.tv_nsec += (wait_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        struct timespec until = wf_realtime_after_ms(wait_ms);
         if (pthread_timedjoin_np(t, NULL, &until) == 0)
             return true;
     }

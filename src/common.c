@@ -79,6 +79,17 @@ uint64_t wf_node_key(void)
     return wf_hash64(id, strlen(id));
 }
 
+struct timespec wf_realtime_after_ms(int64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t ns = (uint64_t)ts.tv_nsec +
+                  (uint64_t)(ms > 0 ? ms : 0) * 1000000ull;
+    ts.tv_sec += (time_t)(ns / 1000000000ull);
+    ts.tv_nsec = (long)(ns % 1000000000ull);
+    return ts;
+}
+
 void wf_sleep_ms(uint64_t ms)
 {
     struct timespec ts = {.tv_sec = (time_t)(ms / 1000),

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "log.h"
 #include "weft.h"
@@ -64,6 +65,10 @@ uint64_t wf_node_key(void);
 int wf_online_cores(void);
 /* Sleeps ms milliseconds (a signal may cut it short). */
 void wf_sleep_ms(uint64_t ms);
+
+/* CLOCK_REALTIME `ms` from now, for pthread_cond_timedwait and
+ * pthread_timedjoin_np, which take absolute wall-clock times. */
+struct timespec wf_realtime_after_ms(int64_t ms);
 
 /* Makes room for one more element in a growable array of `elem`-byte
  * elements holding `n` of *cap (doubling, from 16).  False when out of

@@ -171,12 +171,8 @@ WEFT_API weft_status_t weft_wait(weft_request_t req)
         uint64_t wake_ms = wf_time_ms() + 1000;
         if (stall_at && stall_at < wake_ms)
             wake_ms = stall_at;
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t ns = (uint64_t)ts.tv_nsec +
-                      (wake_ms - wf_time_ms() + 1) * 1000000ull;
-        ts.tv_sec += (time_t)(ns / 1000000000ull);
-        ts.tv_nsec = (long)(ns % 1000000000ull);
+        struct timespec ts =
+            wf_realtime_after_ms((int64_t)(wake_ms - wf_time_ms() + 1));
         pthread_cond_timedwait(&req_cond, &req_lock, &ts);
     }
     weft_status_t st = req->status;
