@@ -1,16 +1,20 @@
 #!/bin/bash
 # Measures every algorithm of a collective, and auto-selection, with
-# weft-bench on local ranks, and prints a markdown table of bus bandwidth
-# per size with auto's ratio to the best forced algorithm.
+# weft-bench on local ranks, and prints a markdown table of the time per
+# operation per size with auto's ratio to the best forced algorithm.
 #
 #   scripts/algo-sweep.sh COLLECTIVE "RANKS..." [MIN] [MAX] [FACTOR]
 #   e.g. scripts/algo-sweep.sh allreduce "2 4" 8 64M 8
 #
 # Environment: BUILD (default build), WARMUP (2), ITERS (5), ROUNDS (1).
-# Each cell is the median (p50) iteration time; with ROUNDS > 1 the whole
-# set of runs repeats, interleaved, and each cell keeps its best round, so
-# a burst of someone else's load spoils one round of every algorithm
-# rather than every round of one.
+# Each cell is the median (p50) iteration time.  Every size runs every
+# algorithm, auto last, before the next size starts, so a burst of someone
+# else's load lands on neighbouring cells of one size rather than on every
+# size of one algorithm; with ROUNDS > 1 the whole sweep repeats and each
+# cell keeps its best round.  Above 1 MiB the iterations shrink with the
+# size (at least 3 timed, 1 warm-up) so that 256 MiB stays affordable.
+# The "pick" column is what auto ran (weft's info log), and "auto/best"
+# compares auto's own measured time with the best forced one.
 set -eu
 coll=$1
 ranks=$2
@@ -25,43 +29,69 @@ bench="$build/bin/weft-bench"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+bytes() { numfmt --from=iec "$1"; }
+sizes=()
+for ((s = $(bytes "$min"); s <= $(bytes "$max"); s *= factor)); do
+    sizes+=("$s")
+done
+
 # The algorithm names come from the library itself.
 algos=$("$build/bin/weft-info" --simulate "$coll" --ranks 4 --bytes 1024 |
         awk '!/^#/ {print $1}')
 for ((round = 0; round < rounds; round++)); do
 for n in $ranks; do
-    for a in $algos auto; do
-        # Fields of --csv: 14 variant, 15 size, 18 p50_us, 21 busbw.
-        "$bench" "$coll" -n "$n" -a "$a" -b "$min" -e "$max" -f "$factor" \
-            -w "$warmup" -r "$iters" -c 0 --percentiles --csv |
-            awk -F, -v n="$n" -v a="$a" \
-                'NR > 1 && $14 == "out-of-place" {print n "," a "," $15 "," $18 "," $21}' \
-            >> "$tmp/rows.csv"
+    for s in "${sizes[@]}"; do
+        scale=$(( s > 1048576 ? s / 1048576 : 1 ))
+        r=$(( iters / scale > 3 ? iters / scale : 3 ))
+        w=$(( warmup / scale > 1 ? warmup / scale : 1 ))
+        for a in $algos auto; do
+            # Fields of --csv: 14 variant, 15 size, 18 p50_us.
+            WEFT_LOG=info "$bench" "$coll" -n "$n" -a "$a" -b "$s" -e "$s" \
+                -w "$w" -r "$r" -c 0 --percentiles --csv \
+                2> "$tmp/log" |
+                awk -F, -v n="$n" -v a="$a" \
+                    'NR > 1 && $14 == "out-of-place" {print n "," a "," $15 "," $18}' \
+                >> "$tmp/rows.csv"
+            if [ "$a" = auto ]; then
+                pick=$(grep -o "$coll of $s bytes on $n ranks: algorithm [a-z_]*" \
+                       "$tmp/log" | awk '{print $NF}' | sort -u |
+                       tr '\n' '+')
+                echo "$n,$s,${pick%+}" >> "$tmp/picks.csv"
+            fi
+        done
     done
 done
 done
-python3 - "$tmp/rows.csv" "$coll" <<'PY'
+python3 - "$tmp/rows.csv" "$tmp/picks.csv" "$coll" <<'PY'
 import collections, sys
 rows = collections.defaultdict(dict)
 algos = []
 for line in open(sys.argv[1]):
-    n, a, size, t, bw = line.strip().split(",")
+    n, a, size, t = line.strip().split(",")
     cell = rows[(int(n), int(size))]
     cell[a] = min(float(t), cell.get(a, float("inf")))
     if a not in algos:
         algos.append(a)
+picks = {}
+for line in open(sys.argv[2]):
+    n, size, pick = line.strip().split(",")
+    picks[(int(n), int(size))] = pick
 forced = [a for a in algos if a != "auto"]
-print(f"### {sys.argv[2]}: median time per operation (us), best round; ratio = auto / best forced")
+print(f"### {sys.argv[3]}: median time per operation (us), best round; ratio = auto / best forced")
 print()
-print("| ranks | size (B) | " + " | ".join(algos) + " | best | auto/best |")
-print("|---" * (len(algos) + 4) + "|")
+print("| ranks | size (B) | " + " | ".join(algos) +
+      " | pick | best | auto/best |")
+print("|---" * (len(algos) + 5) + "|")
 worst = 0.0
+within = 0
 for (n, size), t in sorted(rows.items()):
     best = min(forced, key=lambda a: t.get(a, float("inf")))
     ratio = t["auto"] / t[best] if t.get(best) else float("nan")
     worst = max(worst, ratio)
+    within += ratio <= 1.10
     cells = " | ".join(f"{t[a]:.1f}" if a in t else "-" for a in algos)
-    print(f"| {n} | {size} | {cells} | {best} | {ratio:.2f} |")
+    print(f"| {n} | {size} | {cells} | {picks.get((n, size), '?')} | "
+          f"{best} | {ratio:.2f} |")
 print()
-print(f"worst auto/best ratio: {worst:.2f}")
+print(f"worst auto/best ratio: {worst:.2f}; within 1.10: {within} of {len(rows)}")
 PY

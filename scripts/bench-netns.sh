@@ -85,6 +85,17 @@ for ((h = 0; h < hosts; h++)); do
     ip -n "$ns" link set lo up
 done
 
+# A tc rate ("1gbit", "500mbit", "5gbit") in Mbit/s.
+rate_mbps() {
+    local r=${1,,}
+    case $r in
+        *gbit) echo $(( ${r%gbit} * 1000 )) ;;
+        *mbit) echo "${r%mbit}" ;;
+        *kbit) echo $(( ${r%kbit} / 1000 > 0 ? ${r%kbit} / 1000 : 1 )) ;;
+        *) echo 0 ;;
+    esac
+}
+
 # Starts one rank per host; rank 0's CSV goes to $1, the others' output to
 # files beside it (shown when a run fails).
 run_job() { # csv coll algo job_id
@@ -93,7 +104,7 @@ run_job() { # csv coll algo job_id
         # shellcheck disable=SC2086
         ip netns exec "$(host_ns $h)" env WEFT_RANK=$h WEFT_WORLD_SIZE=$hosts \
             WEFT_RENDEZVOUS="$(host_ip 0):$port" WEFT_JOB_ID="$job" \
-            WEFT_SOCKET_IFNAME=eth0 \
+            WEFT_SOCKET_IFNAME=eth0 WEFT_LINK_MBPS="$link_mbps" \
             "$bench" "$coll" -a "$algo" $sizes $iters -c 1 --percentiles --csv \
             > "$out/rank$h.out" 2>&1 &
         rank_pids+=($!)
@@ -119,6 +130,9 @@ echo "# $hosts hosts (network namespaces) on a bridge, egress tbf burst $burst, 
 echo "# weft-bench $sizes $iters; busbw as % of the link rate"
 status=0
 for rate in $rates; do
+    # The cost model is told the shaped rate: the namespaces share one
+    # kernel, so weft would otherwise take their links for memory copies.
+    link_mbps=$(rate_mbps "$rate")
     for ((h = 0; h < hosts; h++)); do
         ip netns exec "$(host_ns $h)" tc qdisc replace dev eth0 root tbf \
             rate "$rate" burst "$burst" latency 50ms

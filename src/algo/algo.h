@@ -59,6 +59,7 @@ typedef struct wf_coll_args {
     bool in_place;
     int local_size;     /* ranks sharing this machine (0: unknown, 1) */
     int host_cores;     /* its CPUs (0: unknown, enough) */
+    int link_mbps;      /* WEFT_LINK_MBPS (0: the cost model's own) */
 } wf_coll_args_t;
 
 /* Sizes in bytes of the send and receive buffers the plan may touch on

@@ -132,7 +132,7 @@ static bool bruck_supports(const wf_coll_args_t *a)
 static double bruck_cost(const wf_coll_args_t *a)
 {
     double n = a->size, block = (double)a->count * (double)a->elem_size;
-    return wf_cost(wf_ceil_log2(a->size),
+    return wf_cost(a, wf_ceil_log2(a->size),
                    WF_UNR_FAR_FACTOR * (n - 1) * block, 0);
 }
 

@@ -162,8 +162,8 @@ static double rd_cost(const wf_coll_args_t *a)
         p *= 2;
     int lg = wf_ceil_log2(p);
     if (p == a->size)
-        return wf_cost(lg, WF_UNR_FAR_FACTOR * (n - 1) * block, 0);
-    return wf_cost(lg + 2, WF_UNR_FAR_FACTOR * (2 * n - 1) * block, 0);
+        return wf_cost(a, lg, WF_UNR_FAR_FACTOR * (n - 1) * block, 0);
+    return wf_cost(a, lg + 2, WF_UNR_FAR_FACTOR * (2 * n - 1) * block, 0);
 }
 
 const wf_algo_t wf_algo_allgather_rd = {

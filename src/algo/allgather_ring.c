@@ -87,7 +87,7 @@ static bool agring_supports(const wf_coll_args_t *a)
 static double agring_cost(const wf_coll_args_t *a)
 {
     double n = a->size, block = (double)a->count * (double)a->elem_size;
-    return wf_cost(n - 1, (n - 1) * block, 0);
+    return wf_cost(a, n - 1, (n - 1) * block, 0);
 }
 
 const wf_algo_t wf_algo_allgather_ring = {

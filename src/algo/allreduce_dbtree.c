@@ -71,15 +71,15 @@ static bool dbtree_supports(const wf_coll_args_t *a)
 static double dbtree_cost(const wf_coll_args_t *a)
 {
     if (a->size == 1)
-        return wf_cost(0, 0, 0);
+        return wf_cost(a, 0, 0, 0);
     double bytes = (double)a->count * (double)a->elem_size;
     double chunk = WF_MIN(bytes / 2, (double)a->chunk_bytes);
     double d = wf_artree_depth(a->size);
     /* Two trees, each with half of the vector. */
     double msgs = 4 * (a->size - 1) * wf_msgs(bytes / 2, chunk);
-    return wf_cost_host(a, wf_cost(2 * d, 2 * bytes + 3 * (d - 1) * chunk,
-                                   bytes + 2 * (d - 1) * chunk),
-                        msgs, 2 * (a->size - 1) * bytes);
+    return wf_cost_host(a, 2 * d, 2 * bytes + 3 * (d - 1) * chunk,
+                        bytes + 2 * (d - 1) * chunk, msgs,
+                        2 * (a->size - 1) * bytes, (a->size - 1) * bytes);
 }
 
 const wf_algo_t wf_algo_allreduce_dbtree = {

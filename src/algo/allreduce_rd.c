@@ -117,16 +117,17 @@ static bool rd_supports(const wf_coll_args_t *a)
 static double rd_cost(const wf_coll_args_t *a)
 {
     if (a->size == 1)
-        return wf_cost(0, 0, 0);
+        return wf_cost(a, 0, 0, 0);
     wf_arfold_t f;
     wf_arfold_init(&f, 0, a->size);
     double bytes = (double)a->count * (double)a->elem_size;
     double steps = wf_ceil_log2(f.p), fold = f.rem ? 1 : 0;
     double msgs = (f.p * steps + 2 * f.rem) *
                   wf_msgs(bytes, (double)a->chunk_bytes);
-    return wf_cost_host(a, wf_cost(steps + 2 * fold, (steps + 2 * fold) * bytes,
-                                   (steps + fold) * bytes),
-                        msgs, (f.p * steps + 2 * f.rem) * bytes);
+    return wf_cost_host(a, steps + 2 * fold, (steps + 2 * fold) * bytes,
+                        (steps + fold) * bytes, msgs,
+                        (f.p * steps + 2 * f.rem) * bytes,
+                        (f.p * steps + f.rem) * bytes);
 }
 
 const wf_algo_t wf_algo_allreduce_rd = {

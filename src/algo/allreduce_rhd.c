@@ -201,21 +201,25 @@ static bool rhd_supports(const wf_coll_args_t *a)
 static double rhd_cost(const wf_coll_args_t *a)
 {
     if (a->size == 1)
-        return wf_cost(0, 0, 0);
+        return wf_cost(a, 0, 0, 0);
     wf_arfold_t f;
     wf_arfold_init(&f, 0, a->size);
     double bytes = (double)a->count * (double)a->elem_size;
     double p = f.p, steps = wf_ceil_log2(f.p), fold = f.rem ? 1 : 0;
-    /* Per rank: a message per step, plus one per chunk of what it sends. */
-    double per_rank = 2 * steps +
-                      2 * (p - 1) / p * bytes /
-                          WF_MAX((double)a->chunk_bytes, 1.0);
+    /* Per rank and step of each half: the chunks of what it sends (half
+     * the vector at the first step, a quarter at the next, ...). */
+    double per_rank = 0, part = bytes;
+    for (int s = 0; s < (int)steps; s++) {
+        part /= 2;
+        per_rank += 2 * wf_msgs(part, (double)a->chunk_bytes);
+    }
     double msgs = p * per_rank + 2 * f.rem * wf_msgs(bytes,
                                                      (double)a->chunk_bytes);
-    return wf_cost_host(a, wf_cost(2 * steps + 2 * fold,
-                                   (2 * (p - 1) / p + 2 * fold) * bytes,
-                                   ((p - 1) / p + fold) * bytes),
-                        msgs, (2 * (p - 1) + 2 * f.rem) * bytes);
+    return wf_cost_host(a, 2 * steps + 2 * fold,
+                        (2 * (p - 1) / p + 2 * fold) * bytes,
+                        ((p - 1) / p + fold) * bytes, msgs,
+                        (2 * (p - 1) + 2 * f.rem) * bytes,
+                        (p - 1 + f.rem) * bytes);
 }
 
 const wf_algo_t wf_algo_allreduce_rhd = {

@@ -195,13 +195,13 @@ static double ring_cost(const wf_coll_args_t *a)
 {
     double n = a->size, bytes = (double)a->count * (double)a->elem_size;
     if (a->size == 1)
-        return wf_cost(0, 0, 0);
+        return wf_cost(a, 0, 0, 0);
     /* Segments with no element send nothing (count < ranks). */
     double segs = WF_MIN(n, (double)a->count), chunk = (double)a->chunk_bytes;
     double msgs = 2 * (n - 1) * segs * wf_msgs(bytes / WF_MAX(segs, 1), chunk);
-    return wf_cost_host(a, wf_cost(2 * (n - 1), 2 * (n - 1) / n * bytes,
-                                   (n - 1) / n * bytes),
-                        msgs, 2 * (n - 1) * bytes);
+    return wf_cost_host(a, 2 * (n - 1), 2 * (n - 1) / n * bytes,
+                        (n - 1) / n * bytes, msgs, 2 * (n - 1) * bytes,
+                        (n - 1) * bytes);
 }
 
 const wf_algo_t wf_algo_allreduce_ring = {

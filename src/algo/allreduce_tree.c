@@ -228,14 +228,14 @@ static bool tree_supports(const wf_coll_args_t *a)
 static double tree_cost(const wf_coll_args_t *a)
 {
     if (a->size == 1)
-        return wf_cost(0, 0, 0);
+        return wf_cost(a, 0, 0, 0);
     double bytes = (double)a->count * (double)a->elem_size;
     double chunk = WF_MIN(bytes, (double)a->chunk_bytes);
     double d = wf_artree_depth(a->size);
     double flow = bytes + (d - 1) * chunk;
     double msgs = 2 * (a->size - 1) * wf_msgs(bytes, chunk);
-    return wf_cost_host(a, wf_cost(2 * d, 3 * flow, 2 * flow), msgs,
-                        2 * (a->size - 1) * bytes);
+    return wf_cost_host(a, 2 * d, 3 * flow, 2 * flow, msgs,
+                        2 * (a->size - 1) * bytes, (a->size - 1) * bytes);
 }
 
 const wf_algo_t wf_algo_allreduce_tree = {

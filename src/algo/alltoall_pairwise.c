@@ -127,7 +127,7 @@ static bool a2a_supports(const wf_coll_args_t *a)
 static double a2a_cost(const wf_coll_args_t *a)
 {
     double n = a->size, block = (double)a->count * (double)a->elem_size;
-    return wf_cost(n - 1, (n - 1) * block, 0);
+    return wf_cost(a, n - 1, (n - 1) * block, 0);
 }
 
 const wf_algo_t wf_algo_alltoall_pairwise = {

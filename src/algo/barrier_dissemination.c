@@ -42,7 +42,7 @@ static bool diss_supports(const wf_coll_args_t *a)
 
 static double diss_cost(const wf_coll_args_t *a)
 {
-    return wf_cost(wf_ceil_log2(a->size), 0, 0);
+    return wf_cost(a, wf_ceil_log2(a->size), 0, 0);
 }
 
 const wf_algo_t wf_algo_barrier_dissemination = {

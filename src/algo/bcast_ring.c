@@ -72,7 +72,7 @@ static double ring_cost(const wf_coll_args_t *a)
     size_t ce = wf_rtree_chunk_elems(a);
     double nc = (double)WF_MAX((size_t)1, wf_rtree_nchunks(a->count, ce));
     double chunk = WF_MIN((double)ce * (double)a->elem_size, bytes);
-    return wf_cost(n - 2 + nc, bytes + (n - 2) * chunk, 0);
+    return wf_cost(a, n - 2 + nc, bytes + (n - 2) * chunk, 0);
 }
 
 const wf_algo_t wf_algo_bcast_ring = {

@@ -178,7 +178,7 @@ static double sag_cost(const wf_coll_args_t *a)
     if (a->size == 1)
         return wf_rtree_single_cost(a);
     double n = a->size, bytes = (double)a->count * (double)a->elem_size;
-    return wf_cost(wf_ceil_log2(a->size) + n - 1, 2 * (n - 1) / n * bytes, 0);
+    return wf_cost(a, wf_ceil_log2(a->size) + n - 1, 2 * (n - 1) / n * bytes, 0);
 }
 
 const wf_algo_t wf_algo_bcast_sag = {

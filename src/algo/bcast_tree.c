@@ -79,7 +79,7 @@ static double tree_cost(const wf_coll_args_t *a)
     double bytes = (double)a->count * (double)a->elem_size;
     double nc = (double)WF_MAX((size_t)1, wf_rtree_nchunks(
                                    a->count, wf_rtree_chunk_elems(a)));
-    return wf_cost(L * nc, L * bytes, 0);
+    return wf_cost(a, L * nc, L * bytes, 0);
 }
 
 const wf_algo_t wf_algo_bcast_tree = {

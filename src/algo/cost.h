@@ -9,7 +9,8 @@
  *
  * and, when more ranks share a machine than it has cores (wf_cost_host),
  * at least the CPU work of all the messages sent on that machine spread
- * over its cores.
+ * over its cores.  Two sets of constants: links between machines, and
+ * every rank on one machine, where a link is a memory copy.
  */
 #ifndef WF_COST_H
 #define WF_COST_H
@@ -25,39 +26,64 @@ typedef struct {
     double host_msg_us;       /* CPU time of one message, both ends, when
                                * ranks outnumber the cores */
     double host_us_per_byte;  /* CPU time of a byte sent, both ends, then */
+    double path_share;        /* weight of the critical path while the
+                               * CPUs are the bottleneck */
 } wf_cost_model_t;
 
-/* Calibrated on loopback TCP (docs/algorithms.md). */
-extern const wf_cost_model_t wf_cost_default;
+/* Links between machines (calibrated on loopback with the links shared,
+ * and on the shaped namespaces of make bench-netns). */
+extern const wf_cost_model_t wf_cost_network;
+/* Every rank on one machine: a "link" is the kernel copying memory
+ * (calibrated on loopback TCP, docs/algorithms.md). */
+extern const wf_cost_model_t wf_cost_one_host;
 
-static inline double wf_cost(double rounds, double bytes_sent,
-                             double bytes_reduced)
+/* The constants for this call: the network's when some rank is on another
+ * machine (or it is not known, as in the simulator) or WEFT_LINK_MBPS says
+ * what the links are (beta then follows it), the one-host ones when every
+ * rank shares this machine. */
+static inline wf_cost_model_t wf_cost_model(const wf_coll_args_t *a)
 {
-    const wf_cost_model_t *m = &wf_cost_default;
-    return rounds * m->alpha_us + bytes_sent * m->beta_us_per_byte +
-           bytes_reduced * m->gamma_us_per_byte;
+    wf_cost_model_t m = wf_cost_network;
+    if (a->link_mbps > 0)
+        m.beta_us_per_byte = 8.0 / (double)a->link_mbps; /* 8 bits/byte */
+    else if (a->size > 1 && a->local_size == a->size)
+        m = wf_cost_one_host;
+    return m;
 }
 
-/* `path_us` (wf_cost of the critical path), or, when the ranks on this
- * machine outnumber its cores, mostly the CPU work of its share of all the
- * algorithm's `messages` and `bytes` (summed over every rank) on those
- * cores: then ranks wait for a CPU rather than for the network, and the
- * algorithms that do the least work in all win even with more rounds
- * (docs/algorithms.md). */
-static inline double wf_cost_host(const wf_coll_args_t *a, double path_us,
-                                  double messages, double bytes)
+static inline double wf_cost(const wf_coll_args_t *a, double rounds,
+                             double bytes_sent, double bytes_reduced)
 {
-    const wf_cost_model_t *m = &wf_cost_default;
+    wf_cost_model_t m = wf_cost_model(a);
+    return rounds * m.alpha_us + bytes_sent * m.beta_us_per_byte +
+           bytes_reduced * m.gamma_us_per_byte;
+}
+
+/* The critical path (`rounds`, and the bytes a rank sends and reduces on
+ * it), or, when the ranks on this machine outnumber its cores, mostly the
+ * CPU work of its share of all the algorithm's `messages`, sent `bytes`
+ * and `reduced` bytes (summed over every rank) on those cores: then ranks
+ * wait for a CPU rather than for the network, and the algorithms that do
+ * the least work in all win even with more rounds (docs/algorithms.md). */
+static inline double wf_cost_host(const wf_coll_args_t *a, double rounds,
+                                  double path_sent, double path_reduced,
+                                  double messages, double bytes,
+                                  double reduced)
+{
+    wf_cost_model_t m = wf_cost_model(a);
+    double path_us = wf_cost(a, rounds, path_sent, path_reduced);
     int local = a->local_size > 0 ? a->local_size : 1;
     int cores = a->host_cores > 0 ? a->host_cores : local;
     if (local <= cores || a->size <= 1)
         return path_us;
-    double host = (messages * m->host_msg_us + bytes * m->host_us_per_byte) *
+    double host = (messages * m.host_msg_us + bytes * m.host_us_per_byte +
+                   reduced * m.gamma_us_per_byte) *
                   ((double)local / a->size) / cores;
     /* The critical path still costs something while the CPUs are the
-     * bottleneck (a quarter, measured); it breaks ties between algorithms
-     * that do the same work. */
-    return host > path_us ? host + 0.25 * path_us : path_us + 0.25 * host;
+     * bottleneck; it breaks ties between algorithms that do the same
+     * work. */
+    return host > path_us ? host + m.path_share * path_us
+                          : path_us + m.path_share * host;
 }
 
 /* ceil(x / y) for message counts; at least 1. */

@@ -220,7 +220,7 @@ static double rsg_cost(const wf_coll_args_t *a)
     if (a->size == 1)
         return wf_rtree_single_cost(a);
     double n = a->size, bytes = (double)a->count * (double)a->elem_size;
-    return wf_cost(n, 2 * (n - 1) / n * bytes, (n - 1) / n * bytes);
+    return wf_cost(a, n, 2 * (n - 1) / n * bytes, (n - 1) / n * bytes);
 }
 
 const wf_algo_t wf_algo_reduce_rsg = {

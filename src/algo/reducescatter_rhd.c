@@ -246,9 +246,9 @@ static double rhd_cost(const wf_coll_args_t *a)
         p *= 2;
     double lg = wf_ceil_log2(p), moved = (n - 1) * block;
     if (p != a->size) /* the fold in, the result out */
-        return wf_cost(lg + 2, WF_UNR_FAR_FACTOR * (moved + n * block),
+        return wf_cost(a, lg + 2, WF_UNR_FAR_FACTOR * (moved + n * block),
                        moved + n * block);
-    return wf_cost(lg, WF_UNR_FAR_FACTOR * moved, moved);
+    return wf_cost(a, lg, WF_UNR_FAR_FACTOR * moved, moved);
 }
 
 const wf_algo_t wf_algo_reducescatter_rhd = {

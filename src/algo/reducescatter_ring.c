@@ -121,7 +121,7 @@ static bool rsring_supports(const wf_coll_args_t *a)
 static double rsring_cost(const wf_coll_args_t *a)
 {
     double n = a->size, block = (double)a->count * (double)a->elem_size;
-    return wf_cost(n - 1, (n - 1) * block, (n - 1) * block);
+    return wf_cost(a, n - 1, (n - 1) * block, (n - 1) * block);
 }
 
 const wf_algo_t wf_algo_reducescatter_ring = {

@@ -126,5 +126,5 @@ weft_status_t wf_rtree_build_empty(const wf_coll_args_t *a, wf_plan_t *plan,
 double wf_rtree_single_cost(const wf_coll_args_t *a)
 {
     (void)a;
-    return wf_cost(0, 0, 0);
+    return wf_cost(a, 0, 0, 0);
 }

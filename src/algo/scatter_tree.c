@@ -120,7 +120,7 @@ static double stree_cost(const wf_coll_args_t *a)
     if (a->size == 1)
         return wf_rtree_single_cost(a);
     double blk = (double)a->count * (double)a->elem_size;
-    return wf_cost(wf_ceil_log2(a->size), (a->size - 1) * blk, 0);
+    return wf_cost(a, wf_ceil_log2(a->size), (a->size - 1) * blk, 0);
 }
 
 const wf_algo_t wf_algo_scatter_tree = {

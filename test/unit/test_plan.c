@@ -125,6 +125,52 @@ WF_TEST(algo_select_override, 10)
                   WEFT_ERR_UNSUPPORTED);
 }
 
+/* Every rank on one machine: links are memory copies (the one-host
+ * constants), and the choice follows the measured sweep of
+ * docs/algorithms.md.  Before those constants the network ones picked the
+ * ring for 128 KiB on 3 ranks over 2 cores (168 us) where recursive
+ * doubling took 113 us, and recursive doubling for 32 KiB on 4 ranks
+ * (111 us) where the tree took 74 us. */
+WF_TEST(select_one_host_follows_the_loopback_sweep, 10)
+{
+    const wf_algo_t *algo = NULL;
+    wf_coll_args_t a = {.coll = WF_COLL_ALLREDUCE, .count = 32 << 10,
+                        .dtype = WEFT_FLOAT32, .elem_size = 4, .size = 3,
+                        .chunk_bytes = 256 << 10, .local_size = 3,
+                        .host_cores = 2};
+    ASSERT_OK(wf_algo_select(&a, "auto", &algo));
+    ASSERT_STR_CONTAINS(algo->name, "rd");
+    a.size = a.local_size = 4, a.count = 8 << 10;
+    ASSERT_OK(wf_algo_select(&a, "auto", &algo));
+    ASSERT_STR_CONTAINS(algo->name, "tree");
+    /* The same ranks on separate machines: rounds cost more than bytes. */
+    a.local_size = 1;
+    ASSERT_OK(wf_algo_select(&a, "auto", &algo));
+    ASSERT_STR_CONTAINS(algo->name, "rd");
+}
+
+/* WEFT_LINK_MBPS tells the model what the links are, even when the ranks
+ * share a kernel (make bench-netns shapes namespaces to 1 Gbit/s): 64 KiB
+ * on 4 ranks then needs a bandwidth-optimal algorithm, where the one-host
+ * constants take the tree. */
+WF_TEST(select_follows_link_mbps, 10)
+{
+    const wf_algo_t *algo = NULL;
+    wf_coll_args_t a = {.coll = WF_COLL_ALLREDUCE, .count = 16 << 10,
+                        .dtype = WEFT_FLOAT32, .elem_size = 4, .size = 4,
+                        .chunk_bytes = 256 << 10, .local_size = 4,
+                        .host_cores = 2};
+    ASSERT_OK(wf_algo_select(&a, "auto", &algo));
+    ASSERT_STR_CONTAINS(algo->name, "tree");
+    a.link_mbps = 1000;
+    ASSERT_OK(wf_algo_select(&a, "auto", &algo));
+    ASSERT_TRUE(strcmp(algo->name, "rhd") == 0 ||
+                strcmp(algo->name, "ring") == 0);
+    double fast = wf_algo_allreduce_ring.cost(&a);
+    a.link_mbps = 100;
+    ASSERT_TRUE(wf_algo_allreduce_ring.cost(&a) > 5 * fast);
+}
+
 /* More ranks on a machine than it has cores: the cost model counts the
  * CPU work of every message there, so the tree (2(p-1) messages) beats
  * recursive doubling (p log p) for short vectors, as measured on 8 ranks
