@@ -6,21 +6,25 @@
 #   scripts/algo-sweep.sh COLLECTIVE "RANKS..." [MIN] [MAX] [FACTOR]
 #   e.g. scripts/algo-sweep.sh allreduce "2 4" 8 64M 8
 #
-# Environment: BUILD (default build), WARMUP (2), ITERS (5), ROUNDS (1).
+# Environment: BUILD (default build), WARMUP (2), ITERS (5), ROUNDS (1),
+# EXTRA_SIZES (sizes to add to MIN * FACTOR^k, e.g. "256M").
 # Each cell is the median (p50) iteration time.  Every size runs every
 # algorithm, auto last, before the next size starts, so a burst of someone
 # else's load lands on neighbouring cells of one size rather than on every
 # size of one algorithm; with ROUNDS > 1 the whole sweep repeats and each
 # cell keeps its best round.  Above 1 MiB the iterations shrink with the
 # size (at least 3 timed, 1 warm-up) so that 256 MiB stays affordable.
-# The "pick" column is what auto ran (weft's info log), and "auto/best"
-# compares auto's own measured time with the best forced one.
+# The "pick" column is what auto ran (weft's info log); "auto/best"
+# compares auto's own measured time with the best forced one, and
+# "pick/best" the picked algorithm's forced time with it, which leaves out
+# the noise between two runs of the same algorithm.
 set -eu
 coll=$1
 ranks=$2
 min=${3:-8}
 max=${4:-64M}
 factor=${5:-8}
+extra=${EXTRA_SIZES:-} # more sizes off the geometric series, e.g. 256M
 build=${BUILD:-build}
 warmup=${WARMUP:-2}
 iters=${ITERS:-5}
@@ -33,6 +37,9 @@ bytes() { numfmt --from=iec "$1"; }
 sizes=()
 for ((s = $(bytes "$min"); s <= $(bytes "$max"); s *= factor)); do
     sizes+=("$s")
+done
+for s in $extra; do
+    sizes+=("$(bytes "$s")")
 done
 
 # The algorithm names come from the library itself.
@@ -80,18 +87,23 @@ forced = [a for a in algos if a != "auto"]
 print(f"### {sys.argv[3]}: median time per operation (us), best round; ratio = auto / best forced")
 print()
 print("| ranks | size (B) | " + " | ".join(algos) +
-      " | pick | best | auto/best |")
-print("|---" * (len(algos) + 5) + "|")
-worst = 0.0
-within = 0
+      " | pick | best | auto/best | pick/best |")
+print("|---" * (len(algos) + 6) + "|")
+worst = worst_pick = 0.0
+within = within_pick = 0
 for (n, size), t in sorted(rows.items()):
     best = min(forced, key=lambda a: t.get(a, float("inf")))
     ratio = t["auto"] / t[best] if t.get(best) else float("nan")
     worst = max(worst, ratio)
     within += ratio <= 1.10
+    pick = picks.get((n, size), "?")
+    pick_ratio = t[pick] / t[best] if pick in t and t.get(best) else float("nan")
+    worst_pick = max(worst_pick, pick_ratio)
+    within_pick += pick_ratio <= 1.10
     cells = " | ".join(f"{t[a]:.1f}" if a in t else "-" for a in algos)
-    print(f"| {n} | {size} | {cells} | {picks.get((n, size), '?')} | "
-          f"{best} | {ratio:.2f} |")
+    print(f"| {n} | {size} | {cells} | {pick} | {best} | {ratio:.2f} | "
+          f"{pick_ratio:.2f} |")
 print()
-print(f"worst auto/best ratio: {worst:.2f}; within 1.10: {within} of {len(rows)}")
+print(f"auto/best: worst {worst:.2f}, within 1.10 in {within} of {len(rows)}; "
+      f"pick/best: worst {worst_pick:.2f}, within 1.10 in {within_pick} of {len(rows)}")
 PY

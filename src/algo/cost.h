@@ -37,26 +37,42 @@ extern const wf_cost_model_t wf_cost_network;
  * (calibrated on loopback TCP, docs/algorithms.md). */
 extern const wf_cost_model_t wf_cost_one_host;
 
-/* The constants for this call: the network's when some rank is on another
- * machine (or it is not known, as in the simulator) or WEFT_LINK_MBPS says
- * what the links are (beta then follows it), the one-host ones when every
- * rank shares this machine. */
-static inline wf_cost_model_t wf_cost_model(const wf_coll_args_t *a)
+/* The network's constants, with beta from WEFT_LINK_MBPS when it is set. */
+static inline wf_cost_model_t wf_cost_network_model(const wf_coll_args_t *a)
 {
     wf_cost_model_t m = wf_cost_network;
     if (a->link_mbps > 0)
         m.beta_us_per_byte = 8.0 / (double)a->link_mbps; /* 8 bits/byte */
-    else if (a->size > 1 && a->local_size == a->size)
-        m = wf_cost_one_host;
     return m;
 }
 
+/* The constants for this call: the one-host ones when every rank shares
+ * this machine and WEFT_LINK_MBPS does not say what the links are, else
+ * the network's. */
+static inline wf_cost_model_t wf_cost_model(const wf_coll_args_t *a)
+{
+    if (a->link_mbps <= 0 && a->size > 1 && a->local_size == a->size)
+        return wf_cost_one_host;
+    return wf_cost_network_model(a);
+}
+
+static inline double wf_cost_with(const wf_cost_model_t *m, double rounds,
+                                  double bytes_sent, double bytes_reduced)
+{
+    return rounds * m->alpha_us + bytes_sent * m->beta_us_per_byte +
+           bytes_reduced * m->gamma_us_per_byte;
+}
+
+/* The path-only model of the collectives other than allreduce.  They keep
+ * the network's constants on one machine too: the one-host constants are
+ * fitted to allreduce only, and with them broadcast picked its tree for
+ * 128 KiB on 4 ranks, 1.4x slower than scatter-allgather there
+ * (docs/algorithms.md). */
 static inline double wf_cost(const wf_coll_args_t *a, double rounds,
                              double bytes_sent, double bytes_reduced)
 {
-    wf_cost_model_t m = wf_cost_model(a);
-    return rounds * m.alpha_us + bytes_sent * m.beta_us_per_byte +
-           bytes_reduced * m.gamma_us_per_byte;
+    wf_cost_model_t m = wf_cost_network_model(a);
+    return wf_cost_with(&m, rounds, bytes_sent, bytes_reduced);
 }
 
 /* The critical path (`rounds`, and the bytes a rank sends and reduces on
@@ -71,7 +87,7 @@ static inline double wf_cost_host(const wf_coll_args_t *a, double rounds,
                                   double reduced)
 {
     wf_cost_model_t m = wf_cost_model(a);
-    double path_us = wf_cost(a, rounds, path_sent, path_reduced);
+    double path_us = wf_cost_with(&m, rounds, path_sent, path_reduced);
     int local = a->local_size > 0 ? a->local_size : 1;
     int cores = a->host_cores > 0 ? a->host_cores : local;
     if (local <= cores || a->size <= 1)
