@@ -1,7 +1,7 @@
 # weft - plain GNU make.  Knobs: CUDA=auto|0|1 IB=auto|0|1 HWLOC=auto|0|1
 # DEBUG=1 (no optimisation) ASAN=1 (address+undefined sanitizers, builds in
 # build-asan) TSAN=1 (thread sanitizer, builds in build-tsan) PREFIX=...
-# Targets: all lib tools bench bench-report bench-reduce bench-netns test
+# Targets: all lib tools bench bench-report bench-reduce bench-netns algo-fit test
 # test-launchers test-gpu test-rdma cuda check install clean docs deps
 # compare fuzz soak
 
@@ -88,7 +88,7 @@ SONAME := libweft.so.0
 RPATH := -Wl,-rpath,'$$ORIGIN/../lib'
 
 .PHONY: all lib tools bench test check install clean docs deps compare \
-        bench-report bench-reduce bench-netns
+        bench-report bench-reduce bench-netns algo-fit
 all: lib tools
 
 lib: $(BUILD)/lib/libweft.so $(BUILD)/lib/libweft.a
@@ -332,6 +332,18 @@ $(REDUCE_BENCH): $(BUILD)/test-obj/bench/reduce/reduce_bench.o $(BUILD)/lib/libw
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 bench-reduce: $(REDUCE_BENCH)
 	$(REDUCE_BENCH) $(REDUCE_BENCH_ARGS)
+
+# The allreduce cost terms of the library, for scripts/algo-fit.py (links
+# the static library: the terms are not public API).
+COST_TERMS := $(BUILD)/bin/cost-terms
+$(COST_TERMS): $(BUILD)/test-obj/bench/cost/cost_terms.o $(BUILD)/lib/libweft.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+# Fits the one-host constants of the cost model to sweeps of
+# scripts/algo-sweep.sh (docs/algorithms.md): make algo-fit SWEEPS="a.md b.md"
+algo-fit: $(COST_TERMS)
+	python3 scripts/algo-fit.py --cost-terms $(COST_TERMS) $(SWEEPS)
 
 # Multi-host behaviour on one box: one rank per network namespace, joined
 # by a bridge, each host's egress shaped with tc tbf (scripts/bench-netns.sh

@@ -70,6 +70,8 @@ void wf_coll_buffer_bytes(const wf_coll_args_t *args, uint64_t *send_bytes,
 /* Whether the collective combines values with args->op. */
 bool wf_coll_reduces(wf_coll_t coll);
 
+struct wf_cost_terms;
+
 typedef struct wf_algo {
     const char *name;
     wf_coll_t coll;
@@ -77,6 +79,10 @@ typedef struct wf_algo {
     bool (*supports)(const wf_coll_args_t *args);
     /* Estimated time in microseconds (alpha-beta model), for selection. */
     double (*cost)(const wf_coll_args_t *args);
+    /* What cost() evaluates, where the algorithm describes itself that
+     * way (allreduce; NULL elsewhere): struct wf_cost_terms in cost.h. */
+    void (*cost_terms)(const wf_coll_args_t *args,
+                       struct wf_cost_terms *terms);
     weft_status_t (*build)(const wf_coll_args_t *args, wf_plan_t *plan);
 } wf_algo_t;
 

@@ -68,18 +68,24 @@ static bool dbtree_supports(const wf_coll_args_t *a)
     return a->coll == WF_COLL_ALLREDUCE;
 }
 
-static double dbtree_cost(const wf_coll_args_t *a)
+static void dbtree_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 {
-    if (a->size == 1)
-        return wf_cost(a, 0, 0, 0);
     double bytes = (double)a->count * (double)a->elem_size;
     double chunk = WF_MIN(bytes / 2, (double)a->chunk_bytes);
     double d = wf_artree_depth(a->size);
     /* Two trees, each with half of the vector. */
     double msgs = 4 * (a->size - 1) * wf_msgs(bytes / 2, chunk);
-    return wf_cost_host(a, 2 * d, 2 * bytes + 3 * (d - 1) * chunk,
-                        bytes + 2 * (d - 1) * chunk, msgs,
-                        2 * (a->size - 1) * bytes, (a->size - 1) * bytes);
+    *t = (wf_cost_terms_t){.rounds = 2 * d,
+                           .path_sent = 2 * bytes + 3 * (d - 1) * chunk,
+                           .path_reduced = bytes + 2 * (d - 1) * chunk,
+                           .messages = msgs,
+                           .bytes = 2 * (a->size - 1) * bytes,
+                           .reduced = (a->size - 1) * bytes};
+}
+
+static double dbtree_cost(const wf_coll_args_t *a)
+{
+    return wf_cost_of_terms(a, dbtree_terms);
 }
 
 const wf_algo_t wf_algo_allreduce_dbtree = {
@@ -88,5 +94,6 @@ const wf_algo_t wf_algo_allreduce_dbtree = {
     .id = 13,
     .supports = dbtree_supports,
     .cost = dbtree_cost,
+    .cost_terms = dbtree_terms,
     .build = dbtree_build,
 };

@@ -114,20 +114,24 @@ static bool rd_supports(const wf_coll_args_t *a)
     return a->coll == WF_COLL_ALLREDUCE;
 }
 
-static double rd_cost(const wf_coll_args_t *a)
+static void rd_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 {
-    if (a->size == 1)
-        return wf_cost(a, 0, 0, 0);
     wf_arfold_t f;
     wf_arfold_init(&f, 0, a->size);
     double bytes = (double)a->count * (double)a->elem_size;
     double steps = wf_ceil_log2(f.p), fold = f.rem ? 1 : 0;
     double msgs = (f.p * steps + 2 * f.rem) *
                   wf_msgs(bytes, (double)a->chunk_bytes);
-    return wf_cost_host(a, steps + 2 * fold, (steps + 2 * fold) * bytes,
-                        (steps + fold) * bytes, msgs,
-                        (f.p * steps + 2 * f.rem) * bytes,
-                        (f.p * steps + f.rem) * bytes);
+    *t = (wf_cost_terms_t){
+        .rounds = steps + 2 * fold, .path_sent = (steps + 2 * fold) * bytes,
+        .path_reduced = (steps + fold) * bytes, .messages = msgs,
+        .bytes = (f.p * steps + 2 * f.rem) * bytes,
+        .reduced = (f.p * steps + f.rem) * bytes};
+}
+
+static double rd_cost(const wf_coll_args_t *a)
+{
+    return wf_cost_of_terms(a, rd_terms);
 }
 
 const wf_algo_t wf_algo_allreduce_rd = {
@@ -136,5 +140,6 @@ const wf_algo_t wf_algo_allreduce_rd = {
     .id = 11,
     .supports = rd_supports,
     .cost = rd_cost,
+    .cost_terms = rd_terms,
     .build = rd_build,
 };

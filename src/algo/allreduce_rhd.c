@@ -198,28 +198,29 @@ static bool rhd_supports(const wf_coll_args_t *a)
     return a->coll == WF_COLL_ALLREDUCE;
 }
 
-static double rhd_cost(const wf_coll_args_t *a)
+static void rhd_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 {
-    if (a->size == 1)
-        return wf_cost(a, 0, 0, 0);
     wf_arfold_t f;
     wf_arfold_init(&f, 0, a->size);
     double bytes = (double)a->count * (double)a->elem_size;
     double p = f.p, steps = wf_ceil_log2(f.p), fold = f.rem ? 1 : 0;
-    /* Per rank and step of each half: the chunks of what it sends (half
-     * the vector at the first step, a quarter at the next, ...). */
-    double per_rank = 0, part = bytes;
-    for (int s = 0; s < (int)steps; s++) {
-        part /= 2;
-        per_rank += 2 * wf_msgs(part, (double)a->chunk_bytes);
-    }
-    double msgs = p * per_rank + 2 * f.rem * wf_msgs(bytes,
-                                                     (double)a->chunk_bytes);
-    return wf_cost_host(a, 2 * steps + 2 * fold,
-                        (2 * (p - 1) / p + 2 * fold) * bytes,
-                        ((p - 1) / p + fold) * bytes, msgs,
-                        (2 * (p - 1) + 2 * f.rem) * bytes,
-                        (p - 1 + f.rem) * bytes);
+    /* Data moves per segment (the p pieces of the vector), each in chunks:
+     * a participant sends p/2 + p/4 + ... = p - 1 segments in each half,
+     * and a folded rank and its partner each send all p once. */
+    double pieces = wf_msgs_pieces(a->count, a->elem_size, f.p,
+                                   a->chunk_bytes);
+    double msgs = 2 * (p - 1) * pieces + 2 * f.rem * pieces;
+    *t = (wf_cost_terms_t){
+        .rounds = 2 * steps + 2 * fold,
+        .path_sent = (2 * (p - 1) / p + 2 * fold) * bytes,
+        .path_reduced = ((p - 1) / p + fold) * bytes, .messages = msgs,
+        .bytes = (2 * (p - 1) + 2 * f.rem) * bytes,
+        .reduced = (p - 1 + f.rem) * bytes};
+}
+
+static double rhd_cost(const wf_coll_args_t *a)
+{
+    return wf_cost_of_terms(a, rhd_terms);
 }
 
 const wf_algo_t wf_algo_allreduce_rhd = {
@@ -228,5 +229,6 @@ const wf_algo_t wf_algo_allreduce_rhd = {
     .id = 10,
     .supports = rhd_supports,
     .cost = rhd_cost,
+    .cost_terms = rhd_terms,
     .build = rhd_build,
 };

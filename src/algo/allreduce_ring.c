@@ -191,17 +191,22 @@ static bool ring_supports(const wf_coll_args_t *a)
 
 /* 2(n-1) rounds; each rank sends 2(n-1)/n of the bytes and reduces
  * (n-1)/n of them. */
-static double ring_cost(const wf_coll_args_t *a)
+static void ring_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 {
     double n = a->size, bytes = (double)a->count * (double)a->elem_size;
-    if (a->size == 1)
-        return wf_cost(a, 0, 0, 0);
-    /* Segments with no element send nothing (count < ranks). */
-    double segs = WF_MIN(n, (double)a->count), chunk = (double)a->chunk_bytes;
-    double msgs = 2 * (n - 1) * segs * wf_msgs(bytes / WF_MAX(segs, 1), chunk);
-    return wf_cost_host(a, 2 * (n - 1), 2 * (n - 1) / n * bytes,
-                        (n - 1) / n * bytes, msgs, 2 * (n - 1) * bytes,
-                        (n - 1) * bytes);
+    /* Every rank sends every segment but one in each half, in chunks. */
+    double pieces = wf_msgs_pieces(a->count, a->elem_size, a->size,
+                                   a->chunk_bytes);
+    *t = (wf_cost_terms_t){
+        .rounds = 2 * (n - 1), .path_sent = 2 * (n - 1) / n * bytes,
+        .path_reduced = (n - 1) / n * bytes,
+        .messages = 2 * (n - 1) * pieces,
+        .bytes = 2 * (n - 1) * bytes, .reduced = (n - 1) * bytes};
+}
+
+static double ring_cost(const wf_coll_args_t *a)
+{
+    return wf_cost_of_terms(a, ring_terms);
 }
 
 const wf_algo_t wf_algo_allreduce_ring = {
@@ -210,5 +215,6 @@ const wf_algo_t wf_algo_allreduce_ring = {
     .id = 1,
     .supports = ring_supports,
     .cost = ring_cost,
+    .cost_terms = ring_terms,
     .build = ring_build,
 };

@@ -225,17 +225,22 @@ static bool tree_supports(const wf_coll_args_t *a)
     return a->coll == WF_COLL_ALLREDUCE;
 }
 
-static double tree_cost(const wf_coll_args_t *a)
+static void tree_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 {
-    if (a->size == 1)
-        return wf_cost(a, 0, 0, 0);
     double bytes = (double)a->count * (double)a->elem_size;
     double chunk = WF_MIN(bytes, (double)a->chunk_bytes);
     double d = wf_artree_depth(a->size);
     double flow = bytes + (d - 1) * chunk;
     double msgs = 2 * (a->size - 1) * wf_msgs(bytes, chunk);
-    return wf_cost_host(a, 2 * d, 3 * flow, 2 * flow, msgs,
-                        2 * (a->size - 1) * bytes, (a->size - 1) * bytes);
+    *t = (wf_cost_terms_t){.rounds = 2 * d, .path_sent = 3 * flow,
+                           .path_reduced = 2 * flow, .messages = msgs,
+                           .bytes = 2 * (a->size - 1) * bytes,
+                           .reduced = (a->size - 1) * bytes};
+}
+
+static double tree_cost(const wf_coll_args_t *a)
+{
+    return wf_cost_of_terms(a, tree_terms);
 }
 
 const wf_algo_t wf_algo_allreduce_tree = {
@@ -244,5 +249,6 @@ const wf_algo_t wf_algo_allreduce_tree = {
     .id = 12,
     .supports = tree_supports,
     .cost = tree_cost,
+    .cost_terms = tree_terms,
     .build = tree_build,
 };

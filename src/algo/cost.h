@@ -7,7 +7,7 @@
  *        + beta  * (bytes a rank sends on its critical path)
  *        + gamma * (bytes a rank reduces on its critical path)
  *
- * and, when more ranks share a machine than it has cores (wf_cost_host),
+ * and, when more ranks share a machine than it has cores (wf_cost_terms_eval),
  * at least the CPU work of all the messages sent on that machine spread
  * over its cores.  Two sets of constants: links between machines, and
  * every rank on one machine, where a link is a memory copy.
@@ -75,31 +75,51 @@ static inline double wf_cost(const wf_coll_args_t *a, double rounds,
     return wf_cost_with(&m, rounds, bytes_sent, bytes_reduced);
 }
 
-/* The critical path (`rounds`, and the bytes a rank sends and reduces on
- * it), or, when the ranks on this machine outnumber its cores, mostly the
- * CPU work of its share of all the algorithm's `messages`, sent `bytes`
- * and `reduced` bytes (summed over every rank) on those cores: then ranks
- * wait for a CPU rather than for the network, and the algorithms that do
- * the least work in all win even with more rounds (docs/algorithms.md). */
-static inline double wf_cost_host(const wf_coll_args_t *a, double rounds,
-                                  double path_sent, double path_reduced,
-                                  double messages, double bytes,
-                                  double reduced)
+/* What an algorithm does, for the model: its critical path (`rounds`,
+ * and the bytes a rank sends and reduces on it) and the work of all ranks
+ * together (`messages`, sent `bytes`, `reduced` bytes).  Allreduce
+ * algorithms describe themselves this way (wf_algo_t.cost_terms), so that
+ * bench/cost fits the constants to a sweep with the library's own terms. */
+typedef struct wf_cost_terms {
+    double rounds, path_sent, path_reduced;
+    double messages, bytes, reduced;
+} wf_cost_terms_t;
+
+/* The critical path, or, when the ranks on this machine outnumber its
+ * cores, mostly the CPU work of its share of the work of all ranks on
+ * those cores: then ranks wait for a CPU rather than for the network, and
+ * the algorithms that do the least work in all win even with more rounds
+ * (docs/algorithms.md). */
+static inline double wf_cost_terms_eval(const wf_coll_args_t *a,
+                                        const wf_cost_terms_t *t)
 {
     wf_cost_model_t m = wf_cost_model(a);
-    double path_us = wf_cost_with(&m, rounds, path_sent, path_reduced);
+    double path_us = wf_cost_with(&m, t->rounds, t->path_sent,
+                                  t->path_reduced);
     int local = a->local_size > 0 ? a->local_size : 1;
     int cores = a->host_cores > 0 ? a->host_cores : local;
     if (local <= cores || a->size <= 1)
         return path_us;
-    double host = (messages * m.host_msg_us + bytes * m.host_us_per_byte +
-                   reduced * m.gamma_us_per_byte) *
+    double host = (t->messages * m.host_msg_us + t->bytes * m.host_us_per_byte +
+                   t->reduced * m.gamma_us_per_byte) *
                   ((double)local / a->size) / cores;
     /* The critical path still costs something while the CPUs are the
      * bottleneck; it breaks ties between algorithms that do the same
      * work. */
     return host > path_us ? host + m.path_share * path_us
                           : path_us + m.path_share * host;
+}
+
+/* The cost() of an algorithm that describes itself with `terms`. */
+static inline double wf_cost_of_terms(const wf_coll_args_t *a,
+                                      void (*terms)(const wf_coll_args_t *,
+                                                    wf_cost_terms_t *))
+{
+    wf_cost_terms_t t;
+    if (a->size <= 1)
+        return 0;
+    terms(a, &t);
+    return wf_cost_terms_eval(a, &t);
 }
 
 /* ceil(x / y) for message counts; at least 1. */
@@ -109,6 +129,19 @@ static inline double wf_msgs(double bytes, double chunk)
     double whole = (double)(uint64_t)n;
     n = whole < n ? whole + 1 : whole;
     return n < 1 ? 1 : n;
+}
+
+/* Messages that send `count` elements cut into `parts` near-equal pieces
+ * (wf_algo_segment), each piece in chunks of `chunk` bytes; an empty
+ * piece sends nothing. */
+static inline double wf_msgs_pieces(size_t count, size_t elem_size,
+                                    int parts, size_t chunk)
+{
+    size_t base = count / (size_t)parts, extra = count % (size_t)parts;
+    double small = base ? wf_msgs((double)(base * elem_size), (double)chunk)
+                        : 0;
+    double large = wf_msgs((double)((base + 1) * elem_size), (double)chunk);
+    return (double)((size_t)parts - extra) * small + (double)extra * large;
 }
 
 /* ceil(log2(n)) for n >= 1. */

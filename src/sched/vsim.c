@@ -201,6 +201,8 @@ static weft_status_t simulate(vsim_t *v, const wf_algo_t *algo,
         res->time_us = WF_MAX(res->time_us, k->finish);
         res->max_msgs = WF_MAX(res->max_msgs, k->msgs);
         res->max_bytes = WF_MAX(res->max_bytes, k->bytes);
+        res->total_msgs += k->msgs;
+        res->total_bytes += k->bytes;
     }
     return WEFT_OK;
 }

@@ -29,6 +29,8 @@ typedef struct {
     double time_us;        /* when the last rank finished */
     uint64_t max_msgs;     /* most messages one rank sends */
     uint64_t max_bytes;    /* most bytes one rank sends */
+    uint64_t total_msgs;   /* messages all ranks send */
+    uint64_t total_bytes;  /* bytes all ranks send */
 } wf_vsim_result_t;
 
 /* Runs `algo` for every rank of `tmpl` (rank is set per rank).  Fails with

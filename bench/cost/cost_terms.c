@@ -1,0 +1,62 @@
+/*
+ * cost_terms.c - prints what the cost model knows of every allreduce
+ * algorithm (wf_cost_terms_t) for given rank counts and sizes, and the
+ * one-host constants, so that scripts/algo-fit.py fits the constants to a
+ * measured sweep with the library's own terms rather than a copy of them.
+ *
+ *   cost-terms [--chunk BYTES] RANKS BYTES [BYTES...]
+ *
+ * Output, one line per algorithm and size (float32 elements):
+ *   terms NAME RANKS BYTES rounds path_sent path_reduced messages bytes reduced
+ * preceded by one line
+ *   one_host alpha beta gamma host_msg host_byte path_share  (us, us/byte)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/algo.h"
+#include "algo/cost.h"
+
+int main(int argc, char **argv)
+{
+    size_t chunk = 256 << 10;
+    int arg = 1;
+    if (argc > 2 && strcmp(argv[1], "--chunk") == 0) {
+        chunk = strtoull(argv[2], NULL, 0);
+        arg = 3;
+    }
+    if (argc - arg < 2 || chunk == 0) {
+        fprintf(stderr, "usage: cost-terms [--chunk BYTES] RANKS BYTES...\n");
+        return 2;
+    }
+    int ranks = atoi(argv[arg]);
+    if (ranks < 2) {
+        fprintf(stderr, "cost-terms: RANKS must be at least 2\n");
+        return 2;
+    }
+    const wf_cost_model_t *m = &wf_cost_one_host;
+    printf("one_host %.10g %.10g %.10g %.10g %.10g %.10g\n", m->alpha_us, m->beta_us_per_byte,
+           m->gamma_us_per_byte, m->host_msg_us, m->host_us_per_byte,
+           m->path_share);
+    size_t n;
+    const wf_algo_t *const *reg = wf_algo_registry(&n);
+    for (int i = arg + 1; i < argc; i++) {
+        size_t bytes = strtoull(argv[i], NULL, 0);
+        wf_coll_args_t a = {.coll = WF_COLL_ALLREDUCE, .count = bytes / 4,
+                            .dtype = WEFT_FLOAT32, .op = WEFT_SUM,
+                            .elem_size = 4, .peer = -1, .size = ranks,
+                            .chunk_bytes = chunk, .local_size = ranks};
+        for (size_t k = 0; k < n; k++) {
+            wf_cost_terms_t t;
+            if (reg[k]->coll != WF_COLL_ALLREDUCE || !reg[k]->cost_terms ||
+                !reg[k]->supports(&a))
+                continue;
+            reg[k]->cost_terms(&a, &t);
+            printf("terms %s %d %zu %.10g %.10g %.10g %.10g %.10g %.10g\n", reg[k]->name, ranks,
+                   bytes, t.rounds, t.path_sent, t.path_reduced, t.messages,
+                   t.bytes, t.reduced);
+        }
+    }
+    return 0;
+}

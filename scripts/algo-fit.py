@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Fits the cost model's one-host constants to measured allreduce sweeps.
+
+    scripts/algo-fit.py --cost-terms build/bin/cost-terms SWEEP.md...
+
+SWEEP.md are tables printed by scripts/algo-sweep.sh allreduce (several
+files: a cell measured in more than one keeps its fastest time).  The
+terms of every algorithm (rounds, bytes on the critical path, and the work
+of all ranks) come from the library through bench/cost/cost_terms.c, so
+this script holds only the way src/algo/cost.h combines them
+(wf_cost_terms_eval) and the search.  gamma stays fixed at the reduction
+kernel's measured speed (--gamma, us per KB); the others are searched at
+random and then refined, minimising the sum over cells of log(time of the
+algorithm the model picks / best time) plus a little of the prediction
+error, so that a cell where the algorithms are within noise of each other
+does not pull the constants into nonsense.  It prints the constants now in
+the library and the fitted ones, each with the cells where its pick is not
+the measured best.
+"""
+import argparse
+import math
+import os
+import random
+import re
+import subprocess
+import sys
+
+
+def load_sweeps(paths):
+    cells = {}
+    for path in paths:
+        header = None
+        for line in open(path):
+            cols = [c.strip() for c in line.strip().strip("|").split("|")]
+            if line.startswith("| ranks"):
+                header = cols
+                continue
+            if not header or not re.match(r"\| \d", line):
+                continue
+            ranks, size = int(cols[0]), int(cols[1])
+            cell = cells.setdefault((ranks, size), {})
+            for name, value in zip(header[2:], cols[2:]):
+                if name in ("auto", "pick", "best") or "/" in name:
+                    continue
+                try:
+                    t = float(value)
+                except ValueError:
+                    continue
+                cell[name] = min(t, cell.get(name, float("inf")))
+    return cells
+
+
+def library_terms(tool, cells):
+    """{(ranks, size): {algo: (rounds, path_sent, path_reduced, messages,
+    bytes, reduced)}} and the library's one-host constants."""
+    by_ranks = {}
+    for ranks, size in cells:
+        by_ranks.setdefault(ranks, []).append(size)
+    terms, constants = {}, None
+    for ranks, sizes in sorted(by_ranks.items()):
+        out = subprocess.run([tool, str(ranks)] + [str(s) for s in sizes],
+                             check=True, capture_output=True, text=True)
+        for line in out.stdout.splitlines():
+            f = line.split()
+            if f[0] == "one_host":
+                constants = tuple(float(x) for x in f[1:])
+            elif f[0] == "terms":
+                key = (int(f[2]), int(f[3]))
+                terms.setdefault(key, {})[f[1]] = tuple(float(x) for x in f[4:])
+    return terms, constants
+
+
+def estimate(c, t, ranks, cores):
+    """src/algo/cost.h wf_cost_terms_eval with every rank on this machine.
+    c: alpha, beta, gamma, host_msg, host_byte (us, us/byte), path_share."""
+    alpha, beta, gamma, host_msg, host_byte, share = c
+    rounds, path_sent, path_reduced, messages, sent, reduced = t
+    path = rounds * alpha + path_sent * beta + path_reduced * gamma
+    if ranks <= cores:
+        return path
+    host = (messages * host_msg + sent * host_byte + reduced * gamma) / cores
+    return host + share * path if host > path else path + share * host
+
+
+def judge(c, cells, terms, cores):
+    """(sum of log(pick / best), worst pick / best, rms log error, misses)"""
+    total, worst, errs, misses = 0.0, 1.0, [], []
+    for key in sorted(cells):
+        measured, model = cells[key], terms.get(key, {})
+        algos = [a for a in model if a in measured]
+        if not algos:
+            continue
+        est = {a: estimate(c, model[a], key[0], cores) for a in algos}
+        pick = min(algos, key=lambda a: est[a])
+        best = min(algos, key=lambda a: measured[a])
+        ratio = measured[pick] / measured[best]
+        total += math.log(ratio)
+        worst = max(worst, ratio)
+        errs += [math.log(est[a] / measured[a]) for a in algos]
+        if pick != best:
+            misses.append((key, pick, best, ratio))
+    rms = math.sqrt(sum(e * e for e in errs) / max(len(errs), 1))
+    return total, worst, rms, misses
+
+
+def fit(cells, terms, cores, gamma, seed, samples):
+    rng = random.Random(seed)
+    score = lambda c: (lambda j: j[0] + 0.3 * j[2])(judge(c, cells, terms,
+                                                          cores))
+    best = None
+    for _ in range(samples):
+        c = (rng.uniform(2, 40), 10 ** rng.uniform(-5, -2.5), gamma,
+             rng.uniform(2, 80), 10 ** rng.uniform(-5, -2.7),
+             rng.uniform(0, 0.5))
+        s = score(c)
+        if best is None or s < best[0]:
+            best = (s, c)
+    for _ in range(samples):
+        c = tuple(x if i == 2 else x * math.exp(rng.gauss(0, 0.15))
+                  for i, x in enumerate(best[1]))
+        s = score(c)
+        if s <= best[0]:
+            best = (s, c)
+    return best[1]
+
+
+def report(title, c, cells, terms, cores):
+    total, worst, rms, misses = judge(c, cells, terms, cores)
+    print(f"{title}: alpha {c[0]:.1f} us, beta {c[1] * 1e3:.3f} us/KB, "
+          f"gamma {c[2] * 1e3:.3f} us/KB, host_msg {c[3]:.1f} us, "
+          f"host_byte {c[4] * 1e3:.3f} us/KB, path_share {c[5]:.3f}")
+    print(f"  picks the measured best in {len(cells) - len(misses)} of "
+          f"{len(cells)} cells; worst pick/best {worst:.2f}; "
+          f"rms prediction error {100 * (math.exp(rms) - 1):.0f}%")
+    for (ranks, size), pick, best, ratio in misses:
+        print(f"  {ranks} ranks, {size} B: picks {pick}, best {best}, "
+              f"{ratio:.2f}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("sweeps", nargs="+")
+    ap.add_argument("--cost-terms", default="build/bin/cost-terms")
+    ap.add_argument("--cores", type=int, default=os.cpu_count())
+    ap.add_argument("--gamma", type=float, default=None,
+                    help="reduction cost, us per KB (default: the library's)")
+    ap.add_argument("--samples", type=int, default=3000)
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    cells = load_sweeps(args.sweeps)
+    if not cells:
+        sys.exit("algo-fit: no table rows in " + " ".join(args.sweeps))
+    terms, now = library_terms(args.cost_terms, cells)
+    gamma = args.gamma / 1e3 if args.gamma else now[2]
+    print(f"{len(cells)} cells, {args.cores} cores")
+    report("library now", now, cells, terms, args.cores)
+    report("fitted", fit(cells, terms, args.cores, gamma, args.seed,
+                         args.samples), cells, terms, args.cores)
+
+
+if __name__ == "__main__":
+    main()
