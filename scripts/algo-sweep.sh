@@ -60,9 +60,16 @@ for n in $ranks; do
                     'NR > 1 && $14 == "out-of-place" {print n "," a "," $15 "," $18}' \
                 >> "$tmp/rows.csv"
             if [ "$a" = auto ]; then
-                pick=$(grep -o "$coll of $s bytes on $n ranks: algorithm [a-z_]*" \
+                # The log names each choice once per size class and
+                # algorithm; weft-bench's own small float64 and int
+                # reductions share the class of the smallest sizes.
+                pick=$(grep -o "$coll of $s bytes (float32) on $n ranks: algorithm [a-z_]*" \
                        "$tmp/log" | awk '{print $NF}' | sort -u |
                        tr '\n' '+')
+                [ -n "$pick" ] ||
+                    pick=$(grep -o "$coll of $s bytes ([a-z0-9]*) on $n ranks: algorithm [a-z_]*" \
+                           "$tmp/log" | awk '{print $NF}' | sort -u |
+                           tr '\n' '+')
                 echo "$n,$s,${pick%+}" >> "$tmp/picks.csv"
             fi
         done

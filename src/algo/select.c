@@ -6,6 +6,7 @@
 
 #include "algo/algo.h"
 #include "common.h"
+#include "reduce/reduce.h"
 
 static const wf_algo_t *const registry[] = {
 #define WF_ALGO_DECLARE(sym) &wf_algo_##sym,
@@ -125,9 +126,10 @@ static void log_choice(const wf_coll_args_t *args, const wf_algo_t *algo,
     if (__atomic_exchange_n(&logged[args->coll][bucket], id,
                             __ATOMIC_RELAXED) == id)
         return;
-    WEFT_INFO(COLL, "%s of %llu bytes on %d ranks: algorithm %s (%s, "
+    WEFT_INFO(COLL, "%s of %llu bytes (%s) on %d ranks: algorithm %s (%s, "
               "estimate %.1f us)", wf_coll_name(args->coll),
-              (unsigned long long)bytes, args->size, algo->name,
+              (unsigned long long)bytes, wf_dtype_name(args->dtype),
+              args->size, algo->name,
               forced ? "WEFT_ALGO" : "cost model", cost);
 }
 
