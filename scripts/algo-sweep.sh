@@ -60,14 +60,20 @@ for n in $ranks; do
                     'NR > 1 && $14 == "out-of-place" {print n "," a "," $15 "," $18}' \
                 >> "$tmp/rows.csv"
             if [ "$a" = auto ]; then
+                # The log gives a blocked collective's per-rank block.
+                case $coll in
+                    allgather|reducescatter|alltoall|gather|scatter)
+                        logged=$((s / n)) ;;
+                    *) logged=$s ;;
+                esac
                 # The log names each choice once per size class and
                 # algorithm; weft-bench's own small float64 and int
                 # reductions share the class of the smallest sizes.
-                pick=$(grep -o "$coll of $s bytes (float32) on $n ranks: algorithm [a-z_]*" \
+                pick=$(grep -o "$coll of $logged bytes (float32) on $n ranks: algorithm [a-z_]*" \
                        "$tmp/log" | awk '{print $NF}' | sort -u |
                        tr '\n' '+')
                 [ -n "$pick" ] ||
-                    pick=$(grep -o "$coll of $s bytes ([a-z0-9]*) on $n ranks: algorithm [a-z_]*" \
+                    pick=$(grep -o "$coll of $logged bytes ([a-z0-9]*) on $n ranks: algorithm [a-z_]*" \
                            "$tmp/log" | awk '{print $NF}' | sort -u |
                            tr '\n' '+')
                 echo "$n,$s,${pick%+}" >> "$tmp/picks.csv"
