@@ -1,9 +1,9 @@
 # weft - plain GNU make.  Knobs: CUDA=auto|0|1 IB=auto|0|1 HWLOC=auto|0|1
 # DEBUG=1 (no optimisation) ASAN=1 (address+undefined sanitizers, builds in
 # build-asan) TSAN=1 (thread sanitizer, builds in build-tsan) PREFIX=...
-# Targets: all lib tools bench bench-report bench-reduce bench-netns algo-fit test
-# test-launchers test-gpu test-rdma cuda check install clean docs deps
-# compare fuzz soak
+# Targets: all lib tools bench bench-report bench-reduce bench-netns algo-fit
+# bench-check test test-launchers test-gpu test-rdma cuda check install
+# clean docs deps compare fuzz soak
 
 PREFIX ?= /usr/local
 # Sanitizer builds get their own tree: objects of different flags never mix.
@@ -88,7 +88,7 @@ SONAME := libweft.so.0
 RPATH := -Wl,-rpath,'$$ORIGIN/../lib'
 
 .PHONY: all lib tools bench test check install clean docs deps compare \
-        bench-report bench-reduce bench-netns algo-fit
+        bench-report bench-reduce bench-netns algo-fit bench-check
 all: lib tools
 
 lib: $(BUILD)/lib/libweft.so $(BUILD)/lib/libweft.a
@@ -315,6 +315,13 @@ compare: all
 	COMPARE_RANKS="$(COMPARE_RANKS)" COMPARE_SIZES="$(COMPARE_SIZES)" \
 	  COMPARE_ITERS="$(COMPARE_ITERS)" COMPARE_REPEAT="$(COMPARE_REPEAT)" \
 	  bench/compare/compare.sh $(BUILD)
+
+# Regression guard (not part of make test): fails when weft's 64 MiB
+# allreduce on loopback falls below the best TCP peer (bench/compare/check.sh).
+bench-check: all
+	@scripts/install-compare-deps.sh
+	$(MAKE) $(COMPARE_DIR)/mpi_allreduce $(COMPARE_DIR)/gloo_allreduce
+	bench/compare/check.sh $(BUILD)
 
 $(COMPARE_DIR)/mpi_allreduce: bench/compare/mpi_allreduce.c
 	@mkdir -p $(dir $@)
