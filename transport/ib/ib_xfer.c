@@ -1,7 +1,8 @@
 /*
- * ib_xfer.c - moving messages over a peer's QP: isend/irecv/test, cutting
- * messages into fragments, reassembly, tag matching, unexpected messages
- * and credits (the protocol is described in ib.h).
+ * ib_xfer.c - moving messages over a peer's QPs: isend/irecv/test, cutting
+ * messages into fragments striped over the QPs, reassembly by offset, tag
+ * matching, unexpected messages and credits (the protocol is described in
+ * ib.h).
  *
  * Matching follows the TCP transport's rules: per peer, posted receives and
  * unexpected messages are FIFO lists, and for a given tag at most one of
@@ -191,29 +192,40 @@ weft_status_t wf_ib_test(wf_tctx_t *ctx, wf_treq_t *req, wf_treq_info_t *info)
 
 /* ---- sending ----------------------------------------------------------- */
 
-static uint64_t credit_limit(const wf_ib_peer_t *p)
+static uint64_t credit_limit(const wf_ib_peer_t *p, const wf_ib_qp_t *q)
 {
-    uint64_t granted = *p->b.credit_in; /* the peer's posted receives */
+    uint64_t granted = *q->credit_in; /* the peer's posted receives */
 
-    return granted > WF_IB_RECV_SLOTS ? granted : WF_IB_RECV_SLOTS;
+    return granted > p->nrecv ? granted : p->nrecv;
 }
 
-/* Copies the next fragment of the first queued send into slot `slot`;
- * returns its length. */
-static size_t stage(wf_ib_peer_t *p, wf_treq_t *r, unsigned slot)
+/* Copies the next fragment of `r` into slot `slot` of `q`: the fragment
+ * header, on the first fragment the message header, then payload; returns
+ * its length. */
+static size_t stage(wf_ib_peer_t *p, wf_ib_qp_t *q, wf_treq_t *r,
+                    unsigned slot)
 {
-    uint8_t *dst = (uint8_t *)p->b.send + (size_t)slot * WF_IB_SLOT_LEN;
-    size_t n = 0, chunk;
+    uint8_t *dst = (uint8_t *)q->send + (size_t)slot * WF_IB_SLOT_LEN;
+    size_t n = WF_IB_FRAG_LEN, chunk;
+    uint16_t flags = 0;
 
     if (!r->started) {
-        wf_ib_put64(dst, WF_IB_FRAME_MAGIC);
-        wf_ib_put64(dst + 8, r->tag);
-        wf_ib_put64(dst + 16, r->sig[0]);
-        wf_ib_put64(dst + 24, r->sig[1]);
-        wf_ib_put64(dst + 32, r->len);
-        n = WF_IB_HDR_LEN;
+        r->seq = p->tx_seq++;
+        flags = WF_IB_FRAG_FIRST;
+        wf_ib_put64(dst + n, WF_IB_FRAME_MAGIC);
+        wf_ib_put64(dst + n + 8, r->tag);
+        wf_ib_put64(dst + n + 16, r->sig[0]);
+        wf_ib_put64(dst + n + 24, r->sig[1]);
+        wf_ib_put64(dst + n + 32, r->len);
+        n += WF_IB_HDR_LEN;
         r->started = true;
     }
+    wf_ib_put32(dst, r->seq);
+    dst[4] = (uint8_t)(WF_IB_FRAG_MAGIC & 0xff);
+    dst[5] = (uint8_t)(WF_IB_FRAG_MAGIC >> 8);
+    dst[6] = (uint8_t)flags;
+    dst[7] = 0;
+    wf_ib_put64(dst + 8, r->staged);
     chunk = WF_MIN(r->len - r->staged, WF_IB_SLOT_LEN - n);
     if (chunk)
         memcpy(dst + n, r->buf + r->staged, chunk);
@@ -221,72 +233,112 @@ static size_t stage(wf_ib_peer_t *p, wf_treq_t *r, unsigned slot)
     return n + chunk;
 }
 
-static weft_status_t post_send(wf_tctx_t *ctx, wf_ib_peer_t *p, unsigned slot,
-                               size_t len)
+static weft_status_t post_send(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
+                               unsigned slot, size_t len)
 {
+    wf_ib_qp_t *q = &p->qp[qi];
     struct ibv_sge sge = {
-        .addr = (uintptr_t)(p->b.send + (size_t)slot * WF_IB_SLOT_LEN),
+        .addr = (uintptr_t)(q->send + (size_t)slot * WF_IB_SLOT_LEN),
         .length = (uint32_t)len,
         .lkey = p->b.mr->lkey};
-    struct ibv_send_wr wr = {.wr_id = wf_ib_wrid(p->rank, WF_IB_WR_SEND, slot),
-                             .sg_list = &sge,
-                             .num_sge = 1,
-                             .opcode = IBV_WR_SEND,
-                             .send_flags = IBV_SEND_SIGNALED};
+    struct ibv_send_wr wr = {
+        .wr_id = wf_ib_wrid(p->rank, qi, WF_IB_WR_SEND, slot),
+        .sg_list = &sge,
+        .num_sge = 1,
+        .opcode = IBV_WR_SEND,
+        .send_flags = IBV_SEND_SIGNALED};
     struct ibv_send_wr *bad = NULL;
-    int err = ibv_post_send(p->qp, &wr, &bad);
+    int err = ibv_post_send(q->qp, &wr, &bad);
 
     if (err) {
         wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
-                        "ibv_post_send (SEND of %zu bytes) on QP 0x%x "
-                        "failed: %s",
-                        len, p->qp->qp_num, wf_errno_str(err));
+                        "ibv_post_send (SEND of %zu bytes) on QP 0x%x (%d of "
+                        "%d) failed: %s",
+                        len, q->qp->qp_num, qi + 1, p->nqp,
+                        wf_errno_str(err));
         return WEFT_ERR_TRANSPORT;
     }
-    p->sends_posted++;
+    q->sends_posted++;
     return WEFT_OK;
+}
+
+/* The QP for the next fragment, or -1.  A message's first fragment goes
+ * on QP 0 (headers arrive in send order), the others on the first QP from
+ * tx_next with a free staging slot and a credit.  Each QP's credit word is
+ * read once here, and *short_credit says whether some QP was refused on
+ * that read: the caller stalls on exactly the reads that refused. */
+static int pick_qp(wf_ib_peer_t *p, bool first, bool *short_credit)
+{
+    int n = first ? 1 : p->nqp;
+
+    *short_credit = false;
+    for (int k = 0; k < n; k++) {
+        int qi = first ? 0 : (p->tx_next + k) % p->nqp;
+        wf_ib_qp_t *q = &p->qp[qi];
+        if (q->sends_posted - q->sends_done >= p->nsend)
+            continue; /* a completion will call the pump */
+        if (q->sends_posted >= credit_limit(p, q)) {
+            *short_credit = true;
+            continue;
+        }
+        return qi;
+    }
+    return -1;
 }
 
 /* Out of staging slots, a SEND completion calls this again; out of
  * credits, the peer stalls and the timer calls it again.  The peer's credit
- * write lands in credit_in at any moment, so one read decides both whether
- * to send and whether to stall: deciding to stop on one read and not to
- * stall on a later, larger one left a send with nothing in flight and no
- * timer, and nothing ever posted it (the allreduce_procs_n3 hang;
- * test/transport/ib_credit.c). */
+ * write lands in a QP's credit_in at any moment, so one read decides both
+ * whether to send on that QP and whether to stall: deciding to stop on one
+ * read and not to stall on a later, larger one left a send with nothing in
+ * flight and no timer, and nothing ever posted it (the allreduce_procs_n3
+ * hang; test/transport/ib_credit.c).  With several QPs the pump stops only
+ * when every QP it may use is either waiting for a completion or was
+ * refused on its one read, and it stalls when any was refused. */
 void wf_ib_pump(wf_tctx_t *ctx, wf_ib_peer_t *p)
 {
-    while (p->state == WF_IB_UP && p->sendq &&
-           p->sends_posted - p->sends_done < WF_IB_SEND_SLOTS) {
+    while (p->state == WF_IB_UP && p->sendq) {
         wf_treq_t *r = p->sendq;
-        unsigned slot = (unsigned)(p->sends_posted % WF_IB_SEND_SLOTS);
+        bool short_credit;
+        int qi = pick_qp(p, !r->started, &short_credit);
+        wf_ib_qp_t *q;
+        unsigned slot;
         size_t n;
 
-        if (p->sends_posted >= credit_limit(p)) {
-            wf_ib_stall(ctx, p);
+        if (qi < 0) {
+            if (short_credit)
+                wf_ib_stall(ctx, p);
             return;
         }
-        n = stage(p, r, slot);
-        if (post_send(ctx, p, slot, n) < 0)
+        q = &p->qp[qi];
+        slot = (unsigned)(q->sends_posted % p->nsend);
+        n = stage(p, q, r, slot);
+        if (post_send(ctx, p, qi, slot, n) < 0)
             return;
+        p->tx_next = (qi + 1) % p->nqp;
+        q->slot_req[slot] = r;
+        r->frags_out++;
         if (r->staged < r->len)
             continue;
-        /* Last fragment: the request completes with its completion. */
+        /* Staged in full: it completes when its last fragment does. */
         p->sendq = r->next;
         if (!p->sendq)
             p->sendq_tail = NULL;
         r->next = NULL;
-        p->slot_req[slot] = r;
     }
 }
 
-void wf_ib_on_send_done(wf_tctx_t *ctx, wf_ib_peer_t *p, unsigned slot)
+void wf_ib_on_send_done(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
+                        unsigned slot)
 {
-    wf_treq_t *r = p->slot_req[slot];
+    wf_ib_qp_t *q = &p->qp[qi];
+    wf_treq_t *r = q->slot_req[slot];
 
-    p->sends_done++;
-    if (r) {
-        p->slot_req[slot] = NULL;
+    q->sends_done++;
+    q->slot_req[slot] = NULL;
+    /* A send leaves the queue once staged in full, and only then may its
+     * last completion finish it. */
+    if (r && --r->frags_out == 0 && r->staged == r->len) {
         r->info.len = r->len;
         req_finish(r, WEFT_OK);
     }
@@ -295,45 +347,62 @@ void wf_ib_on_send_done(wf_tctx_t *ctx, wf_ib_peer_t *p, unsigned slot)
 
 /* ---- credits ----------------------------------------------------------- */
 
-void wf_ib_credit_flush(wf_tctx_t *ctx, wf_ib_peer_t *p, bool force)
+void wf_ib_credit_flush(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi)
 {
-    uint64_t due = p->recvs_posted - p->credit_sent;
+    wf_ib_qp_t *q = &p->qp[qi];
+    uint64_t due = q->recvs_posted - q->credit_sent;
     struct ibv_sge sge;
     struct ibv_send_wr wr, *bad = NULL;
     int err;
 
-    if (p->state == WF_IB_FAILED || !p->qp || due == 0 ||
-        (!force && due < WF_IB_CREDIT_BATCH) ||
-        p->credit_writes >= WF_IB_CREDIT_WRITES)
+    if (p->state == WF_IB_FAILED || !q->qp || due < p->credit_batch ||
+        q->credit_writes >= WF_IB_CREDIT_WRITES)
         return;
     /* Later writes carry larger values, so one overtaking another's read
      * of this word is harmless. */
-    *p->b.credit_out = p->recvs_posted;
-    sge = (struct ibv_sge){.addr = (uintptr_t)p->b.credit_out,
+    *q->credit_out = q->recvs_posted;
+    sge = (struct ibv_sge){.addr = (uintptr_t)q->credit_out,
                            .length = sizeof(uint64_t),
                            .lkey = p->b.mr->lkey};
     memset(&wr, 0, sizeof(wr));
-    wr.wr_id = wf_ib_wrid(p->rank, WF_IB_WR_CREDIT, 0);
+    wr.wr_id = wf_ib_wrid(p->rank, qi, WF_IB_WR_CREDIT, 0);
     wr.sg_list = &sge;
     wr.num_sge = 1;
     wr.opcode = IBV_WR_RDMA_WRITE;
     wr.send_flags = IBV_SEND_SIGNALED;
-    wr.wr.rdma.remote_addr = p->rcredit_addr;
+    wr.wr.rdma.remote_addr = q->rcredit_addr;
     wr.wr.rdma.rkey = p->rcredit_rkey;
-    err = ibv_post_send(p->qp, &wr, &bad);
+    err = ibv_post_send(q->qp, &wr, &bad);
     if (err) {
         wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
-                        "ibv_post_send (credit write) on QP 0x%x failed: %s",
-                        p->qp->qp_num, wf_errno_str(err));
+                        "ibv_post_send (credit write) on QP 0x%x (%d of %d) "
+                        "failed: %s",
+                        q->qp->qp_num, qi + 1, p->nqp, wf_errno_str(err));
         return;
     }
-    p->credit_sent = p->recvs_posted;
-    p->credit_writes++;
+    q->credit_sent = q->recvs_posted;
+    q->credit_writes++;
 }
 
 /* ---- receiving --------------------------------------------------------- */
 
-static void rx_done(wf_ib_rx_t *rx)
+weft_status_t wf_ib_xfer_open(wf_tctx_t *ctx, wf_ib_peer_t *p)
+{
+    (void)ctx;
+    /* Every message in progress has a fragment in a receive slot or is the
+     * one the sender is still cutting: at most every slot + 1. */
+    p->rx_cap = (unsigned)p->nqp * p->nrecv + 1;
+    p->rx = calloc(p->rx_cap, sizeof(*p->rx));
+    p->held = calloc((size_t)p->nqp * p->nrecv, sizeof(*p->held));
+    if (!p->rx || !p->held) {
+        WEFT_WARN(NET, "ib: out of memory for the receive state of %s",
+                  p->desc);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    return WEFT_OK;
+}
+
+static void rx_done(wf_ib_peer_t *p, wf_ib_rx_t *rx)
 {
     if (rx->req) {
         recv_finish(rx->req, rx->len, rx->sig);
@@ -343,29 +412,36 @@ static void rx_done(wf_ib_rx_t *rx)
             unexp_deliver(rx->umsg->waiter, rx->umsg);
     }
     memset(rx, 0, sizeof(*rx));
+    p->rx_busy--;
 }
 
-/* A header fragment: choose where the payload goes. */
-static bool rx_begin(wf_tctx_t *ctx, wf_ib_peer_t *p, const uint8_t *h)
+/* A message header (first fragment, seq == rx_next): choose where the
+ * payload goes. */
+static wf_ib_rx_t *rx_begin(wf_tctx_t *ctx, wf_ib_peer_t *p, uint32_t seq,
+                            const uint8_t *h)
 {
-    wf_ib_rx_t *rx = &p->rx;
+    wf_ib_rx_t *rx = &p->rx[seq % p->rx_cap];
     uint64_t magic = wf_ib_get64(h), len = wf_ib_get64(h + 32);
 
-    if (magic != WF_IB_FRAME_MAGIC || len > (uint64_t)PTRDIFF_MAX) {
+    if (magic != WF_IB_FRAME_MAGIC || len > (uint64_t)PTRDIFF_MAX ||
+        rx->in_msg) {
         wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
-                        "protocol error: bad fragment header (magic 0x%llx, "
-                        "length %llu)",
-                        (unsigned long long)magic, (unsigned long long)len);
-        return false;
+                        "protocol error: bad message header (magic 0x%llx, "
+                        "length %llu, seq %u%s)",
+                        (unsigned long long)magic, (unsigned long long)len,
+                        seq, rx->in_msg ? ", too many messages at once" : "");
+        return NULL;
     }
-    *rx = (wf_ib_rx_t){.in_msg = true, .tag = wf_ib_get64(h + 8),
+    *rx = (wf_ib_rx_t){.in_msg = true, .seq = seq, .tag = wf_ib_get64(h + 8),
                        .sig = {wf_ib_get64(h + 16), wf_ib_get64(h + 24)},
                        .len = (size_t)len};
+    p->rx_next++;
+    p->rx_busy++;
     rx->req = posted_take(p, rx->tag);
     if (rx->req) {
         rx->dst = rx->req->buf;
         rx->dst_len = WF_MIN(rx->len, rx->req->len);
-        return true;
+        return rx;
     }
     rx->umsg = malloc(sizeof(*rx->umsg) + rx->len);
     if (!rx->umsg) {
@@ -373,7 +449,7 @@ static bool rx_begin(wf_tctx_t *ctx, wf_ib_peer_t *p, const uint8_t *h)
                         "out of memory for an unexpected message of %zu "
                         "bytes",
                         rx->len);
-        return false;
+        return NULL;
     }
     *rx->umsg = (wf_ib_umsg_t){.tag = rx->tag, .sig = {rx->sig[0], rx->sig[1]},
                                .len = rx->len};
@@ -382,57 +458,133 @@ static bool rx_begin(wf_tctx_t *ctx, wf_ib_peer_t *p, const uint8_t *h)
     ctx->unexp_arrivals++;
     rx->dst = rx->umsg->data;
     rx->dst_len = rx->len;
-    return true;
+    return rx;
 }
 
-/* Consumes one fragment of `len` bytes. */
-static bool rx_fragment(wf_tctx_t *ctx, wf_ib_peer_t *p, const uint8_t *data,
-                        size_t len)
+/* Puts `len` payload bytes at `off` of the message; completes it when every
+ * byte arrived.  Bytes past a truncated receive's buffer are dropped. */
+static bool rx_place(wf_tctx_t *ctx, wf_ib_peer_t *p, wf_ib_rx_t *rx,
+                     uint64_t off, const uint8_t *data, size_t len)
 {
-    wf_ib_rx_t *rx = &p->rx;
-    size_t chunk;
-
-    if (!rx->in_msg) {
-        if (len < WF_IB_HDR_LEN) {
-            wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
-                            "protocol error: a %zu-byte fragment where a "
-                            "header was due",
-                            len);
-            return false;
-        }
-        if (!rx_begin(ctx, p, data))
-            return false;
-        data += WF_IB_HDR_LEN;
-        len -= WF_IB_HDR_LEN;
-    }
-    if (len > rx->len - rx->got) {
+    if (off > rx->len || len > rx->len - off || len > rx->len - rx->got) {
         wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
-                        "protocol error: fragment of %zu bytes overruns a "
-                        "message of %zu (%zu received)",
-                        len, rx->len, rx->got);
+                        "protocol error: fragment of %zu bytes at %llu "
+                        "overruns message %u of %zu bytes (%zu received)",
+                        len, (unsigned long long)off, rx->seq, rx->len,
+                        rx->got);
         return false;
     }
-    /* Bytes past the receive buffer of a truncated message are dropped. */
-    chunk = rx->got < rx->dst_len ? WF_MIN(len, rx->dst_len - rx->got) : 0;
-    if (chunk)
-        memcpy(rx->dst + rx->got, data, chunk);
+    if (off < rx->dst_len)
+        memcpy(rx->dst + off, data, WF_MIN(len, rx->dst_len - (size_t)off));
     rx->got += len;
     if (rx->got == rx->len)
-        rx_done(rx);
+        rx_done(p, rx);
     return true;
 }
 
-void wf_ib_on_recv(wf_tctx_t *ctx, wf_ib_peer_t *p, unsigned slot, size_t len)
-{
-    const uint8_t *data =
-        (const uint8_t *)p->b.recv + (size_t)slot * WF_IB_SLOT_LEN;
+typedef enum { WF_IB_RX_ERR, WF_IB_RX_DONE, WF_IB_RX_HELD } wf_ib_rx_res_t;
 
-    p->recvs_done++;
-    if (!rx_fragment(ctx, p, data, len))
+/* Consumes one fragment of `len` bytes that arrived on QP `qi`. */
+static wf_ib_rx_res_t rx_fragment(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
+                                  const uint8_t *data, size_t len)
+{
+    uint32_t seq;
+    uint64_t off;
+    bool first;
+    wf_ib_rx_t *rx;
+
+    if (len < WF_IB_FRAG_LEN ||
+        (data[4] | (data[5] << 8)) != WF_IB_FRAG_MAGIC) {
+        wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
+                        "protocol error: a %zu-byte fragment on QP %d of %d "
+                        "without a fragment header",
+                        len, qi + 1, p->nqp);
+        return WF_IB_RX_ERR;
+    }
+    seq = wf_ib_get32(data);
+    first = data[6] & WF_IB_FRAG_FIRST;
+    off = wf_ib_get64(data + 8);
+    if (first) {
+        if (qi != 0 || seq != p->rx_next || off != 0 ||
+            len < WF_IB_FRAG_LEN + WF_IB_HDR_LEN) {
+            wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
+                            "protocol error: header of message %u on QP %d "
+                            "where message %u was due on QP 1",
+                            seq, qi + 1, p->rx_next);
+            return WF_IB_RX_ERR;
+        }
+        rx = rx_begin(ctx, p, seq, data + WF_IB_FRAG_LEN);
+        data += WF_IB_FRAG_LEN + WF_IB_HDR_LEN;
+        len -= WF_IB_FRAG_LEN + WF_IB_HDR_LEN;
+    } else {
+        /* Its header, on QP 0, has not arrived yet. */
+        if ((int32_t)(seq - p->rx_next) >= 0)
+            return WF_IB_RX_HELD;
+        rx = &p->rx[seq % p->rx_cap];
+        if (!rx->in_msg || rx->seq != seq) {
+            wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
+                            "protocol error: fragment of message %u, which "
+                            "is not arriving",
+                            seq);
+            return WF_IB_RX_ERR;
+        }
+        data += WF_IB_FRAG_LEN;
+        len -= WF_IB_FRAG_LEN;
+    }
+    if (!rx || !rx_place(ctx, p, rx, off, data, len))
+        return WF_IB_RX_ERR;
+    return WF_IB_RX_DONE;
+}
+
+static const uint8_t *slot_data(const wf_ib_peer_t *p, int qi, unsigned slot)
+{
+    return (const uint8_t *)p->qp[qi].recv + (size_t)slot * WF_IB_SLOT_LEN;
+}
+
+/* Message `seq` began: its fragments that came early are placed and their
+ * slots re-posted. */
+static void release_held(wf_tctx_t *ctx, wf_ib_peer_t *p, uint32_t seq)
+{
+    unsigned i = 0;
+
+    while (i < p->nheld && p->state != WF_IB_FAILED) {
+        wf_ib_held_t h = p->held[i];
+        if (h.seq != seq) {
+            i++;
+            continue;
+        }
+        p->held[i] = p->held[--p->nheld];
+        if (rx_fragment(ctx, p, h.qp, slot_data(p, h.qp, h.slot), h.len) !=
+                WF_IB_RX_DONE ||
+            wf_ib_post_recv(ctx, p, h.qp, h.slot) < 0)
+            return;
+        wf_ib_credit_flush(ctx, p, h.qp);
+    }
+}
+
+void wf_ib_on_recv(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi, unsigned slot,
+                   size_t len)
+{
+    const uint8_t *data = slot_data(p, qi, slot);
+    uint32_t before = p->rx_next;
+
+    switch (rx_fragment(ctx, p, qi, data, len)) {
+    case WF_IB_RX_ERR:
         return;
-    if (wf_ib_post_recv(ctx, p, slot) < 0)
+    case WF_IB_RX_HELD:
+        /* Bounded: every held fragment occupies one of the slots. */
+        p->held[p->nheld++] = (wf_ib_held_t){
+            .seq = wf_ib_get32(data), .qp = (uint8_t)qi,
+            .slot = (uint8_t)slot, .len = (uint32_t)len};
         return;
-    wf_ib_credit_flush(ctx, p, false);
+    case WF_IB_RX_DONE:
+        break;
+    }
+    if (wf_ib_post_recv(ctx, p, qi, slot) < 0)
+        return;
+    wf_ib_credit_flush(ctx, p, qi);
+    if (p->rx_next != before && p->nheld)
+        release_held(ctx, p, before);
 }
 
 /* ---- failure and teardown ---------------------------------------------- */
@@ -446,24 +598,12 @@ static void fail_list(wf_treq_t *r, weft_status_t st)
     }
 }
 
-void wf_ib_xfer_fail(wf_tctx_t *ctx, wf_ib_peer_t *p)
+/* A message in progress is lost; its receive fails, its unexpected
+ * buffer goes (complete ones stay deliverable). */
+static void rx_fail(wf_ib_peer_t *p, wf_ib_rx_t *rx, weft_status_t st)
 {
-    weft_status_t st = p->fail_status;
-    wf_ib_rx_t *rx = &p->rx;
-
-    (void)ctx;
-    fail_list(p->sendq, st);
-    p->sendq = p->sendq_tail = NULL;
-    for (unsigned s = 0; s < WF_IB_SEND_SLOTS; s++) {
-        if (p->slot_req[s])
-            req_finish(p->slot_req[s], st);
-        p->slot_req[s] = NULL;
-    }
-    fail_list(p->posted, st);
-    p->posted = p->posted_tail = NULL;
     if (rx->req)
         req_finish(rx->req, st);
-    /* A half-received message is lost; complete ones stay deliverable. */
     if (rx->umsg) {
         wf_ib_umsg_t *m = rx->umsg;
         if (m->waiter) {
@@ -483,19 +623,49 @@ void wf_ib_xfer_fail(wf_tctx_t *ctx, wf_ib_peer_t *p)
     memset(rx, 0, sizeof(*rx));
 }
 
+void wf_ib_xfer_fail(wf_tctx_t *ctx, wf_ib_peer_t *p)
+{
+    weft_status_t st = p->fail_status;
+
+    (void)ctx;
+    fail_list(p->sendq, st);
+    p->sendq = p->sendq_tail = NULL;
+    for (int i = 0; i < p->nqp; i++) {
+        wf_ib_qp_t *q = &p->qp[i];
+        for (unsigned s = 0; s < WF_IB_SEND_SLOTS; s++) {
+            /* A striped send owns several slots: finish it once. */
+            if (q->slot_req[s] && q->slot_req[s]->status == WEFT_INPROGRESS)
+                req_finish(q->slot_req[s], st);
+            q->slot_req[s] = NULL;
+        }
+    }
+    fail_list(p->posted, st);
+    p->posted = p->posted_tail = NULL;
+    for (unsigned i = 0; p->rx && i < p->rx_cap; i++)
+        if (p->rx[i].in_msg)
+            rx_fail(p, &p->rx[i], st);
+    p->rx_busy = 0;
+    p->nheld = 0;
+}
+
 void wf_ib_xfer_free_all(wf_tctx_t *ctx)
 {
     for (int i = 0; ctx->peers && i < ctx->cfg.size; i++) {
         wf_ib_peer_t *p = &ctx->peers[i];
-        if (p->rx.umsg && p->rx.umsg->waiter)
-            free(p->rx.umsg);
+        for (unsigned k = 0; p->rx && k < p->rx_cap; k++)
+            if (p->rx[k].umsg && p->rx[k].umsg->waiter)
+                free(p->rx[k].umsg);
         while (p->unexp) {
             wf_ib_umsg_t *m = p->unexp;
             p->unexp = m->next;
             free(m);
         }
         p->unexp_tail = NULL;
-        memset(&p->rx, 0, sizeof(p->rx));
+        free(p->rx);
+        free(p->held);
+        p->rx = NULL;
+        p->held = NULL;
+        p->rx_busy = p->nheld = 0;
     }
     while (ctx->all)
         req_release(ctx, ctx->all);
