@@ -12,7 +12,9 @@
 # paths: wrong HCA, wrong GID index, WEFT_IB_QPS out of range, memlock too
 # low, a peer killed with -9), perf (weft sendrecv vs ib_write_bw at 4 MiB,
 # with as many QPs as each of RDMA_PERF_QPS, default "1"; numbers only,
-# never fails), qps (ib_write_bw with 1, 2 and 4 QPs; numbers only), gloo
+# never fails), cpu (where the guest's CPU goes during ib_write_bw and weft
+# at 4 MiB, per QP count of RDMA_PERF_QPS; numbers only), qps (ib_write_bw
+# with 1, 2 and 4 QPs; numbers only), gloo
 # (allreduce busbw of weft, with each QP count of RDMA_GLOO_QPS, default
 # "1", vs Gloo's ibverbs transport; fails only on wrong results), netem
 # (allreduce exact under tc netem delay, reordering, duplication and
@@ -249,6 +251,41 @@ perf_table() {
                 med(w, k, n[k]), med(i, k, n[k]), med(r, k, n[k]) } }' "$1" | sort
 }
 
+# Where the guest's CPU goes: /proc/stat sampled for 4 s in the middle of
+# a long ib_write_bw and a long weft sendrecv at 4 MiB (after the ranks
+# connected), for each QP count of RDMA_PERF_QPS.  Numbers only.
+cpu_now() { awk '/^cpu /{print $2 + $3, $4, $5 + $6, $7 + $8}' /proc/stat; }
+cpu_row() { # LABEL BEFORE AFTER
+    awk -v l="$1" -v a="$2" -v b="$3" 'BEGIN { split(a, x, " "); split(b, y, " ")
+        for (i = 1; i <= 4; i++) { d[i] = y[i] - x[i]; t += d[i] }
+        printf "| %s | %.0f %% | %.0f %% | %.0f %% | %.0f %% |\n", l,
+            100 * d[1] / t, 100 * d[2] / t, 100 * d[4] / t, 100 * d[3] / t }'
+}
+part_cpu() {
+    local q a b c us out=$(mktemp)
+    echo "== guest CPU during 4 MiB transfers on rxe0 (load: $(cat /proc/loadavg))"
+    echo "| run | user | sys | irq + softirq | idle |"
+    echo "| --- | --- | --- | --- | --- |"
+    for q in ${RDMA_PERF_QPS:-1}; do
+        ib_write_bw -d rxe0 -x "$GID" -F -s 4194304 -n 250 -q "$q" --report_gbits >/dev/null 2>&1 &
+        sleep 1
+        ib_write_bw -d rxe0 -x "$GID" -F -s 4194304 -n 250 -q "$q" --report_gbits \
+            127.0.0.1 >"$out" 2>&1 &
+        c=$!
+        sleep 2; a=$(cpu_now); sleep 4; b=$(cpu_now)
+        wait $c; wait
+        cpu_row "ib_write_bw -q $q ($(awk '$1 == 4194304 {print $4}' "$out") Gb/s)" "$a" "$b"
+        WEFT_TRANSPORT=ib WEFT_IB_QPS=$q "$BENCH" sendrecv -n 2 --unidir --window 4 \
+            -b 4M -e 4M -w 1 -r 150 >"$out" 2>&1 &
+        c=$!
+        sleep 8; a=$(cpu_now); sleep 4; b=$(cpu_now)
+        wait $c
+        us=$(awk '$1 == 4194304 {print $6}' "$out")
+        cpu_row "weft, $q QPs ($(awk -v us="$us" 'BEGIN { if (us > 0) printf "%.3f", 4194304 * 8 / us / 1e3 }') Gb/s)" "$a" "$b"
+    done
+    rm -f "$out"
+}
+
 # Several QPs per connection: ib_write_bw at 4 MiB with -q 1, 2 and 4,
 # alternating for RDMA_QPS_ROUNDS rounds (default 3); numbers only.
 part_qps() {
@@ -382,6 +419,7 @@ for part in $PARTS; do
     colls) part_colls ;;
     errors) part_errors ;;
     perf) part_perf ;;
+    cpu) part_cpu ;;
     qps) part_qps ;;
     gloo) part_gloo ;;
     netem) part_netem ;;
