@@ -245,7 +245,7 @@ typedef struct wf_ib_umsg {
 } wf_ib_umsg_t;
 
 /* Receive state of one message whose fragments are arriving; a peer has
- * a ring of them indexed by seq (several QPs: several messages at once). */
+ * a table of them (several QPs: several messages at once). */
 typedef struct wf_ib_rx {
     bool in_msg;
     uint32_t seq;
@@ -330,7 +330,7 @@ typedef struct wf_ib_peer {
     uint32_t rx_next;        /* seq of the next message header */
     unsigned rx_cap;         /* entries of rx: every receive slot + 1 */
     unsigned rx_busy;        /* messages begun, not complete */
-    wf_ib_rx_t *rx;          /* ring indexed by seq % rx_cap */
+    wf_ib_rx_t *rx;          /* messages arriving, found by seq */
     wf_ib_held_t *held;      /* nqp * nrecv entries */
     unsigned nheld;
     /* failure */

@@ -390,7 +390,10 @@ weft_status_t wf_ib_xfer_open(wf_tctx_t *ctx, wf_ib_peer_t *p)
 {
     (void)ctx;
     /* Every message in progress has a fragment in a receive slot or is the
-     * one the sender is still cutting: at most every slot + 1. */
+     * one the sender is still cutting: at most every slot + 1.  That bounds
+     * their number, not the span of their numbers (QP 0 may complete any
+     * number of short messages while an older one's last fragment is on
+     * another QP), so entries are found by seq, not indexed by it. */
     p->rx_cap = (unsigned)p->nqp * p->nrecv + 1;
     p->rx = calloc(p->rx_cap, sizeof(*p->rx));
     p->held = calloc((size_t)p->nqp * p->nrecv, sizeof(*p->held));
@@ -415,21 +418,31 @@ static void rx_done(wf_ib_peer_t *p, wf_ib_rx_t *rx)
     p->rx_busy--;
 }
 
+/* The entry of message `seq` in progress, or with `free` a free entry. */
+static wf_ib_rx_t *rx_find(wf_ib_peer_t *p, uint32_t seq, bool free)
+{
+    for (unsigned i = 0; i < p->rx_cap; i++) {
+        wf_ib_rx_t *rx = &p->rx[i];
+        if (free ? !rx->in_msg : rx->in_msg && rx->seq == seq)
+            return rx;
+    }
+    return NULL;
+}
+
 /* A message header (first fragment, seq == rx_next): choose where the
  * payload goes. */
 static wf_ib_rx_t *rx_begin(wf_tctx_t *ctx, wf_ib_peer_t *p, uint32_t seq,
                             const uint8_t *h)
 {
-    wf_ib_rx_t *rx = &p->rx[seq % p->rx_cap];
+    wf_ib_rx_t *rx = rx_find(p, seq, true);
     uint64_t magic = wf_ib_get64(h), len = wf_ib_get64(h + 32);
 
-    if (magic != WF_IB_FRAME_MAGIC || len > (uint64_t)PTRDIFF_MAX ||
-        rx->in_msg) {
+    if (magic != WF_IB_FRAME_MAGIC || len > (uint64_t)PTRDIFF_MAX || !rx) {
         wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
                         "protocol error: bad message header (magic 0x%llx, "
                         "length %llu, seq %u%s)",
                         (unsigned long long)magic, (unsigned long long)len,
-                        seq, rx->in_msg ? ", too many messages at once" : "");
+                        seq, rx ? "" : ", too many messages at once");
         return NULL;
     }
     *rx = (wf_ib_rx_t){.in_msg = true, .seq = seq, .tag = wf_ib_get64(h + 8),
@@ -520,8 +533,8 @@ static wf_ib_rx_res_t rx_fragment(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
         /* Its header, on QP 0, has not arrived yet. */
         if ((int32_t)(seq - p->rx_next) >= 0)
             return WF_IB_RX_HELD;
-        rx = &p->rx[seq % p->rx_cap];
-        if (!rx->in_msg || rx->seq != seq) {
+        rx = rx_find(p, seq, false);
+        if (!rx) {
             wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
                             "protocol error: fragment of message %u, which "
                             "is not arriving",
