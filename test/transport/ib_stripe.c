@@ -8,8 +8,8 @@
  * messages.  The fake "wire" keeps each QP's work requests in order, as RC
  * does, but delivers the next one of a QP picked at random, so fragments
  * of one message and headers of the next overtake each other across QPs
- * in ways that differ with the seed; with half the seeds the other QPs lag
- * far behind QP 0.  A SEND that finds no posted receive
+ * in ways that differ with the seed; with some seeds the other QPs lag far
+ * behind QP 0, with others QP 0 lags behind them.  A SEND that finds no posted receive
  * at the far end fails the test (the credits of that QP were wrong), as
  * does any message whose bytes, length, signature or matching order differ
  * from what was sent.  With several QPs the test also requires that some
@@ -127,10 +127,13 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
     return 0;
 }
 
-/* Delivers the oldest work request of a QP chosen at random; with
- * `lazy_qps` the QPs other than each side's first are picked only one time
- * in 64 while a first QP has work, so QP 0 runs far ahead of them. */
-static bool lazy_qps;
+/* Delivers the oldest work request of a QP chosen at random.  With
+ * LAZY_OTHERS the QPs other than each side's first are picked only one
+ * time in 64 while a first QP has work, so QP 0 runs far ahead of them
+ * (many messages begin while an old one is still arriving); LAZY_FIRST
+ * the other way round (fragments wait, held, for their headers). */
+enum { LAZY_NONE, LAZY_OTHERS, LAZY_FIRST };
+static int lazy_qps;
 
 static bool is_first_qp(const fake_qp_t *q)
 {
@@ -146,9 +149,11 @@ static void wire_step(void)
     fake_qp_t *from, *to;
     wire_wr_t *w;
 
-    if (lazy_qps && !is_first_qp(wire[pick]->from) && rand_below(64) != 0)
+    if (lazy_qps != LAZY_NONE &&
+        is_first_qp(wire[pick]->from) == (lazy_qps == LAZY_FIRST) &&
+        rand_below(64) != 0)
         for (unsigned k = 0; k < nwire; k++)
-            if (is_first_qp(wire[k]->from)) {
+            if (is_first_qp(wire[k]->from) != (lazy_qps == LAZY_FIRST)) {
                 pick = k;
                 break;
             }
@@ -487,11 +492,12 @@ WF_TEST(ib_stripe_reassembly, 60)
 
     for (size_t k = 0; k < sizeof(qps) / sizeof(qps[0]); k++) {
         bool held = false;
-        for (uint64_t seed = 1; seed <= 8; seed++) {
+        for (uint64_t seed = 1; seed <= 12; seed++) {
             pair_t w;
             int both[2] = {qps[k], qps[k]};
             rng = seed;
-            lazy_qps = seed > 4;
+            lazy_qps = seed <= 4 ? LAZY_NONE
+                                 : seed <= 8 ? LAZY_OTHERS : LAZY_FIRST;
             ASSERT_OK(pair_open(&w, both));
             held |= run_traffic(&w);
             pair_close(&w);
