@@ -9,8 +9,8 @@
  *   ib_qp.c    per-peer buffers, RC QP creation and state transitions
  *   ib_conn.c  the bootstrap: QP numbers over a private TCP context, peer
  *              liveness and failure
- *   ib_xfer.c  isend/irecv/test, fragments, tag matching, unexpected
- *              messages, credits
+ *   ib_xfer.c  isend/irecv/test, fragments striped over the QPs, credits
+ *   ib_recv.c  tag matching, unexpected messages, reassembly by offset
  *   ib_poll.c  progress (completion queue and channel) and the ops table
  *   ib_mr.c    the registration cache behind mem_reg/mem_dereg
  *
@@ -419,6 +419,12 @@ void wf_ib_conn_bye(wf_tctx_t *ctx);
 
 /* ---- ib_xfer.c --------------------------------------------------------- */
 
+static inline void wf_ib_req_finish(struct wf_treq *r, weft_status_t st)
+{
+    r->next = NULL;
+    r->status = st;
+}
+
 weft_status_t wf_ib_isend(wf_tctx_t *ctx, int peer, uint64_t tag,
                           const uint64_t sig[2], const void *buf, size_t len,
                           void *mh, wf_treq_t **req);
@@ -434,10 +440,19 @@ void wf_ib_on_recv(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi, unsigned slot,
                    size_t len);
 /* Writes QP `qi`'s count of posted receives to the peer when due. */
 void wf_ib_credit_flush(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi);
-/* Allocates the receive state of a peer with p->nqp QPs. */
-weft_status_t wf_ib_xfer_open(wf_tctx_t *ctx, wf_ib_peer_t *p);
 void wf_ib_xfer_fail(wf_tctx_t *ctx, wf_ib_peer_t *p);
 void wf_ib_xfer_free_all(wf_tctx_t *ctx);
+
+/* ---- ib_recv.c --------------------------------------------------------- */
+
+/* Allocates the receive state of a peer with p->nqp QPs. */
+weft_status_t wf_ib_xfer_open(wf_tctx_t *ctx, wf_ib_peer_t *p);
+/* Removes and returns the oldest unexpected message for `tag`, or NULL. */
+wf_ib_umsg_t *wf_ib_unexp_take(wf_ib_peer_t *p, uint64_t tag);
+/* Completes receive `r` with the complete unexpected message `m` (freed). */
+void wf_ib_unexp_deliver(struct wf_treq *r, wf_ib_umsg_t *m);
+/* Fails every message in progress and forgets held fragments. */
+void wf_ib_rx_fail_all(wf_ib_peer_t *p, weft_status_t st);
 
 /* ---- ib_poll.c --------------------------------------------------------- */
 
