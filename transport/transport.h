@@ -82,6 +82,7 @@ typedef struct wf_tconfig {
     char ib_hca[128];     /* WEFT_IB_HCA: verbs device[:port] list, ^ excludes */
     int ib_gid_index;     /* WEFT_IB_GID_INDEX when ib_gid_set */
     bool ib_gid_set;      /* false: the verbs transport picks the GID */
+    int ib_qps;           /* WEFT_IB_QPS: RC QPs per verbs peer; 0 means 1 */
 } wf_tconfig_t;
 
 typedef struct wf_tdev_attr {

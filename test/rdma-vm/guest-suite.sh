@@ -7,11 +7,16 @@
 # PARTs (default: conformance colls errors): conformance (the transport
 # conformance suite: every transport, so tcp and ib), colls (the collective
 # tests with WEFT_TRANSPORT=ib: every algorithm, world sizes as threads and
-# as processes, every dtype x op), errors (verbs error paths: wrong HCA,
-# wrong GID index, memlock too low, a peer killed with -9), perf (weft
-# sendrecv vs ib_write_bw at 4 MiB; numbers only, never fails), qps
-# (ib_write_bw with 1, 2 and 4 QPs; numbers only), gloo (allreduce busbw
-# of weft vs Gloo's ibverbs transport; fails only on wrong results), netem
+# as processes, every dtype x op); both run once per QP count of
+# RDMA_IB_QPS (WEFT_IB_QPS values, default "1 2 4"); errors (verbs error
+# paths: wrong HCA, wrong GID index, WEFT_IB_QPS out of range, memlock too
+# low, a peer killed with -9), perf (weft sendrecv vs ib_write_bw at 4 MiB,
+# with as many QPs as each of RDMA_PERF_QPS, default "1"; numbers only,
+# never fails), cpu (where the guest's CPU goes during ib_write_bw and weft
+# at 4 MiB, per QP count of RDMA_PERF_QPS; numbers only), qps (ib_write_bw
+# with 1, 2 and 4 QPs; numbers only), gloo
+# (allreduce busbw of weft, with each QP count of RDMA_GLOO_QPS, default
+# "1", vs Gloo's ibverbs transport; fails only on wrong results), netem
 # (allreduce exact under tc netem delay, reordering, duplication and
 # corruption between network namespaces: this Debian kernel has sch_netem,
 # the build host's does not), repeat (RDMA_REPEAT_TEST, default
@@ -64,9 +69,29 @@ expect_error() {
     fi
 }
 
+QPS_LIST=${RDMA_IB_QPS:-1 2 4}
+
+# qps_took N CMD...: CMD, run with WEFT_IB_QPS=N and debug logging, must
+# say that its verbs contexts use N QPs per peer (the knob reached them).
+qps_took() {
+    local q=$1 what
+    shift
+    what="WEFT_IB_QPS=$q reached the verbs transport ($*)"
+    if WEFT_IB_QPS=$q WEFT_LOG=debug WEFT_LOG_SUBSYS=net "$@" 2>&1 |
+        grep -q "gid index [-0-9]*, $q QPs\? per peer"; then
+        ok "$what"
+    else
+        bad "$what"
+    fi
+}
+
 part_conformance() {
-    echo "== transport conformance suite (tcp and ib on rxe0)"
-    runner transport_
+    local q
+    for q in $QPS_LIST; do
+        echo "== transport conformance suite (tcp and ib on rxe0), WEFT_IB_QPS=$q"
+        WEFT_IB_QPS=$q runner transport_
+        qps_took "$q" "$T" --build "$B" --verbose transport_four_ranks
+    done
     # The suite skips transports that cannot run; here ib must.
     if WEFT_LOG=info "$T" --build "$B" --verbose transport_four_ranks 2>&1 |
         grep -q '^transport ib$'; then
@@ -88,10 +113,13 @@ COLLS_DEFAULT="colls_procs_n3 colls_procs_n4 colls_threads_n2 allreduce_procs_n2
     allreduce_procs_n3 allreduce_nonblocking_overlap
     allreduce_progress_without_wait sendrecv_ split_ inflight_"
 part_colls() {
-    local sel=${RDMA_COLLS:-$COLLS_DEFAULT}
+    local sel=${RDMA_COLLS:-$COLLS_DEFAULT} q
     [[ $sel == all ]] && sel="allreduce_ colls_ sendrecv_ split_ inflight_"
-    echo "== collective tests over WEFT_TRANSPORT=ib: $(echo $sel)"
-    WEFT_TRANSPORT=ib runner $sel
+    for q in $QPS_LIST; do
+        echo "== collective tests over WEFT_TRANSPORT=ib, WEFT_IB_QPS=$q: $(echo $sel)"
+        WEFT_TRANSPORT=ib WEFT_IB_QPS=$q runner $sel
+        WEFT_TRANSPORT=ib qps_took "$q" "$BENCH" "${BENCH1[@]}" -n 2
+    done
 }
 
 BENCH1=(sendrecv -b 64K -e 64K -r 20 -w 1)
@@ -102,6 +130,8 @@ part_errors() {
         "WEFT_IB_HCA=nonesuch0 matches no ACTIVE port" "$BENCH" "${BENCH1[@]}" -n 2
     WEFT_TRANSPORT=ib WEFT_IB_GID_INDEX=77 expect_error wrong-gid-index \
         "WEFT_IB_GID_INDEX=77" "$BENCH" "${BENCH1[@]}" -n 2
+    WEFT_TRANSPORT=ib WEFT_IB_QPS=9 expect_error qps-out-of-range \
+        "WEFT_IB_QPS=9 is outside 1-8" "$BENCH" "${BENCH1[@]}" -n 2
     # Root has CAP_IPC_LOCK, which lifts the limit: drop it from the
     # bounding set so the exec'd ranks run with a 64 KiB limit for real.
     WEFT_TRANSPORT=ib expect_error memlock-too-low "memlock limit" \
@@ -176,34 +206,84 @@ write_bw() {
 # weft sendrecv vs ib_write_bw at 4 MiB, RDMA_PERF_PAIRS alternating pairs
 # (default 3).  RDMA_PERF_BUILDS (default BUILD_DIR) lists build folders
 # whose weft-bench each pair runs in turn: variants of the data path
-# measured in one boot against the same ib_write_bw.  Ends with the median
-# ratio of each build.
+# measured in one boot against the same ib_write_bw.  RDMA_PERF_QPS
+# (default "1") lists QP counts: each pair runs ib_write_bw -q N and then
+# weft with WEFT_IB_QPS=N, for each N in turn.  Ends with the medians of
+# each build and QP count: weft's Gb/s, ib_write_bw's, and their ratio.
 part_perf() {
-    local size=$((4 << 20)) wbw run b us ratio res=$(mktemp)
+    local size=$((4 << 20)) wbw run b q us gbps res=$(mktemp)
     echo "== bandwidth at 4 MiB on rxe0 (ratios only: software RDMA under emulation)"
     echo "load: $(cat /proc/loadavg)"
     for ((run = 1; run <= ${RDMA_PERF_PAIRS:-3}; run++)); do
-        wbw=$(write_bw $size -n 40)
-        echo "ib_write_bw run $run: ${wbw:-?} Gb/s (BW average)"
-        for b in ${RDMA_PERF_BUILDS:-$B}; do
-            echo "\$ WEFT_TRANSPORT=ib $b/bin/weft-bench sendrecv -n 2 --unidir --window 4 -b 4M -e 4M -w 1 -r 10"
-            # Field 6 of a row: out-of-place time (us) per message.
-            WEFT_TRANSPORT=ib timeout 300 "$b/bin/weft-bench" sendrecv -n 2 \
-                --unidir --window 4 -b 4M -e 4M -w 1 -r 10 >"$LOG" 2>&1
-            grep -v '^#' "$LOG" | tail -3
-            us=$(awk '$1 == '"$size"' {print $6}' "$LOG")
-            ratio=$(awk -v us="$us" -v w="$wbw" -v s=$size 'BEGIN {
-                if (us > 0 && w > 0) printf "%.4f %.2f", s * 8 / us / 1e3, s * 8 / us / 1e3 / w }')
-            echo "weft run $run ($b): ${ratio:-?} (Gb/s, ratio to ib_write_bw)"
-            [[ -n $ratio ]] && echo "$b ${ratio#* }" >>"$res"
+        for q in ${RDMA_PERF_QPS:-1}; do
+            wbw=$(write_bw $size -n 40 -q "$q")
+            echo "ib_write_bw run $run -q $q: ${wbw:-?} Gb/s (BW average)"
+            for b in ${RDMA_PERF_BUILDS:-$B}; do
+                echo "\$ WEFT_TRANSPORT=ib WEFT_IB_QPS=$q $b/bin/weft-bench sendrecv -n 2 --unidir --window 4 -b 4M -e 4M -w 1 -r 10"
+                # Field 6 of a row: out-of-place time (us) per message.
+                WEFT_TRANSPORT=ib WEFT_IB_QPS=$q timeout 300 "$b/bin/weft-bench" \
+                    sendrecv -n 2 --unidir --window 4 -b 4M -e 4M -w 1 -r 10 >"$LOG" 2>&1
+                grep -v '^#' "$LOG" | tail -3
+                us=$(awk '$1 == '"$size"' {print $6}' "$LOG")
+                gbps=$(awk -v us="$us" -v s=$size 'BEGIN { if (us > 0) printf "%.4f", s * 8 / us / 1e3 }')
+                echo "weft run $run ($b, $q QPs): ${gbps:-?} Gb/s"
+                [[ -n $gbps && -n $wbw ]] && echo "$b q=$q $gbps $wbw" >>"$res"
+            done
         done
     done
-    sort -k1,1 -k2,2n "$res" | awk '{ r[$1] = r[$1] " " $2; n[$1]++ }
-        END { for (b in r) { split(substr(r[b], 2), v, " ");
-            m = n[b] % 2 ? v[(n[b] + 1) / 2] : (v[n[b] / 2] + v[n[b] / 2 + 1]) / 2
-            printf "median ratio weft/ib_write_bw (%s, %d pairs): %.2f\n", b, n[b], m } }'
+    perf_table "$res"
     echo "load: $(cat /proc/loadavg)"
     rm -f "$res"
+}
+
+# Medians per (build, QP count) of part_perf's "BUILD q=N WEFT WBW" lines.
+perf_table() {
+    echo "| build | QPs | pairs | weft Gb/s | ib_write_bw Gb/s | weft / ib_write_bw |"
+    echo "| --- | --- | --- | --- | --- | --- |"
+    awk '{ k = $1 " " $2; w[k, ++n[k]] = $3; i[k, n[k]] = $4; r[k, n[k]] = $3 / $4 }
+        function med(a, k, c,   j, l, t, v) {
+            for (j = 1; j <= c; j++) v[j] = a[k, j]
+            for (j = 2; j <= c; j++) for (l = j; l > 1 && v[l] < v[l - 1]; l--) {
+                t = v[l]; v[l] = v[l - 1]; v[l - 1] = t }
+            return c % 2 ? v[(c + 1) / 2] : (v[c / 2] + v[c / 2 + 1]) / 2 }
+        END { for (k in n) { split(k, f, " "); sub("q=", "", f[2])
+            printf "| %s | %s | %d | %.4f | %.2f | %.2f |\n", f[1], f[2], n[k],
+                med(w, k, n[k]), med(i, k, n[k]), med(r, k, n[k]) } }' "$1" | sort
+}
+
+# Where the guest's CPU goes: /proc/stat sampled for 4 s in the middle of
+# a long ib_write_bw and a long weft sendrecv at 4 MiB (after the ranks
+# connected), for each QP count of RDMA_PERF_QPS.  Numbers only.
+cpu_now() { awk '/^cpu /{print $2 + $3, $4, $5 + $6, $7 + $8}' /proc/stat; }
+cpu_row() { # LABEL BEFORE AFTER
+    awk -v l="$1" -v a="$2" -v b="$3" 'BEGIN { split(a, x, " "); split(b, y, " ")
+        for (i = 1; i <= 4; i++) { d[i] = y[i] - x[i]; t += d[i] }
+        printf "| %s | %.0f %% | %.0f %% | %.0f %% | %.0f %% |\n", l,
+            100 * d[1] / t, 100 * d[2] / t, 100 * d[4] / t, 100 * d[3] / t }'
+}
+part_cpu() {
+    local q a b c us out=$(mktemp)
+    echo "== guest CPU during 4 MiB transfers on rxe0 (load: $(cat /proc/loadavg))"
+    echo "| run | user | sys | irq + softirq | idle |"
+    echo "| --- | --- | --- | --- | --- |"
+    for q in ${RDMA_PERF_QPS:-1}; do
+        ib_write_bw -d rxe0 -x "$GID" -F -s 4194304 -n 250 -q "$q" --report_gbits >/dev/null 2>&1 &
+        sleep 1
+        ib_write_bw -d rxe0 -x "$GID" -F -s 4194304 -n 250 -q "$q" --report_gbits \
+            127.0.0.1 >"$out" 2>&1 &
+        c=$!
+        sleep 2; a=$(cpu_now); sleep 4; b=$(cpu_now)
+        wait $c; wait
+        cpu_row "ib_write_bw -q $q ($(awk '$1 == 4194304 {print $4}' "$out") Gb/s)" "$a" "$b"
+        WEFT_TRANSPORT=ib WEFT_IB_QPS=$q "$BENCH" sendrecv -n 2 --unidir --window 4 \
+            -b 4M -e 4M -w 1 -r 150 >"$out" 2>&1 &
+        c=$!
+        sleep 8; a=$(cpu_now); sleep 4; b=$(cpu_now)
+        wait $c
+        us=$(awk '$1 == 4194304 {print $6}' "$out")
+        cpu_row "weft, $q QPs ($(awk -v us="$us" 'BEGIN { if (us > 0) printf "%.3f", 4194304 * 8 / us / 1e3 }') Gb/s)" "$a" "$b"
+    done
+    rm -f "$out"
 }
 
 # Several QPs per connection: ib_write_bw at 4 MiB with -q 1, 2 and 4,
@@ -228,7 +308,7 @@ part_qps() {
 # better Gloo.  Both run in place, float32 sum, a checked run first.
 # Numbers only; fails only when a run reports wrong results.
 part_gloo() {
-    local g=$B/compare/gloo_allreduce n round a res=$(mktemp)
+    local g=$B/compare/gloo_allreduce n round a q res=$(mktemp)
     local sizes=(-b 64K -e 4M -f 4) iters=(-w 2 -r 10)
     echo "== allreduce busbw on rxe0: weft (ib) vs Gloo ibverbs (load: $(cat /proc/loadavg))"
     if [[ ! -x $g ]]; then
@@ -246,11 +326,13 @@ part_gloo() {
                 awk -v k="gloo-$a" -v n="$n" '!/^#/ && NF == 6 { print k, n, $1, $5, $6 }' \
                     "$LOG" >>"$res"
             done
-            echo "\$ WEFT_TRANSPORT=ib $BENCH allreduce -n $n ${sizes[*]} ${iters[*]} --csv"
-            # --csv fields: 14 variant, 15 size, 21 busbw, 22 wrong.
-            WEFT_TRANSPORT=ib timeout 120 "$BENCH" allreduce -n "$n" "${sizes[@]}" \
-                "${iters[@]}" --csv 2>&1 | awk -F, -v n="$n" -v res="$res" '
-                    $14 == "in-place" { print $15, $21, $22; print "weft", n, $15, $21, $22 >>res }'
+            for q in ${RDMA_GLOO_QPS:-1}; do
+                echo "\$ WEFT_TRANSPORT=ib WEFT_IB_QPS=$q $BENCH allreduce -n $n ${sizes[*]} ${iters[*]} --csv"
+                # --csv fields: 14 variant, 15 size, 21 busbw, 22 wrong.
+                WEFT_TRANSPORT=ib WEFT_IB_QPS=$q timeout 120 "$BENCH" allreduce -n "$n" \
+                    "${sizes[@]}" "${iters[@]}" --csv 2>&1 | awk -F, -v n="$n" -v res="$res" -v k="weft-q$q" '
+                        $14 == "in-place" { print $15, $21, $22; print k, n, $15, $21, $22 >>res }'
+            done
         done
     done
     gloo_table "$res"
@@ -262,16 +344,22 @@ part_gloo() {
 }
 
 # Median busbw (GB/s) per (harness, ranks, size) of part_gloo's results,
-# as a markdown table with weft's ratio to the better Gloo algorithm.
+# as a markdown table with weft's ratio to the better Gloo algorithm, one
+# weft column and ratio per QP count.
 gloo_table() {
     sort -k1,1 -k2,2n -k3,3n -k4,4g "$1" | awk '
-    { k = $1 SUBSEP $2 SUBSEP $3; v[k, ++c[k]] = $4; key[$2 SUBSEP $3] = 1 }
+    { k = $1 SUBSEP $2 SUBSEP $3; v[k, ++c[k]] = $4; key[$2 SUBSEP $3] = 1
+      if ($1 ~ /^weft/ && !($1 in wk)) { wk[$1] = 1; ws[++nw] = $1 } }
     function med(k,   m) {
         m = c[k]; if (!m) return 0
         return m % 2 ? v[k, (m + 1) / 2] : (v[k, m / 2] + v[k, m / 2 + 1]) / 2 }
     END {
-        print "| ranks | size | Gloo ring | Gloo halving-doubling | weft | weft / best Gloo |"
-        print "| --- | --- | --- | --- | --- | --- |"
+        for (i = 1; i <= nw; i++) for (j = i + 1; j <= nw; j++)
+            if (ws[i] > ws[j]) { t = ws[i]; ws[i] = ws[j]; ws[j] = t }
+        h = "| ranks | size | Gloo ring | Gloo halving-doubling |"; l = "| --- | --- | --- | --- |"
+        for (i = 1; i <= nw; i++) { q = ws[i]; sub("weft-q", "", q)
+            h = h " weft " q " QP | / best Gloo |"; l = l " --- | --- |" }
+        print h; print l
         n = 0; for (x in key) rows[++n] = x
         for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) {
             split(rows[i], a, SUBSEP); split(rows[j], b, SUBSEP)
@@ -279,9 +367,11 @@ gloo_table() {
         for (i = 1; i <= n; i++) {
             split(rows[i], a, SUBSEP)
             r = med("gloo-ring" SUBSEP rows[i]); h = med("gloo-halving_doubling" SUBSEP rows[i])
-            w = med("weft" SUBSEP rows[i]); best = r > h ? r : h
-            q = best ? sprintf("%.2f", w / best) : "-"
-            printf "| %s | %s | %.4f | %.4f | %.4f | %s |\n", a[1], a[2], r, h, w, q } }'
+            best = r > h ? r : h
+            line = sprintf("| %s | %s | %.4f | %.4f |", a[1], a[2], r, h)
+            for (j = 1; j <= nw; j++) { w = med(ws[j] SUBSEP rows[i])
+                line = line sprintf(" %.4f | %s |", w, best ? sprintf("%.2f", w / best) : "-") }
+            print line } }'
 }
 
 # One test selection over verbs RDMA_REPEAT_RUNS times in one boot, to
@@ -329,6 +419,7 @@ for part in $PARTS; do
     colls) part_colls ;;
     errors) part_errors ;;
     perf) part_perf ;;
+    cpu) part_cpu ;;
     qps) part_qps ;;
     gloo) part_gloo ;;
     netem) part_netem ;;

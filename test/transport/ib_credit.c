@@ -18,6 +18,9 @@
  * right after the Nth read the sender makes in that state.  Sweeping N puts
  * the write after every read the sender makes while it waits, in every
  * episode of a 64-fragment send; whatever N, the send must complete.
+ * With several QPs per peer every QP has its own credit word (all on the
+ * trapped page): the write lands in the word the sender just read, so the
+ * sweep puts it after every read of every QP's word, with 1, 2 and 4 QPs.
  *
  * Before the fix wf_ib_pump read the word once to stop sending and again
  * to decide whether to wait for credits: a write landing in between left
@@ -38,6 +41,7 @@
 #include "ib/ib.h"
 
 #define FRAGS 64             /* fragments in the message */
+#define QPS_MAX 4            /* the largest QP count swept */
 #define EFLAGS_TF 0x100ul    /* x86 trap flag: trap after one instruction */
 #define MAX_ROUNDS 20000     /* progress() calls one transfer may take */
 
@@ -45,15 +49,22 @@
 
 static uint64_t fake_wrid[FRAGS + WF_IB_SEND_SLOTS];
 static unsigned fake_posted, fake_returned; /* SENDs posted / completed */
+static struct ibv_qp *fake_qps;             /* QPS_MAX of them */
+static unsigned qp_posted[QPS_MAX];         /* SENDs posted per QP */
+static int nqp;
+static unsigned nrecv;                      /* receive slots per QP */
 
 static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
                           struct ibv_send_wr **bad)
 {
-    (void)qp;
-    if (wr->opcode != IBV_WR_SEND || fake_posted >= FRAGS) {
+    long qi = qp - fake_qps;
+
+    if (wr->opcode != IBV_WR_SEND || fake_posted >= FRAGS || qi < 0 ||
+        qi >= nqp) {
         *bad = wr;
         return EINVAL;
     }
+    qp_posted[qi]++;
     fake_wrid[fake_posted++] = wr->wr_id;
     return 0;
 }
@@ -89,33 +100,34 @@ static int fake_boot_progress(wf_tctx_t *boot)
 
 static char *credit_page;
 static size_t page_len;
-static volatile uint64_t *credit_word;
+static volatile uint64_t *credit_word; /* one per QP */
 static unsigned land_after;      /* the write lands after this idle read */
 static volatile unsigned idle_reads, grants;
-static volatile bool grant_due;
+static volatile int grant_due;   /* 1 + the QP whose word gets the write */
 
-/* What credit_limit() in ib_xfer.c makes of the word. */
-static uint64_t granted(void)
+/* What credit_limit() in ib_xfer.c makes of QP `qi`'s word. */
+static uint64_t granted(int qi)
 {
-    return *credit_word > WF_IB_RECV_SLOTS ? *credit_word : WF_IB_RECV_SLOTS;
+    return credit_word[qi] > nrecv ? credit_word[qi] : nrecv;
 }
 
 static void on_segv(int sig, siginfo_t *si, void *uc_arg)
 {
     ucontext_t *uc = uc_arg;
     char *at = si->si_addr;
+    int qi = (int)((at - credit_page) / (long)sizeof(uint64_t));
 
     (void)sig;
-    if (at < credit_page || at >= credit_page + page_len) {
+    if (at < credit_page || at >= credit_page + page_len || qi >= nqp) {
         signal(SIGSEGV, SIG_DFL); /* a real crash: let it happen */
         return;
     }
     mprotect(credit_page, page_len, PROT_READ | PROT_WRITE);
-    /* Out of credits with every SEND completed: only a credit write can
-     * get the sender going again. */
-    if (fake_posted >= granted() && fake_returned == fake_posted &&
+    /* This QP out of credits with every SEND completed: only a credit
+     * write can get it going again. */
+    if (qp_posted[qi] >= granted(qi) && fake_returned == fake_posted &&
         ++idle_reads == land_after)
-        grant_due = true;
+        grant_due = qi + 1;
     uc->uc_mcontext.gregs[REG_EFL] |= EFLAGS_TF;
 }
 
@@ -126,8 +138,9 @@ static void on_trap(int sig, siginfo_t *si, void *uc_arg)
     (void)sig, (void)si;
     uc->uc_mcontext.gregs[REG_EFL] &= ~EFLAGS_TF;
     if (grant_due) {
-        *credit_word = granted() + WF_IB_CREDIT_BATCH;
-        grant_due = false;
+        int qi = grant_due - 1;
+        credit_word[qi] = granted(qi) + WF_MAX(1u, nrecv / WF_IB_CREDIT_DIV);
+        grant_due = 0;
         idle_reads = 0;
         grants++;
     }
@@ -150,23 +163,24 @@ static void trap_reads(void)
 
 typedef struct {
     struct ibv_context dev;
-    struct ibv_qp qp;
+    struct ibv_qp qp[QPS_MAX];
     struct ibv_cq cq;
     struct ibv_mr mr;
     wf_ibv_t v;
     wf_transport_ops_t boot_ops;
     wf_ib_peer_t peers[2];
     wf_tctx_t ctx;
-    uint64_t credit_out;
+    uint64_t credit_out[QPS_MAX];
 } fake_world_t;
 
 static void world_init(fake_world_t *w, char *staging)
 {
+    wf_ib_peer_t *p = &w->peers[1];
+
     memset(w, 0, sizeof(*w));
     w->dev.ops.post_send = fake_post_send;
     w->dev.ops.poll_cq = fake_poll_cq;
-    w->qp.context = &w->dev;
-    w->qp.qp_num = 0x11;
+    fake_qps = w->qp;
     w->cq.context = &w->dev;
     w->v.get_cq_event = fake_get_cq_event;
     w->boot_ops.progress = fake_boot_progress;
@@ -181,30 +195,45 @@ static void world_init(fake_world_t *w, char *staging)
         w->peers[r].rank = r;
         snprintf(w->peers[r].desc, sizeof(w->peers[r].desc), "peer %d", r);
     }
-    w->peers[1].state = WF_IB_UP;
-    w->peers[1].qp = &w->qp;
-    w->peers[1].b.mr = &w->mr;
-    w->peers[1].b.send = staging;
-    w->peers[1].b.credit_in = credit_word;
-    w->peers[1].b.credit_out = &w->credit_out;
+    p->state = WF_IB_UP;
+    p->nqp = nqp;
+    wf_ib_qp_slots(nqp, &p->nrecv, &p->nsend);
+    p->credit_batch = WF_MAX(1u, p->nrecv / WF_IB_CREDIT_DIV);
+    p->b.mr = &w->mr;
+    for (int i = 0; i < nqp; i++) {
+        w->qp[i].context = &w->dev;
+        w->qp[i].qp_num = 0x11 + (uint32_t)i;
+        p->qp[i].qp = &w->qp[i];
+        p->qp[i].send = staging + (size_t)i * p->nsend * WF_IB_SLOT_LEN;
+        p->qp[i].credit_in = &credit_word[i];
+        p->qp[i].credit_out = &w->credit_out[i];
+    }
 }
 
-/* Sends FRAGS fragments to peer 1 with the credit write landing after the
- * `n`th idle read of each episode; fails the test if the send gets stuck. */
-static void transfer(unsigned n, char *staging, char *msg, size_t len)
+/* Sends FRAGS fragments to peer 1 over `qps` QPs with the credit write
+ * landing after the `n`th idle read of each episode; fails the test if the
+ * send gets stuck. */
+static void transfer(int qps, unsigned n, char *staging, char *msg,
+                     size_t len)
 {
+    unsigned nsend;
+
     fake_world_t w;
     wf_treq_t *req = NULL;
     wf_treq_info_t info;
     weft_status_t st = WEFT_INPROGRESS;
     int rounds = 0;
 
+    nqp = qps;
+    wf_ib_qp_slots(nqp, &nrecv, &nsend);
     fake_posted = fake_returned = 0;
+    memset(qp_posted, 0, sizeof(qp_posted));
     idle_reads = grants = 0;
-    grant_due = false;
+    grant_due = 0;
     land_after = n;
     mprotect(credit_page, page_len, PROT_READ | PROT_WRITE);
-    *credit_word = WF_IB_RECV_SLOTS; /* the receives posted at connect */
+    for (int i = 0; i < nqp; i++)
+        credit_word[i] = nrecv; /* the receives posted at connect */
     mprotect(credit_page, page_len, PROT_NONE);
     world_init(&w, staging);
     ASSERT_OK(wf_ib_isend(&w.ctx, 1, 7, NULL, msg, len, NULL, &req));
@@ -214,12 +243,12 @@ static void transfer(unsigned n, char *staging, char *msg, size_t len)
     }
     if (st == WEFT_INPROGRESS)
         wf_test_fail(__FILE__, __LINE__,
-                     "credit write after idle read %u: the send is stuck "
-                     "after %d progress rounds with %u of %d fragments "
-                     "posted, %u in flight, %u credits granted and %s "
-                     "waiting for credits",
-                     n, MAX_ROUNDS, fake_posted, FRAGS,
-                     fake_posted - fake_returned, (unsigned)granted(),
+                     "%d QPs, credit write after idle read %u: the send "
+                     "is stuck after %d progress rounds with %u of %d "
+                     "fragments posted, %u in flight, %u credits of QP 1 "
+                     "granted and %s waiting for credits",
+                     nqp, n, MAX_ROUNDS, fake_posted, FRAGS,
+                     fake_posted - fake_returned, (unsigned)granted(0),
                      w.peers[1].stalled ? "" : "not");
     ASSERT_OK(st);
     ASSERT_EQ(info.len, len);
@@ -229,9 +258,11 @@ static void transfer(unsigned n, char *staging, char *msg, size_t len)
 
 WF_TEST(ib_credit_write_between_reads, 60)
 {
-    /* 64 fragments: the header takes 40 bytes of the first. */
-    size_t len = (size_t)FRAGS * WF_IB_SLOT_LEN - WF_IB_HDR_LEN;
-    char *staging = calloc(WF_IB_SEND_SLOTS, WF_IB_SLOT_LEN);
+    /* 64 fragments: each starts with a fragment header, the first also
+     * with the message header. */
+    size_t len = (size_t)FRAGS * (WF_IB_SLOT_LEN - WF_IB_FRAG_LEN) -
+                 WF_IB_HDR_LEN;
+    char *staging = calloc((size_t)QPS_MAX * WF_IB_SEND_SLOTS, WF_IB_SLOT_LEN);
     char *msg = calloc(1, len);
 
     ASSERT_TRUE(staging && msg);
@@ -241,8 +272,9 @@ WF_TEST(ib_credit_write_between_reads, 60)
     ASSERT_TRUE(credit_page != MAP_FAILED);
     credit_word = (volatile uint64_t *)credit_page;
     trap_reads();
-    for (unsigned n = 1; n <= 40; n++)
-        transfer(n, staging, msg, len);
+    for (int qps = 1; qps <= QPS_MAX; qps *= 2)
+        for (unsigned n = 1; n <= 40; n++)
+            transfer(qps, n, staging, msg, len);
     munmap(credit_page, page_len);
     free(staging);
     free(msg);

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "tgroup.h"
 
 uint64_t tg_now_ms(void)
@@ -57,6 +58,11 @@ void tg_make_cfg(wf_tconfig_t *cfg, int rank, int size, const char *ifname,
     memcpy(cfg->secret, tg_secret, sizeof(cfg->secret));
     snprintf(cfg->ifname, sizeof(cfg->ifname), "%s", ifname);
     cfg->timeout_ms = timeout_ms;
+    /* The verbs knobs come from the environment as in a communicator, so
+     * make test-rdma runs the suite with WEFT_IB_QPS=2 and 4 as well. */
+    wf_config_t c;
+    if (wf_config_load(&c, NULL) == WEFT_OK)
+        cfg->ib_qps = (int)c.ib_qps;
 }
 
 void tg_open_one(tg_group_t *g, int r, const wf_tconfig_t *cfg)

@@ -9,22 +9,32 @@
  *   ib_qp.c    per-peer buffers, RC QP creation and state transitions
  *   ib_conn.c  the bootstrap: QP numbers over a private TCP context, peer
  *              liveness and failure
- *   ib_xfer.c  isend/irecv/test, fragments, tag matching, unexpected
- *              messages, credits
+ *   ib_xfer.c  isend/irecv/test, fragments striped over the QPs, credits
+ *   ib_recv.c  tag matching, unexpected messages, reassembly by offset
  *   ib_poll.c  progress (completion queue and channel) and the ops table
  *   ib_mr.c    the registration cache behind mem_reg/mem_dereg
  *
- * Data path: every peer pair has one reliable-connected QP.  A message is
- * cut into fragments of at most WF_IB_SLOT_LEN bytes; the first fragment
- * starts with a 40-byte header {magic, tag, sig[0], sig[1], len}.  Each
- * fragment is one SEND from a registered staging slot into one of the
- * receiver's WF_IB_RECV_SLOTS pre-posted receive slots.  RC delivers the
- * fragments of a QP in order, so the receiver parses them like a stream.
- * A SEND needs a posted receive at the far end: the sender spends one
- * credit per fragment, and the receiver returns credits by an RDMA WRITE of
- * its running count of posted receives into a word of the sender's memory
- * (which consumes no receive), so a fast sender never meets an empty
- * receive queue (no RNR retries, no overrun).
+ * Data path: every peer pair has WEFT_IB_QPS reliable-connected QPs (1 to
+ * WF_IB_QPS_MAX) that share the peer's registered memory: each QP owns
+ * its slice of the receive and staging slots and its own credit word.  A
+ * message is cut into fragments of at most WF_IB_SLOT_LEN bytes, each one
+ * SEND from a staging slot into one of the receiver's pre-posted receive
+ * slots of the same QP.  Every fragment starts with a 16-byte fragment
+ * header {seq, magic, flags, offset}: the per-peer message number and
+ * where its payload goes in the message.  The first fragment of a message
+ * always travels on QP 0 and adds the 40-byte message header {magic, tag,
+ * sig[0], sig[1], len}; the others go round-robin to whichever QP has a
+ * staging slot and a credit.  RC orders only within one QP, so headers
+ * reach the receiver in send order (tag matching keeps the TCP
+ * transport's FIFO rules), while a later fragment may arrive on another QP
+ * before its message's header: the receiver keeps that receive slot (does
+ * not re-post it) until the header arrives.  That cannot deadlock: the
+ * header was posted on QP 0 before the fragment and QP 0 never holds a
+ * slot.  A SEND needs a posted receive at the far end: the sender spends
+ * one credit of the QP per fragment, and the receiver returns credits by
+ * an RDMA WRITE of the QP's running count of posted receives into a word
+ * of the sender's memory (which consumes no receive), so a fast sender
+ * never meets an empty receive queue (no RNR retries, no overrun).
  *
  * Bootstrap: the QP number of a pair exists only once both sides created
  * their QP, so it cannot be in the address blob published before connect.
@@ -49,24 +59,36 @@
 
 /* ---- constants --------------------------------------------------------- */
 
-#define WF_IB_VERSION 1u
+/* 2: several QPs per peer, a fragment header on every fragment. */
+#define WF_IB_VERSION 2u
 #define WF_IB_FRAME_MAGIC 0x314d415246424957ull /* "WIBFRAM1" */
+#define WF_IB_FRAG_MAGIC 0x4657u                 /* "WF" */
+#define WF_IB_FRAG_FIRST 1u /* fragment flag: the message header follows */
+/* Every fragment: seq u32, magic u16, flags u16, offset u64. */
+#define WF_IB_FRAG_LEN 16
+/* The first fragment's message header after it: magic, tag, sig, len. */
 #define WF_IB_HDR_LEN 40
+/* Upper bound of WEFT_IB_QPS. */
+#define WF_IB_QPS_MAX 8
 /* How often a sender that waits for credits looks at its credit word. */
 #define WF_IB_STALL_POLL_NS 500000
-/* Receive slots per peer, staging slots per peer, and the size of each.
+/* Receive slots per peer, staging slots per peer, and the size of each;
+ * the QPs of a peer split them (wf_ib_qp_slots), so more QPs cost no more
+ * pinned memory up to WF_IB_RECV_SLOTS / WF_IB_QP_MIN_RECV of them.
  * Twice as many receive as staging slots: a sender is then limited by its
  * own slots coming back (which raises a completion) and waits for credits
  * only when the receiver falls behind by a whole window. */
 #define WF_IB_RECV_SLOTS 16
 #define WF_IB_SEND_SLOTS 8
 #define WF_IB_SLOT_LEN (64 * 1024)
-/* Credits are returned once this many receives were re-posted. */
-#define WF_IB_CREDIT_BATCH 4
-/* Credit writes in flight per peer. */
+/* The smallest share of one QP. */
+#define WF_IB_QP_MIN_RECV 4
+/* Credits are returned once a quarter of a QP's receives were re-posted. */
+#define WF_IB_CREDIT_DIV 4
+/* Credit writes in flight per QP. */
 #define WF_IB_CREDIT_WRITES 4
-/* Send queue: every staging slot plus the credit writes. */
-#define WF_IB_SQ_DEPTH (WF_IB_SEND_SLOTS + WF_IB_CREDIT_WRITES)
+/* Bytes of control words per QP: the two credit words, padded. */
+#define WF_IB_CTRL_LEN 64
 
 /* RC settings: 4.096 us * 2^16 = 268 ms per try, 7 tries.  Soft-RoCE under
  * emulation has latency tails of 100+ ms; a dead peer is found through the
@@ -82,9 +104,11 @@
 /* Address blob: version u8, link layer u8, port u8, mtu u8, lid u16,
  * gid[16], tcp blob length u8, then the TCP blob. */
 #define WF_IB_BLOB_FIXED 23
-/* Bootstrap INFO: qpn u32, psn u32, credit addr u64, credit rkey u32,
- * slots u32, slot length u32. */
-#define WF_IB_INFO_LEN 28
+/* Bootstrap INFO: QPs u32, receive slots per QP u32, slot length u32,
+ * credit rkey u32, then per QP: qpn u32, psn u32, credit addr u64. */
+#define WF_IB_INFO_FIXED 16
+#define WF_IB_INFO_QP 16
+#define WF_IB_INFO_LEN (WF_IB_INFO_FIXED + WF_IB_QPS_MAX * WF_IB_INFO_QP)
 
 static inline void wf_ib_put32(uint8_t *p, uint32_t v)
 {
@@ -203,6 +227,8 @@ struct wf_treq {
     size_t len;    /* send: message length; recv: buffer capacity */
     size_t staged; /* send: payload bytes copied into staging slots */
     bool started;  /* send: the header fragment is posted */
+    uint32_t seq;  /* send: the message's number on its peer */
+    unsigned frags_out; /* send: fragments posted, not completed */
     weft_status_t status;
     wf_treq_info_t info;
 };
@@ -218,9 +244,11 @@ typedef struct wf_ib_umsg {
     char data[];
 } wf_ib_umsg_t;
 
-/* Receive state of one peer: the message whose fragments are arriving. */
+/* Receive state of one message whose fragments are arriving; a peer has
+ * a table of them (several QPs: several messages at once). */
 typedef struct wf_ib_rx {
     bool in_msg;
+    uint32_t seq;
     uint64_t tag, sig[2];
     size_t len;     /* message length */
     size_t got;     /* payload bytes consumed */
@@ -238,17 +266,39 @@ typedef enum {
     WF_IB_FAILED
 } wf_ib_state_t;
 
-/* Per-peer registered memory: receive slots, staging slots, and the two
- * credit words (in: written by the peer; out: the source of our writes). */
+/* Per-peer registered memory: every QP's receive slots, staging slots
+ * and control words, in one registration. */
 typedef struct wf_ib_bufs {
     char *mem;
     size_t len;
     struct ibv_mr *mr;
-    char *recv;             /* WF_IB_RECV_SLOTS * WF_IB_SLOT_LEN */
-    char *send;             /* WF_IB_SEND_SLOTS * WF_IB_SLOT_LEN */
+} wf_ib_bufs_t;
+
+/* One RC QP of a pair, with its share of the peer's slots and its two
+ * credit words (in: written by the peer; out: the source of our writes). */
+typedef struct wf_ib_qp {
+    struct ibv_qp *qp;
+    uint32_t psn;
+    char *recv;             /* nrecv * WF_IB_SLOT_LEN */
+    char *send;             /* nsend * WF_IB_SLOT_LEN */
     volatile uint64_t *credit_in;
     uint64_t *credit_out;
-} wf_ib_bufs_t;
+    uint64_t rcredit_addr;  /* the peer's credit_in word of this QP */
+    /* sending */
+    uint64_t sends_posted, sends_done; /* fragments */
+    struct wf_treq *slot_req[WF_IB_SEND_SLOTS]; /* owner of each slot */
+    /* receiving */
+    uint64_t recvs_posted;   /* receives posted in total */
+    uint64_t credit_sent;    /* recvs_posted value last written */
+    int credit_writes;       /* credit writes in flight */
+} wf_ib_qp_t;
+
+/* A fragment that arrived before its message's header (another QP). */
+typedef struct wf_ib_held {
+    uint32_t seq;
+    uint8_t qp, slot;
+    uint32_t len;
+} wf_ib_held_t;
 
 typedef struct wf_ib_peer {
     int rank;
@@ -257,10 +307,11 @@ typedef struct wf_ib_peer {
     uint8_t rlink_layer, rport, rmtu;
     uint16_t rlid;
     union ibv_gid rgid;
-    struct ibv_qp *qp;
-    uint32_t psn;
+    int nqp;                 /* QPs of this pair (WEFT_IB_QPS) */
+    unsigned nrecv, nsend;   /* receive / staging slots per QP */
+    unsigned credit_batch;   /* re-posts per credit write */
+    wf_ib_qp_t qp[WF_IB_QPS_MAX];
     wf_ib_bufs_t b;
-    uint64_t rcredit_addr; /* the peer's credit_in word */
     uint32_t rcredit_rkey;
     char desc[160];
     /* bootstrap requests on the TCP context (NULL when none) */
@@ -269,18 +320,19 @@ typedef struct wf_ib_peer {
     uint8_t info_out[WF_IB_INFO_LEN], info_in[WF_IB_INFO_LEN];
     uint8_t ready_in[1], live_in[1];
     /* sending */
-    uint64_t sends_posted, sends_done; /* fragments */
-    struct wf_treq *slot_req[WF_IB_SEND_SLOTS]; /* last fragment of a message */
     struct wf_treq *sendq, *sendq_tail;
-    /* receiving */
-    uint64_t recvs_done;     /* fragments received */
-    uint64_t recvs_posted;   /* receives posted in total */
-    uint64_t credit_sent;    /* recvs_posted value last written */
-    int credit_writes;       /* credit writes in flight */
+    uint32_t tx_seq;         /* number of the next message */
+    int tx_next;             /* QP to try first for a non-first fragment */
     bool stalled;            /* sends wait for credits (see ib_poll.c) */
+    /* receiving */
     struct wf_treq *posted, *posted_tail;
     wf_ib_umsg_t *unexp, *unexp_tail;
-    wf_ib_rx_t rx;
+    uint32_t rx_next;        /* seq of the next message header */
+    unsigned rx_cap;         /* entries of rx: every receive slot + 1 */
+    unsigned rx_busy;        /* messages begun, not complete */
+    wf_ib_rx_t *rx;          /* messages arriving, found by seq */
+    wf_ib_held_t *held;      /* nqp * nrecv entries */
+    unsigned nheld;
     /* failure */
     weft_status_t fail_status;
     bool fail_unreported;
@@ -303,6 +355,7 @@ typedef struct wf_ib_mrcache {
 struct wf_tctx {
     wf_tconfig_t cfg;
     const wf_ibv_t *v;
+    int nqp;               /* QPs per peer (WEFT_IB_QPS) */
     struct ibv_context *dev;
     wf_ib_port_t port;
     struct ibv_pd *pd;
@@ -327,22 +380,26 @@ struct wf_tctx {
 
 /* ---- ib_qp.c ----------------------------------------------------------- */
 
-/* Registers the peer's buffers and creates its QP in INIT with every
- * receive posted; fills p->info_out. */
-weft_status_t wf_ib_qp_create(wf_tctx_t *ctx, wf_ib_peer_t *p);
-/* INIT -> RTR -> RTS with the peer's INFO (p->info_in). */
+/* Registers the peer's buffers and creates its `nqp` QPs in INIT with
+ * every receive posted; fills p->info_out. */
+weft_status_t wf_ib_qp_create(wf_tctx_t *ctx, wf_ib_peer_t *p, int nqp);
+/* INIT -> RTR -> RTS of every QP with the peer's INFO (p->info_in). */
 weft_status_t wf_ib_qp_connect(wf_tctx_t *ctx, wf_ib_peer_t *p);
 void wf_ib_qp_destroy(wf_tctx_t *ctx, wf_ib_peer_t *p);
-/* Posts the receive of slot `slot`. */
-weft_status_t wf_ib_post_recv(wf_tctx_t *ctx, wf_ib_peer_t *p, unsigned slot);
-/* Bytes of pinned memory one peer needs. */
-size_t wf_ib_peer_mem(void);
+/* Posts the receive of slot `slot` of QP `qi`. */
+weft_status_t wf_ib_post_recv(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
+                              unsigned slot);
+/* Receive and staging slots of each of `nqp` QPs. */
+void wf_ib_qp_slots(int nqp, unsigned *nrecv, unsigned *nsend);
+/* Bytes of pinned memory one peer with `nqp` QPs needs. */
+size_t wf_ib_peer_mem(int nqp);
 
-/* wr_id: peer << 16 | kind << 8 | slot. */
+/* wr_id: peer << 32 | qp << 16 | kind << 8 | slot. */
 enum { WF_IB_WR_RECV = 1, WF_IB_WR_SEND = 2, WF_IB_WR_CREDIT = 3 };
-static inline uint64_t wf_ib_wrid(int peer, int kind, unsigned slot)
+static inline uint64_t wf_ib_wrid(int peer, int qi, int kind, unsigned slot)
 {
-    return ((uint64_t)(uint32_t)peer << 16) | ((uint64_t)kind << 8) | slot;
+    return ((uint64_t)(uint32_t)peer << 32) | ((uint64_t)qi << 16) |
+           ((uint64_t)kind << 8) | slot;
 }
 
 /* ---- ib_conn.c --------------------------------------------------------- */
@@ -362,6 +419,12 @@ void wf_ib_conn_bye(wf_tctx_t *ctx);
 
 /* ---- ib_xfer.c --------------------------------------------------------- */
 
+static inline void wf_ib_req_finish(struct wf_treq *r, weft_status_t st)
+{
+    r->next = NULL;
+    r->status = st;
+}
+
 weft_status_t wf_ib_isend(wf_tctx_t *ctx, int peer, uint64_t tag,
                           const uint64_t sig[2], const void *buf, size_t len,
                           void *mh, wf_treq_t **req);
@@ -370,14 +433,26 @@ weft_status_t wf_ib_irecv(wf_tctx_t *ctx, int peer, uint64_t tag, void *buf,
 weft_status_t wf_ib_test(wf_tctx_t *ctx, wf_treq_t *req, wf_treq_info_t *info);
 /* Posts fragments of queued sends while slots and credits allow. */
 void wf_ib_pump(wf_tctx_t *ctx, wf_ib_peer_t *p);
-/* Handles one completion. */
-void wf_ib_on_send_done(wf_tctx_t *ctx, wf_ib_peer_t *p, unsigned slot);
-void wf_ib_on_recv(wf_tctx_t *ctx, wf_ib_peer_t *p, unsigned slot,
+/* Handles one completion on QP `qi`. */
+void wf_ib_on_send_done(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
+                        unsigned slot);
+void wf_ib_on_recv(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi, unsigned slot,
                    size_t len);
-/* Writes the count of posted receives to the peer when due. */
-void wf_ib_credit_flush(wf_tctx_t *ctx, wf_ib_peer_t *p, bool force);
+/* Writes QP `qi`'s count of posted receives to the peer when due. */
+void wf_ib_credit_flush(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi);
 void wf_ib_xfer_fail(wf_tctx_t *ctx, wf_ib_peer_t *p);
 void wf_ib_xfer_free_all(wf_tctx_t *ctx);
+
+/* ---- ib_recv.c --------------------------------------------------------- */
+
+/* Allocates the receive state of a peer with p->nqp QPs. */
+weft_status_t wf_ib_xfer_open(wf_tctx_t *ctx, wf_ib_peer_t *p);
+/* Removes and returns the oldest unexpected message for `tag`, or NULL. */
+wf_ib_umsg_t *wf_ib_unexp_take(wf_ib_peer_t *p, uint64_t tag);
+/* Completes receive `r` with the complete unexpected message `m` (freed). */
+void wf_ib_unexp_deliver(struct wf_treq *r, wf_ib_umsg_t *m);
+/* Fails every message in progress and forgets held fragments. */
+void wf_ib_rx_fail_all(wf_ib_peer_t *p, weft_status_t st);
 
 /* ---- ib_poll.c --------------------------------------------------------- */
 

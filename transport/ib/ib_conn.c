@@ -2,10 +2,11 @@
  * ib_conn.c - connecting a peer pair and noticing when it breaks.
  *
  * connect() decodes the peer's blob, starts the private TCP context's
- * connection, creates the QP with its receives posted and sends INFO (QP
- * number, PSN, credit word).  When the peer's INFO arrives the QP goes to
- * RTR and RTS and READY is sent; the pair is UP when the peer's READY
- * arrives, so no SEND can reach a QP that is not yet ready to receive.
+ * connection, creates the QPs with their receives posted and sends INFO
+ * (QP count, slots, and per QP its number, PSN and credit word).  When the
+ * peer's INFO arrives every QP goes to RTR and RTS and READY is sent; the
+ * pair is UP when the peer's READY arrives, so no SEND can reach a QP that
+ * is not yet ready to receive.
  * A receive on the LIVE tag stays posted for the life of the pair: it
  * completes with BYE when the peer closes its context, and fails when the
  * peer's process dies and its kernel closes the socket.
@@ -23,8 +24,13 @@ static bool decode_blob(wf_ib_peer_t *p, const uint8_t *b, size_t len,
                         size_t *tcp_len)
 {
     if (!b || len < WF_IB_BLOB_FIXED || b[0] != WF_IB_VERSION ||
-        WF_IB_BLOB_FIXED + (size_t)b[22] != len)
+        WF_IB_BLOB_FIXED + (size_t)b[22] != len) {
+        if (b && len > 0 && b[0] != WF_IB_VERSION)
+            WEFT_WARN(NET, "ib: peer %d speaks verbs protocol version %u, "
+                      "this rank %u (different weft versions?)",
+                      p->rank, b[0], WF_IB_VERSION);
         return false;
+    }
     p->rlink_layer = b[1];
     p->rport = b[2];
     p->rmtu = b[3];
@@ -150,7 +156,7 @@ static weft_status_t connect_start(wf_tctx_t *ctx, wf_ib_peer_t *p,
                             : "IB");
         return WEFT_ERR_TRANSPORT;
     }
-    st = wf_ib_qp_create(ctx, p);
+    st = wf_ib_qp_create(ctx, p, ctx->nqp);
     if (st < 0) {
         wf_ib_peer_fail(ctx, p, st, "QP setup failed (see above)");
         return st;
@@ -212,14 +218,19 @@ static void advance(wf_tctx_t *ctx, wf_ib_peer_t *p)
         return;
     p->state = WF_IB_UP;
     ctx->connecting--;
-    WEFT_DEBUG(NET, "ib: %s: QP 0x%x up", p->desc, p->qp->qp_num);
+    WEFT_DEBUG(NET, "ib: %s: %d QP%s up (first 0x%x)", p->desc, p->nqp,
+               p->nqp == 1 ? "" : "s", p->qp[0].qp->qp_num);
     wf_ib_pump(ctx, p);
 }
 
 static bool peer_idle(const wf_ib_peer_t *p)
 {
-    return !p->sendq && !p->posted && !p->rx.in_msg &&
-           p->sends_done == p->sends_posted;
+    if (p->sendq || p->posted || p->rx_busy || p->nheld)
+        return false;
+    for (int i = 0; i < p->nqp; i++)
+        if (p->qp[i].sends_done != p->qp[i].sends_posted)
+            return false;
+    return true;
 }
 
 /* The LIVE receive finished: the peer closed its context or died. */

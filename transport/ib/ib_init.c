@@ -29,6 +29,12 @@ static weft_status_t check_config(const wf_tconfig_t *cfg)
                   cfg->size);
         return WEFT_ERR_INVALID_ARG;
     }
+    /* 0 (a caller that left it unset) means one QP. */
+    if (cfg->ib_qps < 0 || cfg->ib_qps > WF_IB_QPS_MAX) {
+        WEFT_WARN(NET, "ib: WEFT_IB_QPS=%d is outside 1-%d", cfg->ib_qps,
+                  WF_IB_QPS_MAX);
+        return WEFT_ERR_INVALID_ARG;
+    }
     return WEFT_OK;
 }
 
@@ -79,6 +85,7 @@ static weft_status_t open_verbs(wf_tctx_t *ctx)
     const wf_ibv_t *v = ctx->v;
     struct ibv_device_attr da;
     int peers = ctx->cfg.size - 1;
+    unsigned nrecv, nsend;
     int flags;
 
     ctx->pd = v->alloc_pd(ctx->dev);
@@ -98,8 +105,11 @@ static weft_status_t open_verbs(wf_tctx_t *ctx)
     fcntl(ctx->channel->fd, F_SETFL, flags | O_NONBLOCK);
     memset(&da, 0, sizeof(da));
     v->query_device(ctx->dev, &da);
+    wf_ib_qp_slots(ctx->nqp, &nrecv, &nsend);
     ctx->cq_depth = WF_MAX(WF_IB_CQ_MIN,
-                           peers * (WF_IB_RECV_SLOTS + WF_IB_SQ_DEPTH) + 16);
+                           peers * ctx->nqp *
+                                   (int)(nrecv + nsend + WF_IB_CREDIT_WRITES) +
+                               16);
     if (da.max_cqe > 0 && ctx->cq_depth > da.max_cqe)
         ctx->cq_depth = da.max_cqe;
     ctx->cq = v->create_cq(ctx->dev, ctx->cq_depth, NULL, ctx->channel, 0);
@@ -141,7 +151,7 @@ static weft_status_t open_context(wf_tctx_t *ctx)
     WEFT_CHECK(wf_ib_dev_open(ctx->v, ctx->cfg.ib_hca,
                               ctx->cfg.ib_gid_set ? ctx->cfg.ib_gid_index : -1,
                               family, &ctx->dev, &ctx->port));
-    WEFT_CHECK(wf_ib_check_memlock(wf_ib_peer_mem() *
+    WEFT_CHECK(wf_ib_check_memlock(wf_ib_peer_mem(ctx->nqp) *
                                    (size_t)(ctx->cfg.size - 1)));
     WEFT_CHECK(open_verbs(ctx));
     ctx->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -183,13 +193,14 @@ weft_status_t wf_ib_init(const wf_tconfig_t *cfg, wf_tctx_t **out)
     ctx->cfg = *cfg;
     ctx->cfg.ib_hca[sizeof(ctx->cfg.ib_hca) - 1] = '\0';
     ctx->epfd = ctx->timer_fd = -1;
+    ctx->nqp = cfg->ib_qps > 0 ? cfg->ib_qps : 1;
     WEFT_CHECK_GOTO(open_context(ctx), st, err_fini);
-    WEFT_DEBUG(NET, "ib: rank %d on %s:%d (%s, mtu %s, gid index %d), "
-               "bootstrap %s",
+    WEFT_DEBUG(NET, "ib: rank %d on %s:%d (%s, mtu %s, gid index %d, %d QP%s "
+               "per peer), bootstrap %s",
                cfg->rank, ctx->port.dev_name, ctx->port.port,
                ctx->port.link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "IB",
-               wf_ib_mtu_str(ctx->port.mtu), ctx->port.gid_index,
-               ctx->local_str);
+               wf_ib_mtu_str(ctx->port.mtu), ctx->port.gid_index, ctx->nqp,
+               ctx->nqp == 1 ? "" : "s", ctx->local_str);
     *out = ctx;
     return WEFT_OK;
 err_fini:

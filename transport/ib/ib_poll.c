@@ -26,8 +26,9 @@ static const char *wr_kind_str(int kind)
 }
 
 static void wc_error(wf_tctx_t *ctx, wf_ib_peer_t *p, const struct ibv_wc *wc,
-                     int kind)
+                     int qi, int kind)
 {
+    struct ibv_qp *qp = qi < p->nqp ? p->qp[qi].qp : NULL;
     /* The peer's QP vanished or never answered: the peer is gone. */
     bool remote = wc->status == IBV_WC_RETRY_EXC_ERR ||
                   wc->status == IBV_WC_RNR_RETRY_EXC_ERR ||
@@ -36,16 +37,17 @@ static void wc_error(wf_tctx_t *ctx, wf_ib_peer_t *p, const struct ibv_wc *wc,
                   wc->status == IBV_WC_REM_INV_REQ_ERR;
 
     wf_ib_peer_fail(ctx, p, remote ? WEFT_ERR_REMOTE : WEFT_ERR_TRANSPORT,
-                    "%s on QP 0x%x failed: %s (status %d, vendor error "
-                    "0x%x)",
-                    wr_kind_str(kind), p->qp ? p->qp->qp_num : 0,
+                    "%s on QP 0x%x (%d of %d) failed: %s (status %d, "
+                    "vendor error 0x%x)",
+                    wr_kind_str(kind), qp ? qp->qp_num : 0, qi + 1, p->nqp,
                     ctx->v->wc_status_str(wc->status), (int)wc->status,
                     wc->vendor_err);
 }
 
 static void handle_wc(wf_tctx_t *ctx, const struct ibv_wc *wc)
 {
-    int peer = (int)(wc->wr_id >> 16);
+    int peer = (int)(wc->wr_id >> 32);
+    int qi = (int)((wc->wr_id >> 16) & 0xff);
     int kind = (int)((wc->wr_id >> 8) & 0xff);
     unsigned slot = (unsigned)(wc->wr_id & 0xff);
     wf_ib_peer_t *p;
@@ -53,22 +55,24 @@ static void handle_wc(wf_tctx_t *ctx, const struct ibv_wc *wc)
     if (peer < 0 || peer >= ctx->cfg.size)
         return;
     p = &ctx->peers[peer];
+    if (qi >= p->nqp)
+        return;
     if (p->state == WF_IB_FAILED)
         return; /* flushed work of a pair that already failed */
     if (wc->status != IBV_WC_SUCCESS) {
-        wc_error(ctx, p, wc, kind);
+        wc_error(ctx, p, wc, qi, kind);
         return;
     }
     switch (kind) {
     case WF_IB_WR_RECV:
-        wf_ib_on_recv(ctx, p, slot, wc->byte_len);
+        wf_ib_on_recv(ctx, p, qi, slot, wc->byte_len);
         break;
     case WF_IB_WR_SEND:
-        wf_ib_on_send_done(ctx, p, slot);
+        wf_ib_on_send_done(ctx, p, qi, slot);
         break;
     case WF_IB_WR_CREDIT:
-        p->credit_writes--;
-        wf_ib_credit_flush(ctx, p, false);
+        p->qp[qi].credit_writes--;
+        wf_ib_credit_flush(ctx, p, qi);
         break;
     }
 }

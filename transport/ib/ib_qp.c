@@ -13,21 +13,34 @@
 
 #include "ib.h"
 
-#define WF_IB_CTRL_LEN 64 /* the two credit words, padded */
-
-size_t wf_ib_peer_mem(void)
+void wf_ib_qp_slots(int nqp, unsigned *nrecv, unsigned *nsend)
 {
-    return (size_t)(WF_IB_RECV_SLOTS + WF_IB_SEND_SLOTS) * WF_IB_SLOT_LEN +
-           WF_IB_CTRL_LEN;
+    unsigned r = WF_IB_RECV_SLOTS / (unsigned)(nqp > 0 ? nqp : 1);
+
+    *nrecv = r > WF_IB_QP_MIN_RECV ? r : WF_IB_QP_MIN_RECV;
+    *nsend = *nrecv / 2;
 }
 
+size_t wf_ib_peer_mem(int nqp)
+{
+    unsigned nrecv, nsend;
+
+    wf_ib_qp_slots(nqp, &nrecv, &nsend);
+    return (size_t)nqp * ((size_t)(nrecv + nsend) * WF_IB_SLOT_LEN +
+                          WF_IB_CTRL_LEN);
+}
+
+/* One registration holds, per QP: receive slots, staging slots, control
+ * words. */
 static weft_status_t bufs_open(wf_tctx_t *ctx, wf_ib_peer_t *p)
 {
     wf_ib_bufs_t *b = &p->b;
+    size_t per_qp = (size_t)(p->nrecv + p->nsend) * WF_IB_SLOT_LEN +
+                    WF_IB_CTRL_LEN;
     void *mem = NULL;
     int err;
 
-    b->len = wf_ib_peer_mem();
+    b->len = wf_ib_peer_mem(p->nqp);
     err = posix_memalign(&mem, (size_t)sysconf(_SC_PAGESIZE), b->len);
     if (err) {
         WEFT_WARN(NET, "ib: out of memory for the buffers of %s (%zu bytes)",
@@ -48,39 +61,45 @@ static weft_status_t bufs_open(wf_tctx_t *ctx, wf_ib_peer_t *p)
                       : "");
         return WEFT_ERR_TRANSPORT;
     }
-    b->recv = b->mem;
-    b->send = b->mem + (size_t)WF_IB_RECV_SLOTS * WF_IB_SLOT_LEN;
-    b->credit_in = (volatile uint64_t *)(b->send + (size_t)WF_IB_SEND_SLOTS *
-                                                       WF_IB_SLOT_LEN);
-    b->credit_out = (uint64_t *)(b->credit_in + 1);
+    for (int i = 0; i < p->nqp; i++) {
+        wf_ib_qp_t *q = &p->qp[i];
+        q->recv = b->mem + (size_t)i * per_qp;
+        q->send = q->recv + (size_t)p->nrecv * WF_IB_SLOT_LEN;
+        q->credit_in = (volatile uint64_t *)(q->send + (size_t)p->nsend *
+                                                           WF_IB_SLOT_LEN);
+        q->credit_out = (uint64_t *)(q->credit_in + 1);
+    }
     return WEFT_OK;
 }
 
-weft_status_t wf_ib_post_recv(wf_tctx_t *ctx, wf_ib_peer_t *p, unsigned slot)
+weft_status_t wf_ib_post_recv(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
+                              unsigned slot)
 {
+    wf_ib_qp_t *q = &p->qp[qi];
     struct ibv_sge sge = {
-        .addr = (uintptr_t)(p->b.recv + (size_t)slot * WF_IB_SLOT_LEN),
+        .addr = (uintptr_t)(q->recv + (size_t)slot * WF_IB_SLOT_LEN),
         .length = WF_IB_SLOT_LEN,
         .lkey = p->b.mr->lkey};
-    struct ibv_recv_wr wr = {.wr_id = wf_ib_wrid(p->rank, WF_IB_WR_RECV, slot),
-                             .sg_list = &sge,
-                             .num_sge = 1};
+    struct ibv_recv_wr wr = {
+        .wr_id = wf_ib_wrid(p->rank, qi, WF_IB_WR_RECV, slot),
+        .sg_list = &sge,
+        .num_sge = 1};
     struct ibv_recv_wr *bad = NULL;
-    int err = ibv_post_recv(p->qp, &wr, &bad);
+    int err = ibv_post_recv(q->qp, &wr, &bad);
 
-    (void)ctx;
     if (err) {
         wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
-                        "ibv_post_recv on QP 0x%x failed: %s", p->qp->qp_num,
-                        wf_errno_str(err));
+                        "ibv_post_recv on QP 0x%x (%d of %d) failed: %s",
+                        q->qp->qp_num, qi + 1, p->nqp, wf_errno_str(err));
         return WEFT_ERR_TRANSPORT;
     }
-    p->recvs_posted++;
+    q->recvs_posted++;
     return WEFT_OK;
 }
 
-static weft_status_t qp_init(wf_tctx_t *ctx, wf_ib_peer_t *p)
+static weft_status_t qp_init(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi)
 {
+    struct ibv_qp *qp = p->qp[qi].qp;
     struct ibv_qp_attr a;
     int err;
 
@@ -89,12 +108,12 @@ static weft_status_t qp_init(wf_tctx_t *ctx, wf_ib_peer_t *p)
     a.pkey_index = 0;
     a.port_num = ctx->port.port;
     a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-    err = ctx->v->modify_qp(p->qp, &a,
+    err = ctx->v->modify_qp(qp, &a,
                             IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
                                 IBV_QP_ACCESS_FLAGS);
     if (err) {
-        WEFT_WARN(NET, "ib: %s: moving QP 0x%x to INIT failed: %s", p->desc,
-                  p->qp->qp_num, wf_errno_str(err));
+        WEFT_WARN(NET, "ib: %s: moving QP 0x%x (%d of %d) to INIT failed: %s",
+                  p->desc, qp->qp_num, qi + 1, p->nqp, wf_errno_str(err));
         return WEFT_ERR_TRANSPORT;
     }
     return WEFT_OK;
@@ -108,44 +127,64 @@ static uint32_t random_psn(void)
     return (uint32_t)(ts.tv_nsec ^ (getpid() << 8)) & 0xffffff;
 }
 
-weft_status_t wf_ib_qp_create(wf_tctx_t *ctx, wf_ib_peer_t *p)
+/* Creates QP `qi` in INIT with its receives posted and writes its part
+ * of INFO. */
+static weft_status_t qp_open(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi)
 {
+    wf_ib_qp_t *q = &p->qp[qi];
+    uint8_t *o = p->info_out + WF_IB_INFO_FIXED + qi * WF_IB_INFO_QP;
     struct ibv_qp_init_attr ia;
-    uint8_t *o = p->info_out;
 
-    WEFT_CHECK(bufs_open(ctx, p));
     memset(&ia, 0, sizeof(ia));
     ia.send_cq = ctx->cq;
     ia.recv_cq = ctx->cq;
     ia.qp_type = IBV_QPT_RC;
-    ia.cap.max_send_wr = WF_IB_SQ_DEPTH;
-    ia.cap.max_recv_wr = WF_IB_RECV_SLOTS;
+    ia.cap.max_send_wr = p->nsend + WF_IB_CREDIT_WRITES;
+    ia.cap.max_recv_wr = p->nrecv;
     ia.cap.max_send_sge = 1;
     ia.cap.max_recv_sge = 1;
-    p->qp = ctx->v->create_qp(ctx->pd, &ia);
-    if (!p->qp) {
-        WEFT_WARN(NET, "ib: %s: ibv_create_qp (RC) for %s failed: %s",
-                  ctx->port.dev_name, p->desc, wf_errno_str(errno));
+    q->qp = ctx->v->create_qp(ctx->pd, &ia);
+    if (!q->qp) {
+        WEFT_WARN(NET, "ib: %s: ibv_create_qp (RC, %d of %d) for %s failed: %s",
+                  ctx->port.dev_name, qi + 1, p->nqp, p->desc,
+                  wf_errno_str(errno));
         return WEFT_ERR_TRANSPORT;
     }
-    WEFT_CHECK(qp_init(ctx, p));
+    WEFT_CHECK(qp_init(ctx, p, qi));
     /* Receives first: the peer may send as soon as it sees our READY. */
-    for (unsigned s = 0; s < WF_IB_RECV_SLOTS; s++)
-        WEFT_CHECK(wf_ib_post_recv(ctx, p, s));
-    p->credit_sent = p->recvs_posted;
-    p->psn = random_psn();
-    wf_ib_put32(o, p->qp->qp_num);
-    wf_ib_put32(o + 4, p->psn);
-    wf_ib_put64(o + 8, (uint64_t)(uintptr_t)p->b.credit_in);
-    wf_ib_put32(o + 16, p->b.mr->rkey);
-    wf_ib_put32(o + 20, WF_IB_RECV_SLOTS);
-    wf_ib_put32(o + 24, WF_IB_SLOT_LEN);
+    for (unsigned s = 0; s < p->nrecv; s++)
+        WEFT_CHECK(wf_ib_post_recv(ctx, p, qi, s));
+    q->credit_sent = q->recvs_posted;
+    q->psn = random_psn();
+    wf_ib_put32(o, q->qp->qp_num);
+    wf_ib_put32(o + 4, q->psn);
+    wf_ib_put64(o + 8, (uint64_t)(uintptr_t)q->credit_in);
     return WEFT_OK;
 }
 
-static weft_status_t qp_rtr(wf_tctx_t *ctx, wf_ib_peer_t *p, uint32_t rqpn,
-                            uint32_t rpsn)
+weft_status_t wf_ib_qp_create(wf_tctx_t *ctx, wf_ib_peer_t *p, int nqp)
 {
+    uint8_t *o = p->info_out;
+
+    p->nqp = nqp;
+    wf_ib_qp_slots(nqp, &p->nrecv, &p->nsend);
+    p->credit_batch = WF_MAX(1u, p->nrecv / WF_IB_CREDIT_DIV);
+    WEFT_CHECK(bufs_open(ctx, p));
+    WEFT_CHECK(wf_ib_xfer_open(ctx, p));
+    memset(p->info_out, 0, sizeof(p->info_out));
+    for (int i = 0; i < nqp; i++)
+        WEFT_CHECK(qp_open(ctx, p, i));
+    wf_ib_put32(o, (uint32_t)nqp);
+    wf_ib_put32(o + 4, p->nrecv);
+    wf_ib_put32(o + 8, WF_IB_SLOT_LEN);
+    wf_ib_put32(o + 12, p->b.mr->rkey);
+    return WEFT_OK;
+}
+
+static weft_status_t qp_rtr(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
+                            uint32_t rqpn, uint32_t rpsn)
+{
+    struct ibv_qp *qp = p->qp[qi].qp;
     struct ibv_qp_attr a;
     char gid[64];
     int err;
@@ -165,7 +204,7 @@ static weft_status_t qp_rtr(wf_tctx_t *ctx, wf_ib_peer_t *p, uint32_t rqpn,
         a.ah_attr.grh.sgid_index = (uint8_t)ctx->port.gid_index;
         a.ah_attr.grh.hop_limit = 64;
     }
-    err = ctx->v->modify_qp(p->qp, &a,
+    err = ctx->v->modify_qp(qp, &a,
                             IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
                                 IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                                 IBV_QP_MAX_DEST_RD_ATOMIC |
@@ -173,9 +212,9 @@ static weft_status_t qp_rtr(wf_tctx_t *ctx, wf_ib_peer_t *p, uint32_t rqpn,
     if (err) {
         wf_ib_gid_str(&p->rgid, gid, sizeof(gid));
         wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
-                        "moving QP 0x%x to RTR (remote QP 0x%x, gid %s, lid "
-                        "%u, sgid index %d, mtu %s) failed: %s",
-                        p->qp->qp_num, rqpn, gid, p->rlid,
+                        "moving QP 0x%x (%d of %d) to RTR (remote QP 0x%x, "
+                        "gid %s, lid %u, sgid index %d, mtu %s) failed: %s",
+                        qp->qp_num, qi + 1, p->nqp, rqpn, gid, p->rlid,
                         ctx->port.gid_index, wf_ib_mtu_str(a.path_mtu),
                         wf_errno_str(err));
         return WEFT_ERR_TRANSPORT;
@@ -183,8 +222,9 @@ static weft_status_t qp_rtr(wf_tctx_t *ctx, wf_ib_peer_t *p, uint32_t rqpn,
     return WEFT_OK;
 }
 
-static weft_status_t qp_rts(wf_tctx_t *ctx, wf_ib_peer_t *p)
+static weft_status_t qp_rts(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi)
 {
+    wf_ib_qp_t *q = &p->qp[qi];
     struct ibv_qp_attr a;
     int err;
 
@@ -193,16 +233,16 @@ static weft_status_t qp_rts(wf_tctx_t *ctx, wf_ib_peer_t *p)
     a.timeout = WF_IB_QP_TIMEOUT;
     a.retry_cnt = WF_IB_QP_RETRY;
     a.rnr_retry = 7; /* credits make RNR impossible; never give up on it */
-    a.sq_psn = p->psn;
+    a.sq_psn = q->psn;
     a.max_rd_atomic = 1;
-    err = ctx->v->modify_qp(p->qp, &a,
+    err = ctx->v->modify_qp(q->qp, &a,
                             IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
                                 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
                                 IBV_QP_MAX_QP_RD_ATOMIC);
     if (err) {
         wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
-                        "moving QP 0x%x to RTS failed: %s", p->qp->qp_num,
-                        wf_errno_str(err));
+                        "moving QP 0x%x (%d of %d) to RTS failed: %s",
+                        q->qp->qp_num, qi + 1, p->nqp, wf_errno_str(err));
         return WEFT_ERR_TRANSPORT;
     }
     return WEFT_OK;
@@ -211,28 +251,42 @@ static weft_status_t qp_rts(wf_tctx_t *ctx, wf_ib_peer_t *p)
 weft_status_t wf_ib_qp_connect(wf_tctx_t *ctx, wf_ib_peer_t *p)
 {
     const uint8_t *in = p->info_in;
-    uint32_t rqpn = wf_ib_get32(in), rpsn = wf_ib_get32(in + 4);
-    uint32_t slots = wf_ib_get32(in + 20), slot_len = wf_ib_get32(in + 24);
+    uint32_t nqp = wf_ib_get32(in), slots = wf_ib_get32(in + 4);
+    uint32_t slot_len = wf_ib_get32(in + 8);
 
-    if (slots != WF_IB_RECV_SLOTS || slot_len != WF_IB_SLOT_LEN) {
+    if (nqp != (uint32_t)p->nqp) {
         wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
-                        "protocol mismatch: the peer uses %u slots of %u "
-                        "bytes, this side %d of %d (different weft versions?)",
-                        slots, slot_len, WF_IB_RECV_SLOTS, WF_IB_SLOT_LEN);
+                        "the peer uses WEFT_IB_QPS=%u, this rank %d: set the "
+                        "same value on every rank",
+                        nqp, p->nqp);
         return WEFT_ERR_TRANSPORT;
     }
-    p->rcredit_addr = wf_ib_get64(in + 8);
-    p->rcredit_rkey = wf_ib_get32(in + 16);
-    WEFT_CHECK(qp_rtr(ctx, p, rqpn, rpsn & 0xffffff));
-    WEFT_CHECK(qp_rts(ctx, p));
+    if (slots != p->nrecv || slot_len != WF_IB_SLOT_LEN) {
+        wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
+                        "protocol mismatch: the peer uses %u slots of %u "
+                        "bytes per QP, this side %u of %d (different weft "
+                        "versions?)",
+                        slots, slot_len, p->nrecv, WF_IB_SLOT_LEN);
+        return WEFT_ERR_TRANSPORT;
+    }
+    p->rcredit_rkey = wf_ib_get32(in + 12);
+    for (int i = 0; i < p->nqp; i++) {
+        const uint8_t *qin = in + WF_IB_INFO_FIXED + i * WF_IB_INFO_QP;
+        p->qp[i].rcredit_addr = wf_ib_get64(qin + 8);
+        WEFT_CHECK(qp_rtr(ctx, p, i, wf_ib_get32(qin),
+                          wf_ib_get32(qin + 4) & 0xffffff));
+        WEFT_CHECK(qp_rts(ctx, p, i));
+    }
     return WEFT_OK;
 }
 
 void wf_ib_qp_destroy(wf_tctx_t *ctx, wf_ib_peer_t *p)
 {
-    if (p->qp)
-        ctx->v->destroy_qp(p->qp);
-    p->qp = NULL;
+    for (int i = 0; i < WF_IB_QPS_MAX; i++) {
+        if (p->qp[i].qp)
+            ctx->v->destroy_qp(p->qp[i].qp);
+        p->qp[i].qp = NULL;
+    }
     if (p->b.mr)
         ctx->v->dereg_mr(p->b.mr);
     p->b.mr = NULL;

@@ -1,11 +1,8 @@
 /*
- * ib_xfer.c - moving messages over a peer's QP: isend/irecv/test, cutting
- * messages into fragments, reassembly, tag matching, unexpected messages
- * and credits (the protocol is described in ib.h).
- *
- * Matching follows the TCP transport's rules: per peer, posted receives and
- * unexpected messages are FIFO lists, and for a given tag at most one of
- * the two is non-empty, so the first match in either is the oldest.
+ * ib_xfer.c - moving messages over a peer's QPs: isend/irecv/test, cutting
+ * messages into fragments striped over the QPs, credits, failure and
+ * teardown (the protocol is described in ib.h; the receive side is in
+ * ib_recv.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -39,66 +36,6 @@ static void req_release(wf_tctx_t *ctx, wf_treq_t *r)
     if (r->all_next)
         r->all_next->all_prev = r->all_prev;
     free(r);
-}
-
-static void req_finish(wf_treq_t *r, weft_status_t st)
-{
-    r->next = NULL;
-    r->status = st;
-}
-
-/* Completes a receive with a message of `len` bytes. */
-static void recv_finish(wf_treq_t *r, size_t len, const uint64_t sig[2])
-{
-    r->info.len = len;
-    r->info.sig[0] = sig[0];
-    r->info.sig[1] = sig[1];
-    r->info.truncated = len > r->len;
-    req_finish(r, WEFT_OK);
-}
-
-static void unexp_deliver(wf_treq_t *r, wf_ib_umsg_t *m)
-{
-    if (m->len && r->len)
-        memcpy(r->buf, m->data, WF_MIN(m->len, r->len));
-    recv_finish(r, m->len, m->sig);
-    free(m);
-}
-
-/* Removes and returns the oldest posted receive for `tag`. */
-static wf_treq_t *posted_take(wf_ib_peer_t *p, uint64_t tag)
-{
-    wf_treq_t **link = &p->posted, *prev = NULL;
-
-    for (; *link; prev = *link, link = &(*link)->next) {
-        wf_treq_t *r = *link;
-        if (r->tag != tag)
-            continue;
-        *link = r->next;
-        if (p->posted_tail == r)
-            p->posted_tail = prev;
-        r->next = NULL;
-        return r;
-    }
-    return NULL;
-}
-
-/* Removes and returns the oldest unexpected message for `tag`. */
-static wf_ib_umsg_t *unexp_take(wf_ib_peer_t *p, uint64_t tag)
-{
-    wf_ib_umsg_t **link = &p->unexp, *prev = NULL;
-
-    for (; *link; prev = *link, link = &(*link)->next) {
-        wf_ib_umsg_t *m = *link;
-        if (m->tag != tag)
-            continue;
-        *link = m->next;
-        if (p->unexp_tail == m)
-            p->unexp_tail = prev;
-        m->next = NULL;
-        return m;
-    }
-    return NULL;
 }
 
 static weft_status_t peer_get(wf_tctx_t *ctx, int peer, wf_ib_peer_t **out)
@@ -154,7 +91,7 @@ weft_status_t wf_ib_irecv(wf_tctx_t *ctx, int peer, uint64_t tag, void *buf,
         return WEFT_ERR_INVALID_ARG;
     WEFT_CHECK(peer_get(ctx, peer, &p));
     /* Messages that arrived before the peer failed are still delivered. */
-    m = unexp_take(p, tag);
+    m = wf_ib_unexp_take(p, tag);
     if (!m && p->state == WF_IB_FAILED)
         return wf_ib_peer_failed(p);
     r = req_new(ctx, WF_IB_REQ_RECV, peer, tag, buf, cap);
@@ -163,7 +100,7 @@ weft_status_t wf_ib_irecv(wf_tctx_t *ctx, int peer, uint64_t tag, void *buf,
         return WEFT_ERR_NO_MEMORY;
     }
     if (m && m->complete) {
-        unexp_deliver(r, m);
+        wf_ib_unexp_deliver(r, m);
     } else if (m) {
         m->waiter = r; /* the rest of it is still arriving */
     } else {
@@ -191,29 +128,40 @@ weft_status_t wf_ib_test(wf_tctx_t *ctx, wf_treq_t *req, wf_treq_info_t *info)
 
 /* ---- sending ----------------------------------------------------------- */
 
-static uint64_t credit_limit(const wf_ib_peer_t *p)
+static uint64_t credit_limit(const wf_ib_peer_t *p, const wf_ib_qp_t *q)
 {
-    uint64_t granted = *p->b.credit_in; /* the peer's posted receives */
+    uint64_t granted = *q->credit_in; /* the peer's posted receives */
 
-    return granted > WF_IB_RECV_SLOTS ? granted : WF_IB_RECV_SLOTS;
+    return granted > p->nrecv ? granted : p->nrecv;
 }
 
-/* Copies the next fragment of the first queued send into slot `slot`;
- * returns its length. */
-static size_t stage(wf_ib_peer_t *p, wf_treq_t *r, unsigned slot)
+/* Copies the next fragment of `r` into slot `slot` of `q`: the fragment
+ * header, on the first fragment the message header, then payload; returns
+ * its length. */
+static size_t stage(wf_ib_peer_t *p, wf_ib_qp_t *q, wf_treq_t *r,
+                    unsigned slot)
 {
-    uint8_t *dst = (uint8_t *)p->b.send + (size_t)slot * WF_IB_SLOT_LEN;
-    size_t n = 0, chunk;
+    uint8_t *dst = (uint8_t *)q->send + (size_t)slot * WF_IB_SLOT_LEN;
+    size_t n = WF_IB_FRAG_LEN, chunk;
+    uint16_t flags = 0;
 
     if (!r->started) {
-        wf_ib_put64(dst, WF_IB_FRAME_MAGIC);
-        wf_ib_put64(dst + 8, r->tag);
-        wf_ib_put64(dst + 16, r->sig[0]);
-        wf_ib_put64(dst + 24, r->sig[1]);
-        wf_ib_put64(dst + 32, r->len);
-        n = WF_IB_HDR_LEN;
+        r->seq = p->tx_seq++;
+        flags = WF_IB_FRAG_FIRST;
+        wf_ib_put64(dst + n, WF_IB_FRAME_MAGIC);
+        wf_ib_put64(dst + n + 8, r->tag);
+        wf_ib_put64(dst + n + 16, r->sig[0]);
+        wf_ib_put64(dst + n + 24, r->sig[1]);
+        wf_ib_put64(dst + n + 32, r->len);
+        n += WF_IB_HDR_LEN;
         r->started = true;
     }
+    wf_ib_put32(dst, r->seq);
+    dst[4] = (uint8_t)(WF_IB_FRAG_MAGIC & 0xff);
+    dst[5] = (uint8_t)(WF_IB_FRAG_MAGIC >> 8);
+    dst[6] = (uint8_t)flags;
+    dst[7] = 0;
+    wf_ib_put64(dst + 8, r->staged);
     chunk = WF_MIN(r->len - r->staged, WF_IB_SLOT_LEN - n);
     if (chunk)
         memcpy(dst + n, r->buf + r->staged, chunk);
@@ -221,218 +169,155 @@ static size_t stage(wf_ib_peer_t *p, wf_treq_t *r, unsigned slot)
     return n + chunk;
 }
 
-static weft_status_t post_send(wf_tctx_t *ctx, wf_ib_peer_t *p, unsigned slot,
-                               size_t len)
+static weft_status_t post_send(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
+                               unsigned slot, size_t len)
 {
+    wf_ib_qp_t *q = &p->qp[qi];
     struct ibv_sge sge = {
-        .addr = (uintptr_t)(p->b.send + (size_t)slot * WF_IB_SLOT_LEN),
+        .addr = (uintptr_t)(q->send + (size_t)slot * WF_IB_SLOT_LEN),
         .length = (uint32_t)len,
         .lkey = p->b.mr->lkey};
-    struct ibv_send_wr wr = {.wr_id = wf_ib_wrid(p->rank, WF_IB_WR_SEND, slot),
-                             .sg_list = &sge,
-                             .num_sge = 1,
-                             .opcode = IBV_WR_SEND,
-                             .send_flags = IBV_SEND_SIGNALED};
+    struct ibv_send_wr wr = {
+        .wr_id = wf_ib_wrid(p->rank, qi, WF_IB_WR_SEND, slot),
+        .sg_list = &sge,
+        .num_sge = 1,
+        .opcode = IBV_WR_SEND,
+        .send_flags = IBV_SEND_SIGNALED};
     struct ibv_send_wr *bad = NULL;
-    int err = ibv_post_send(p->qp, &wr, &bad);
+    int err = ibv_post_send(q->qp, &wr, &bad);
 
     if (err) {
         wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
-                        "ibv_post_send (SEND of %zu bytes) on QP 0x%x "
-                        "failed: %s",
-                        len, p->qp->qp_num, wf_errno_str(err));
+                        "ibv_post_send (SEND of %zu bytes) on QP 0x%x (%d of "
+                        "%d) failed: %s",
+                        len, q->qp->qp_num, qi + 1, p->nqp,
+                        wf_errno_str(err));
         return WEFT_ERR_TRANSPORT;
     }
-    p->sends_posted++;
+    q->sends_posted++;
     return WEFT_OK;
+}
+
+/* The QP for the next fragment, or -1.  A message's first fragment goes
+ * on QP 0 (headers arrive in send order), the others on the first QP from
+ * tx_next with a free staging slot and a credit.  Each QP's credit word is
+ * read once here, and *short_credit says whether some QP was refused on
+ * that read: the caller stalls on exactly the reads that refused. */
+static int pick_qp(wf_ib_peer_t *p, bool first, bool *short_credit)
+{
+    int n = first ? 1 : p->nqp;
+
+    *short_credit = false;
+    for (int k = 0; k < n; k++) {
+        int qi = first ? 0 : (p->tx_next + k) % p->nqp;
+        wf_ib_qp_t *q = &p->qp[qi];
+        if (q->sends_posted - q->sends_done >= p->nsend)
+            continue; /* a completion will call the pump */
+        if (q->sends_posted >= credit_limit(p, q)) {
+            *short_credit = true;
+            continue;
+        }
+        return qi;
+    }
+    return -1;
 }
 
 /* Out of staging slots, a SEND completion calls this again; out of
  * credits, the peer stalls and the timer calls it again.  The peer's credit
- * write lands in credit_in at any moment, so one read decides both whether
- * to send and whether to stall: deciding to stop on one read and not to
- * stall on a later, larger one left a send with nothing in flight and no
- * timer, and nothing ever posted it (the allreduce_procs_n3 hang;
- * test/transport/ib_credit.c). */
+ * write lands in a QP's credit_in at any moment, so one read decides both
+ * whether to send on that QP and whether to stall: deciding to stop on one
+ * read and not to stall on a later, larger one left a send with nothing in
+ * flight and no timer, and nothing ever posted it (the allreduce_procs_n3
+ * hang; test/transport/ib_credit.c).  With several QPs the pump stops only
+ * when every QP it may use is either waiting for a completion or was
+ * refused on its one read, and it stalls when any was refused. */
 void wf_ib_pump(wf_tctx_t *ctx, wf_ib_peer_t *p)
 {
-    while (p->state == WF_IB_UP && p->sendq &&
-           p->sends_posted - p->sends_done < WF_IB_SEND_SLOTS) {
+    while (p->state == WF_IB_UP && p->sendq) {
         wf_treq_t *r = p->sendq;
-        unsigned slot = (unsigned)(p->sends_posted % WF_IB_SEND_SLOTS);
+        bool short_credit;
+        int qi = pick_qp(p, !r->started, &short_credit);
+        wf_ib_qp_t *q;
+        unsigned slot;
         size_t n;
 
-        if (p->sends_posted >= credit_limit(p)) {
-            wf_ib_stall(ctx, p);
+        if (qi < 0) {
+            if (short_credit)
+                wf_ib_stall(ctx, p);
             return;
         }
-        n = stage(p, r, slot);
-        if (post_send(ctx, p, slot, n) < 0)
+        q = &p->qp[qi];
+        slot = (unsigned)(q->sends_posted % p->nsend);
+        n = stage(p, q, r, slot);
+        if (post_send(ctx, p, qi, slot, n) < 0)
             return;
+        p->tx_next = (qi + 1) % p->nqp;
+        q->slot_req[slot] = r;
+        r->frags_out++;
         if (r->staged < r->len)
             continue;
-        /* Last fragment: the request completes with its completion. */
+        /* Staged in full: it completes when its last fragment does. */
         p->sendq = r->next;
         if (!p->sendq)
             p->sendq_tail = NULL;
         r->next = NULL;
-        p->slot_req[slot] = r;
     }
 }
 
-void wf_ib_on_send_done(wf_tctx_t *ctx, wf_ib_peer_t *p, unsigned slot)
+void wf_ib_on_send_done(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
+                        unsigned slot)
 {
-    wf_treq_t *r = p->slot_req[slot];
+    wf_ib_qp_t *q = &p->qp[qi];
+    wf_treq_t *r = q->slot_req[slot];
 
-    p->sends_done++;
-    if (r) {
-        p->slot_req[slot] = NULL;
+    q->sends_done++;
+    q->slot_req[slot] = NULL;
+    /* A send leaves the queue once staged in full, and only then may its
+     * last completion finish it. */
+    if (r && --r->frags_out == 0 && r->staged == r->len) {
         r->info.len = r->len;
-        req_finish(r, WEFT_OK);
+        wf_ib_req_finish(r, WEFT_OK);
     }
     wf_ib_pump(ctx, p);
 }
 
 /* ---- credits ----------------------------------------------------------- */
 
-void wf_ib_credit_flush(wf_tctx_t *ctx, wf_ib_peer_t *p, bool force)
+void wf_ib_credit_flush(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi)
 {
-    uint64_t due = p->recvs_posted - p->credit_sent;
+    wf_ib_qp_t *q = &p->qp[qi];
+    uint64_t due = q->recvs_posted - q->credit_sent;
     struct ibv_sge sge;
     struct ibv_send_wr wr, *bad = NULL;
     int err;
 
-    if (p->state == WF_IB_FAILED || !p->qp || due == 0 ||
-        (!force && due < WF_IB_CREDIT_BATCH) ||
-        p->credit_writes >= WF_IB_CREDIT_WRITES)
+    if (p->state == WF_IB_FAILED || !q->qp || due < p->credit_batch ||
+        q->credit_writes >= WF_IB_CREDIT_WRITES)
         return;
     /* Later writes carry larger values, so one overtaking another's read
      * of this word is harmless. */
-    *p->b.credit_out = p->recvs_posted;
-    sge = (struct ibv_sge){.addr = (uintptr_t)p->b.credit_out,
+    *q->credit_out = q->recvs_posted;
+    sge = (struct ibv_sge){.addr = (uintptr_t)q->credit_out,
                            .length = sizeof(uint64_t),
                            .lkey = p->b.mr->lkey};
     memset(&wr, 0, sizeof(wr));
-    wr.wr_id = wf_ib_wrid(p->rank, WF_IB_WR_CREDIT, 0);
+    wr.wr_id = wf_ib_wrid(p->rank, qi, WF_IB_WR_CREDIT, 0);
     wr.sg_list = &sge;
     wr.num_sge = 1;
     wr.opcode = IBV_WR_RDMA_WRITE;
     wr.send_flags = IBV_SEND_SIGNALED;
-    wr.wr.rdma.remote_addr = p->rcredit_addr;
+    wr.wr.rdma.remote_addr = q->rcredit_addr;
     wr.wr.rdma.rkey = p->rcredit_rkey;
-    err = ibv_post_send(p->qp, &wr, &bad);
+    err = ibv_post_send(q->qp, &wr, &bad);
     if (err) {
         wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
-                        "ibv_post_send (credit write) on QP 0x%x failed: %s",
-                        p->qp->qp_num, wf_errno_str(err));
+                        "ibv_post_send (credit write) on QP 0x%x (%d of %d) "
+                        "failed: %s",
+                        q->qp->qp_num, qi + 1, p->nqp, wf_errno_str(err));
         return;
     }
-    p->credit_sent = p->recvs_posted;
-    p->credit_writes++;
-}
-
-/* ---- receiving --------------------------------------------------------- */
-
-static void rx_done(wf_ib_rx_t *rx)
-{
-    if (rx->req) {
-        recv_finish(rx->req, rx->len, rx->sig);
-    } else if (rx->umsg) {
-        rx->umsg->complete = true;
-        if (rx->umsg->waiter)
-            unexp_deliver(rx->umsg->waiter, rx->umsg);
-    }
-    memset(rx, 0, sizeof(*rx));
-}
-
-/* A header fragment: choose where the payload goes. */
-static bool rx_begin(wf_tctx_t *ctx, wf_ib_peer_t *p, const uint8_t *h)
-{
-    wf_ib_rx_t *rx = &p->rx;
-    uint64_t magic = wf_ib_get64(h), len = wf_ib_get64(h + 32);
-
-    if (magic != WF_IB_FRAME_MAGIC || len > (uint64_t)PTRDIFF_MAX) {
-        wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
-                        "protocol error: bad fragment header (magic 0x%llx, "
-                        "length %llu)",
-                        (unsigned long long)magic, (unsigned long long)len);
-        return false;
-    }
-    *rx = (wf_ib_rx_t){.in_msg = true, .tag = wf_ib_get64(h + 8),
-                       .sig = {wf_ib_get64(h + 16), wf_ib_get64(h + 24)},
-                       .len = (size_t)len};
-    rx->req = posted_take(p, rx->tag);
-    if (rx->req) {
-        rx->dst = rx->req->buf;
-        rx->dst_len = WF_MIN(rx->len, rx->req->len);
-        return true;
-    }
-    rx->umsg = malloc(sizeof(*rx->umsg) + rx->len);
-    if (!rx->umsg) {
-        wf_ib_peer_fail(ctx, p, WEFT_ERR_NO_MEMORY,
-                        "out of memory for an unexpected message of %zu "
-                        "bytes",
-                        rx->len);
-        return false;
-    }
-    *rx->umsg = (wf_ib_umsg_t){.tag = rx->tag, .sig = {rx->sig[0], rx->sig[1]},
-                               .len = rx->len};
-    *(p->unexp_tail ? &p->unexp_tail->next : &p->unexp) = rx->umsg;
-    p->unexp_tail = rx->umsg;
-    ctx->unexp_arrivals++;
-    rx->dst = rx->umsg->data;
-    rx->dst_len = rx->len;
-    return true;
-}
-
-/* Consumes one fragment of `len` bytes. */
-static bool rx_fragment(wf_tctx_t *ctx, wf_ib_peer_t *p, const uint8_t *data,
-                        size_t len)
-{
-    wf_ib_rx_t *rx = &p->rx;
-    size_t chunk;
-
-    if (!rx->in_msg) {
-        if (len < WF_IB_HDR_LEN) {
-            wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
-                            "protocol error: a %zu-byte fragment where a "
-                            "header was due",
-                            len);
-            return false;
-        }
-        if (!rx_begin(ctx, p, data))
-            return false;
-        data += WF_IB_HDR_LEN;
-        len -= WF_IB_HDR_LEN;
-    }
-    if (len > rx->len - rx->got) {
-        wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
-                        "protocol error: fragment of %zu bytes overruns a "
-                        "message of %zu (%zu received)",
-                        len, rx->len, rx->got);
-        return false;
-    }
-    /* Bytes past the receive buffer of a truncated message are dropped. */
-    chunk = rx->got < rx->dst_len ? WF_MIN(len, rx->dst_len - rx->got) : 0;
-    if (chunk)
-        memcpy(rx->dst + rx->got, data, chunk);
-    rx->got += len;
-    if (rx->got == rx->len)
-        rx_done(rx);
-    return true;
-}
-
-void wf_ib_on_recv(wf_tctx_t *ctx, wf_ib_peer_t *p, unsigned slot, size_t len)
-{
-    const uint8_t *data =
-        (const uint8_t *)p->b.recv + (size_t)slot * WF_IB_SLOT_LEN;
-
-    p->recvs_done++;
-    if (!rx_fragment(ctx, p, data, len))
-        return;
-    if (wf_ib_post_recv(ctx, p, slot) < 0)
-        return;
-    wf_ib_credit_flush(ctx, p, false);
+    q->credit_sent = q->recvs_posted;
+    q->credit_writes++;
 }
 
 /* ---- failure and teardown ---------------------------------------------- */
@@ -441,7 +326,7 @@ static void fail_list(wf_treq_t *r, weft_status_t st)
 {
     while (r) {
         wf_treq_t *next = r->next;
-        req_finish(r, st);
+        wf_ib_req_finish(r, st);
         r = next;
     }
 }
@@ -449,53 +334,42 @@ static void fail_list(wf_treq_t *r, weft_status_t st)
 void wf_ib_xfer_fail(wf_tctx_t *ctx, wf_ib_peer_t *p)
 {
     weft_status_t st = p->fail_status;
-    wf_ib_rx_t *rx = &p->rx;
 
     (void)ctx;
     fail_list(p->sendq, st);
     p->sendq = p->sendq_tail = NULL;
-    for (unsigned s = 0; s < WF_IB_SEND_SLOTS; s++) {
-        if (p->slot_req[s])
-            req_finish(p->slot_req[s], st);
-        p->slot_req[s] = NULL;
+    for (int i = 0; i < p->nqp; i++) {
+        wf_ib_qp_t *q = &p->qp[i];
+        for (unsigned s = 0; s < WF_IB_SEND_SLOTS; s++) {
+            /* A striped send owns several slots: finish it once. */
+            if (q->slot_req[s] && q->slot_req[s]->status == WEFT_INPROGRESS)
+                wf_ib_req_finish(q->slot_req[s], st);
+            q->slot_req[s] = NULL;
+        }
     }
     fail_list(p->posted, st);
     p->posted = p->posted_tail = NULL;
-    if (rx->req)
-        req_finish(rx->req, st);
-    /* A half-received message is lost; complete ones stay deliverable. */
-    if (rx->umsg) {
-        wf_ib_umsg_t *m = rx->umsg;
-        if (m->waiter) {
-            req_finish(m->waiter, st); /* claimed: in no list */
-        } else {
-            wf_ib_umsg_t **link = &p->unexp, *prev = NULL;
-            while (*link != m) {
-                prev = *link;
-                link = &(*link)->next;
-            }
-            *link = m->next;
-            if (p->unexp_tail == m)
-                p->unexp_tail = prev;
-        }
-        free(m);
-    }
-    memset(rx, 0, sizeof(*rx));
+    wf_ib_rx_fail_all(p, st);
 }
 
 void wf_ib_xfer_free_all(wf_tctx_t *ctx)
 {
     for (int i = 0; ctx->peers && i < ctx->cfg.size; i++) {
         wf_ib_peer_t *p = &ctx->peers[i];
-        if (p->rx.umsg && p->rx.umsg->waiter)
-            free(p->rx.umsg);
+        for (unsigned k = 0; p->rx && k < p->rx_cap; k++)
+            if (p->rx[k].umsg && p->rx[k].umsg->waiter)
+                free(p->rx[k].umsg);
         while (p->unexp) {
             wf_ib_umsg_t *m = p->unexp;
             p->unexp = m->next;
             free(m);
         }
         p->unexp_tail = NULL;
-        memset(&p->rx, 0, sizeof(p->rx));
+        free(p->rx);
+        free(p->held);
+        p->rx = NULL;
+        p->held = NULL;
+        p->rx_busy = p->nheld = 0;
     }
     while (ctx->all)
         req_release(ctx, ctx->all);
