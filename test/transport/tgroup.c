@@ -46,6 +46,8 @@ void tg_log_capture(void *ctx, weft_log_level_t level, const char *subsys,
 
 const uint8_t tg_secret[32] = "tgroup test secret, 32 bytes...";
 
+int tg_tcp_streams = 1;
+
 void tg_make_cfg(wf_tconfig_t *cfg, int rank, int size, const char *ifname,
                  int64_t timeout_ms)
 {
@@ -57,6 +59,8 @@ void tg_make_cfg(wf_tconfig_t *cfg, int rank, int size, const char *ifname,
     memcpy(cfg->secret, tg_secret, sizeof(cfg->secret));
     snprintf(cfg->ifname, sizeof(cfg->ifname), "%s", ifname);
     cfg->timeout_ms = timeout_ms;
+    cfg->tcp_streams = tg_tcp_streams;
+    cfg->tcp_stripe_min = tg_tcp_streams > 1 ? TG_STRIPE_MIN : 0;
 }
 
 void tg_open_one(tg_group_t *g, int r, const wf_tconfig_t *cfg)
@@ -202,6 +206,16 @@ void tg_each_transport(void (*fn)(const wf_transport_ops_t *ops))
         }
         printf("transport %s\n", ops->name);
         fn(ops);
+        if (ops != &wf_tcp_transport)
+            continue;
+        /* TCP again with several streams: every message of TG_STRIPE_MIN
+         * bytes or more is striped, so the suite covers reassembly. */
+        for (int k = 0; k < 2; k++) {
+            tg_tcp_streams = k == 0 ? 2 : 4;
+            printf("transport tcp, %d streams\n", tg_tcp_streams);
+            fn(ops);
+        }
+        tg_tcp_streams = 1;
     }
 }
 
