@@ -266,7 +266,8 @@ typedef struct wf_tcp_peer {
     /* IDLE, WAIT_ACCEPT (acceptor, until every stream is adopted),
      * DIALING (dialer, until every stream is up), UP, FAILED */
     wf_tcp_state_t state;
-    int nup; /* streams up */
+    int nup;  /* streams up */
+    int neof; /* streams the peer closed cleanly (between frames) */
     bool connect_called;
     bool have_addr;
     int naddr; /* the peer's listening addresses */

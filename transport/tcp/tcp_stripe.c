@@ -25,8 +25,9 @@
 
 #include "tcp.h"
 
-/* Pieces are cut at multiples of this, so copies stay page aligned. */
-#define WF_TCP_PIECE_ALIGN 4096u
+/* Pieces are cut at multiples of this (cache lines), so the copies of
+ * reductions that follow stay aligned. */
+#define WF_TCP_PIECE_ALIGN 64u
 
 static void unit_init(wf_tcp_sunit_t *u, wf_treq_t *r, uint64_t magic,
                       uint64_t w1, uint64_t w2, uint64_t w3, uint64_t w4,

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -167,6 +168,12 @@ weft_status_t wf_tcp_isend(wf_tctx_t *ctx, int peer, uint64_t tag,
     if (!ctx || !req || (!buf && len))
         return WEFT_ERR_INVALID_ARG;
     WEFT_CHECK(peer_get(ctx, peer, &p));
+    /* A peer that closed one of its streams has left: its other streams
+     * only drain what it sent before. */
+    for (int k = 0; p->neof && p->state != WF_TCP_FAILED; k++)
+        if (p->streams[k].state == WF_TCP_IDLE)
+            wf_tcp_stream_fail(ctx, &p->streams[k], WEFT_ERR_REMOTE,
+                               "connection closed by the peer");
     if (p->state == WF_TCP_FAILED)
         return wf_tcp_peer_failed(p);
     r = req_new(ctx, WF_TCP_REQ_SEND, peer, tag, buf, len);
@@ -525,6 +532,36 @@ static bool peer_quiet(wf_tctx_t *ctx, wf_tcp_peer_t *p)
     return true;
 }
 
+/* The peer closed stream s between frames.  With several streams the
+ * others may still hold bytes of messages it sent before it left (the
+ * order in which EOFs are seen is arbitrary), so the peer fails only when
+ * its last stream closes - or at once when this one still had frames to
+ * send, or when it is stream 0 and a piece still waits for a header that
+ * can no longer come.  True when the peer was failed. */
+static bool stream_eof(wf_tctx_t *ctx, wf_tcp_stream_t *s)
+{
+    wf_tcp_peer_t *p = s->peer;
+    bool stranded = false;
+
+    for (int k = 0; s->idx == 0 && k < ctx->nstreams; k++)
+        stranded |= p->streams[k].rx.waiting;
+    if (ctx->nstreams > 1 && !s->sendq && !stranded && !s->rx.in_payload &&
+        s->rx.hdr_got == 0 && p->neof + 1 < ctx->nstreams) {
+        p->neof++;
+        epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, s->fd, NULL);
+        s->events = 0;
+        s->state = WF_TCP_IDLE; /* fd kept until the peer fails or fini */
+        return false;
+    }
+    /* A close between messages with nothing pending is how a peer that
+     * finished normally leaves: only worth a warning if this side still
+     * wants to talk to it. */
+    p->fail_unreported = peer_quiet(ctx, p);
+    wf_tcp_stream_fail(ctx, s, WEFT_ERR_REMOTE,
+                       "connection closed by the peer");
+    return true;
+}
+
 void wf_tcp_read(wf_tctx_t *ctx, wf_tcp_stream_t *s)
 {
     wf_tcp_peer_t *p = s->peer;
@@ -539,12 +576,7 @@ void wf_tcp_read(wf_tctx_t *ctx, wf_tcp_stream_t *s)
             return;
         n = readv(s->fd, iov, rx_iov(ctx, &s->rx, iov));
         if (n == 0) {
-            /* A close between messages with nothing pending is how a peer
-             * that finished normally leaves: only worth a warning if this
-             * side still wants to talk to it. */
-            p->fail_unreported = peer_quiet(ctx, p);
-            wf_tcp_stream_fail(ctx, s, WEFT_ERR_REMOTE,
-                               "connection closed by the peer");
+            stream_eof(ctx, s);
             return;
         }
         if (n < 0) {
