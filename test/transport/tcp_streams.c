@@ -177,3 +177,46 @@ WF_TEST(transport_tcp_streams_mismatch, 30)
     ASSERT_STR_CONTAINS(tg_log_text(), "peer 1 (127.0.0.1:");
     tg_close(&g);
 }
+
+/* One stream cannot connect (the peer's second address is a closed
+ * port): the dialer fails the peer naming that stream, address and errno
+ * text within its timeout, and the acceptor, which had stream 0 already,
+ * fails too as soon as the dialer gives up, instead of waiting forever. */
+WF_TEST(transport_tcp_stream_unreachable, 30)
+{
+    uint8_t blob[WF_TADDR_MAX], buf[4];
+    wf_treq_t *sr, *rr;
+    wf_treq_info_t info;
+    wf_tconfig_t cfg;
+    tg_group_t g = {.ops = &wf_tcp_transport, .n = 2};
+    tg_group_t gone;
+
+    weft_set_logger(tg_log_capture, NULL);
+    tg_tcp_streams = 2;
+    for (int r = 0; r < 2; r++) {
+        tg_make_cfg(&cfg, r, 2, "lo", 500);
+        tg_open_one(&g, r, &cfg);
+    }
+    /* Rank 1's blob, plus a second address: a context that is gone. */
+    tg_open_ex(&gone, &wf_tcp_transport, 1, "lo", 500);
+    memcpy(blob, g.addr[1], g.alen[1]);
+    memcpy(blob + g.alen[1], gone.addr[0] + WF_TCP_ADDR_HDR,
+           WF_TCP_ADDR_ENTRY);
+    blob[1] = 2;
+    tg_close(&gone);
+    tg_log_clear();
+    weft_status_t st = wf_tcp_transport.connect(g.ctx[0], 1, blob,
+                                                WF_TCP_ADDR_LEN(2));
+    ASSERT_TRUE(st == WEFT_OK || st == WEFT_INPROGRESS);
+    tg_connect(&g, 1, 0);
+    ASSERT_OK(wf_tcp_transport.irecv(g.ctx[1], 0, 1, buf, 4, NULL, &rr));
+    ASSERT_OK(wf_tcp_transport.isend(g.ctx[0], 1, 1, NULL, "abc", 4, NULL,
+                                     &sr));
+    uint64_t start = tg_now_ms();
+    ASSERT_STATUS(tg_wait(&g, 0, sr, &info), WEFT_ERR_REMOTE);
+    ASSERT_STATUS(tg_wait(&g, 1, rr, &info), WEFT_ERR_REMOTE);
+    ASSERT_TRUE(tg_now_ms() - start < 5000);
+    ASSERT_STR_CONTAINS(tg_log_text(), "stream 1 of 2 (127.0.0.1:");
+    ASSERT_STR_CONTAINS(tg_log_text(), strerror(ECONNREFUSED));
+    tg_close(&g);
+}

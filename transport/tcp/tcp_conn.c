@@ -145,17 +145,20 @@ static void dial_start(wf_tctx_t *ctx, wf_tcp_stream_t *s);
 static uint64_t peer_timer(wf_tctx_t *ctx, wf_tcp_peer_t *p, uint64_t now)
 {
     uint64_t due = 0;
-    int err = 0;
 
     if (p->state != WF_TCP_DIALING)
         return 0;
     if (wf_deadline_passed(p->deadline)) {
-        for (int k = 0; k < ctx->nstreams && !err; k++)
-            err = p->streams[k].last_errno;
-        wf_tcp_peer_fail(ctx, p, WEFT_ERR_REMOTE,
-                         "cannot connect within %lld ms: %s",
-                         (long long)ctx->cfg.timeout_ms,
-                         err ? wf_errno_str(err) : "no answer");
+        /* Name the first stream that is not up: with several interfaces
+         * it tells which path does not work. */
+        wf_tcp_stream_t *s = p->streams;
+        while (s->state == WF_TCP_UP && s + 1 < p->streams + ctx->nstreams)
+            s++;
+        wf_tcp_stream_fail(ctx, s, WEFT_ERR_REMOTE,
+                           "cannot connect within %lld ms: %s",
+                           (long long)ctx->cfg.timeout_ms,
+                           s->last_errno ? wf_errno_str(s->last_errno)
+                                         : "no answer");
         return 0;
     }
     for (int k = 0; k < ctx->nstreams && p->state == WF_TCP_DIALING; k++) {

@@ -545,7 +545,11 @@ static bool stream_eof(wf_tctx_t *ctx, wf_tcp_stream_t *s)
 
     for (int k = 0; s->idx == 0 && k < ctx->nstreams; k++)
         stranded |= p->streams[k].rx.waiting;
-    if (ctx->nstreams > 1 && !s->sendq && !stranded && !s->rx.in_payload &&
+    /* Before every stream is up a close is no goodbye: the dialer gave
+     * up (an unreachable interface), and the acceptor would wait for
+     * streams that never come. */
+    if (ctx->nstreams > 1 && p->state == WF_TCP_UP && !s->sendq &&
+        !stranded && !s->rx.in_payload &&
         s->rx.hdr_got == 0 && p->neof + 1 < ctx->nstreams) {
         p->neof++;
         epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, s->fd, NULL);
