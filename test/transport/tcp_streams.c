@@ -220,3 +220,34 @@ WF_TEST(transport_tcp_stream_unreachable, 30)
     ASSERT_STR_CONTAINS(tg_log_text(), strerror(ECONNREFUSED));
     tg_close(&g);
 }
+
+/* A piece that parked before its header and turns out to point past the
+ * end of its message fails the peer as a protocol error; it is never
+ * written anywhere. */
+WF_TEST(transport_tcp_bad_parked_piece, 30)
+{
+    uint8_t *sbuf, *rbuf, hdr[WF_TCP_HDR_LEN + 8] = {0};
+    wf_treq_t *sr, *rr;
+    wf_treq_info_t info;
+    tg_group_t g;
+
+    open_four(&g, &sbuf, &rbuf);
+    /* Message 0 of the pair, offset past its end, 8 bytes. */
+    wf_tcp_put64(hdr, WF_TCP_PIECE_MAGIC);
+    wf_tcp_put64(hdr + 16, 3 * LEN);
+    wf_tcp_put64(hdr + 24, 8);
+    ASSERT_EQ(send(g.ctx[0]->peers[1].streams[1].fd, hdr, sizeof(hdr),
+                   MSG_NOSIGNAL), sizeof(hdr));
+    tg_spin(&g, 100);
+    ASSERT_TRUE(g.ctx[1]->peers[0].streams[1].rx.waiting);
+    tg_log_clear();
+    ASSERT_OK(wf_tcp_transport.irecv(g.ctx[1], 0, 2, rbuf, LEN, NULL, &rr));
+    ASSERT_OK(wf_tcp_transport.isend(g.ctx[0], 1, 2, NULL, sbuf, LEN, NULL,
+                                     &sr));
+    ASSERT_STATUS(tg_wait(&g, 1, rr, &info), WEFT_ERR_TRANSPORT);
+    ASSERT_STR_CONTAINS(tg_log_text(), "stream 1 of 4");
+    ASSERT_STR_CONTAINS(tg_log_text(), "protocol error: bad piece");
+    tg_close(&g);
+    free(sbuf);
+    free(rbuf);
+}

@@ -106,56 +106,49 @@ static void smsg_complete(wf_tcp_peer_t *p, wf_tcp_smsg_t *m)
     free(m);
 }
 
-/* Binds a waiting piece to its striped message, now that its header is
- * in; false while it is not. */
-static bool piece_bind(wf_tctx_t *ctx, wf_tcp_stream_t *s)
+/* Binds the piece in s->rx to its striped message: 1 when bound, 0 while
+ * its header has not come, -1 (peer failed) when the piece is garbage: a
+ * piece of a message already whole, or past the end of its message, must
+ * fail rather than write out of bounds. */
+static int piece_bind(wf_tctx_t *ctx, wf_tcp_stream_t *s)
 {
     wf_tcp_rx_t *rx = &s->rx;
     uint64_t seq = wf_tcp_get64(rx->hdr + 8);
-    size_t off = (size_t)wf_tcp_get64(rx->hdr + 16);
+    uint64_t off = wf_tcp_get64(rx->hdr + 16), len = wf_tcp_get64(rx->hdr + 24);
     wf_tcp_smsg_t *m = s->peer->smsgs;
 
     while (m && m->seq != seq)
         m = m->next;
-    if (!m)
-        return false;
-    rx->waiting = false;
-    rx->smsg = m;
-    rx->in_payload = true;
-    rx->got = 0;
-    rx->len = (size_t)wf_tcp_get64(rx->hdr + 24);
-    rx->dst = m->dst + WF_MIN(off, m->cap);
-    rx->dst_len = off < m->cap ? WF_MIN(rx->len, m->cap - off) : 0;
-    (void)ctx;
-    return true;
-}
-
-bool wf_tcp_piece_start(wf_tctx_t *ctx, wf_tcp_stream_t *s)
-{
-    wf_tcp_peer_t *p = s->peer;
-    wf_tcp_rx_t *rx = &s->rx;
-    uint64_t seq = wf_tcp_get64(rx->hdr + 8);
-    uint64_t off = wf_tcp_get64(rx->hdr + 16), len = wf_tcp_get64(rx->hdr + 24);
-    wf_tcp_smsg_t *m = p->smsgs;
-
-    while (m && m->seq != seq)
-        m = m->next;
-    /* A piece of a message already whole, or past the end of its message,
-     * is garbage: fail rather than write out of bounds. */
-    if ((!m && seq < p->recv_seq) || len == 0 ||
+    if ((!m && seq < s->peer->recv_seq) || len == 0 ||
         (m && (off > m->len || len > m->len - off || len > m->left))) {
         wf_tcp_stream_fail(ctx, s, WEFT_ERR_TRANSPORT,
                            "protocol error: bad piece (message %llu, offset "
                            "%llu, length %llu)",
                            (unsigned long long)seq, (unsigned long long)off,
                            (unsigned long long)len);
-        return false;
+        return -1;
     }
-    if (!piece_bind(ctx, s)) {
-        rx->waiting = true;
+    if (!m)
+        return 0;
+    rx->waiting = false;
+    rx->smsg = m;
+    rx->in_payload = true;
+    rx->got = 0;
+    rx->len = (size_t)len;
+    rx->dst = m->dst + WF_MIN((size_t)off, m->cap);
+    rx->dst_len = off < m->cap ? WF_MIN(rx->len, m->cap - (size_t)off) : 0;
+    return 1;
+}
+
+bool wf_tcp_piece_start(wf_tctx_t *ctx, wf_tcp_stream_t *s)
+{
+    int bound = piece_bind(ctx, s);
+
+    if (bound == 0) {
+        s->rx.waiting = true;
         wf_tcp_stream_watch(ctx, s, s->sendq != NULL);
     }
-    return true;
+    return bound >= 0;
 }
 
 void wf_tcp_piece_done(wf_tcp_stream_t *s)
@@ -172,7 +165,7 @@ static void wake_waiting(wf_tctx_t *ctx, wf_tcp_peer_t *p)
 {
     for (int k = 1; k < ctx->nstreams; k++) {
         wf_tcp_stream_t *s = &p->streams[k];
-        if (s->rx.waiting && piece_bind(ctx, s))
+        if (s->rx.waiting && piece_bind(ctx, s) > 0)
             wf_tcp_stream_watch(ctx, s, s->sendq != NULL);
     }
 }
