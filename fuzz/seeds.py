@@ -36,7 +36,7 @@ def le32(v): return struct.pack("<I", v)
 def le64(v): return struct.pack("<Q", v)
 JOB, COMM = 0x6a6f62, 0x636f6d6d
 HELLO_MAGIC, PROOF_MAGIC, FRAME_MAGIC = 0x324f4c4c45485457, 0x32464f4f52505457, 0x314d415246545700
-hello = le64(HELLO_MAGIC) + le32(2) + le32(0) + le64(JOB) + le64(COMM) + le32(0) + le32(1) + NONCE
+hello = le64(HELLO_MAGIC) + le32(3) + le32(0) + le64(JOB) + le64(COMM) + le32(0) + le32(1) + NONCE
 put("tcp_wire", 0, b"\x00" + hello + le64(PROOF_MAGIC) + b"m" * 32)
 put("tcp_wire", 1, b"\x00" + b"GET / HTTP/1.0\r\n\r\n")
 def frame(tag, payload, length=None):

@@ -26,6 +26,8 @@
 #                 for the collective), auto is always added
 #   NETNS_OUT     directory for the raw CSV (BUILD_DIR/bench-netns)
 set -euo pipefail
+# shellcheck source=scripts/netns-lib.sh
+. "$(dirname "$0")/netns-lib.sh"
 
 build=${1:?usage: bench-netns.sh BUILD_DIR}
 hosts=${NETNS_HOSTS:-4}
@@ -57,12 +59,7 @@ cleanup() {
     for pid in "${pids[@]}"; do
         kill "$pid" 2>/dev/null || true
     done
-    for ns in $(ip netns list | awk -v p="$prefix-" 'index($1, p) == 1 {print $1}'); do
-        for pid in $(ip netns pids "$ns" 2>/dev/null); do
-            kill -9 "$pid" 2>/dev/null || true
-        done
-        ip netns del "$ns" 2>/dev/null || true
-    done
+    wf_netns_delete "$prefix"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM

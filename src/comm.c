@@ -123,6 +123,8 @@ static weft_status_t open_transport(wf_comm_impl_t *c,
     memcpy(tc.secret, c->secret, sizeof(tc.secret));
     tc.timeout_ms = c->cfg.timeout_ms;
     wf_strlcpy(tc.ifname, c->cfg.socket_ifname, sizeof(tc.ifname));
+    tc.tcp_streams = (int)c->cfg.tcp_streams;
+    tc.tcp_stripe_min = (size_t)c->cfg.tcp_stripe_min;
     wf_strlcpy(tc.ib_hca, c->cfg.ib_hca, sizeof(tc.ib_hca));
     tc.ib_gid_index = c->cfg.ib_gid_index;
     tc.ib_gid_set = c->cfg.ib_gid_index >= 0;

@@ -192,6 +192,7 @@ typedef struct {
     const char *rdv; /* NULL: mem store */
     bool big;
     bool device; /* buffers in the fake layer's device memory */
+    const char *extra; /* more config overrides, or NULL */
 } colls_arg_t;
 
 static void colls_rank(int rank, int size, void *p)
@@ -203,10 +204,11 @@ static void colls_rank(int rank, int size, void *p)
         const wf_algo_t *algo = reg[i];
         if (algo->coll == WF_COLL_SEND || algo->coll == WF_COLL_RECV)
             continue;
-        char cfg[256], job[256], uri[300];
+        char cfg[384], job[256], uri[300];
         snprintf(cfg, sizeof(cfg), "WEFT_ALGO=%s:%s,WEFT_CHUNK_SIZE=%d,"
-                 "WEFT_TIMEOUT=60s,WEFT_SOCKET_IFNAME=lo",
-                 wf_coll_name(algo->coll), algo->name, CHUNK);
+                 "WEFT_TIMEOUT=60s,WEFT_SOCKET_IFNAME=lo%s%s",
+                 wf_coll_name(algo->coll), algo->name, CHUNK,
+                 a->extra ? "," : "", a->extra ? a->extra : "");
         snprintf(job, sizeof(job), "%s-%zu", a->job, i);
         snprintf(uri, sizeof(uri), "mem://%s", job);
         weft_comm_params_t prm = {
@@ -224,7 +226,16 @@ static void colls_rank(int rank, int size, void *p)
 
 static void threads(int size, bool big)
 {
-    colls_arg_t a = {wf_test_unique("colls"), NULL, big, false};
+    colls_arg_t a = {wf_test_unique("colls"), NULL, big, false, NULL};
+    wf_test_run_threads(size, colls_rank, &a);
+}
+
+/* Every algorithm over 4 TCP streams with a 1 KiB stripe threshold:
+ * chunk-sized messages (chunk +-1 elements) are cut into pieces on four
+ * connections and put back together; over two loopback addresses too. */
+static void streams(int size, const char *extra)
+{
+    colls_arg_t a = {wf_test_unique("collss"), NULL, false, false, extra};
     wf_test_run_threads(size, colls_rank, &a);
 }
 
@@ -235,7 +246,7 @@ static void threads(int size, bool big)
 static void fake_device_threads(int size, bool big)
 {
     wf_dev_use_fake(true);
-    colls_arg_t a = {wf_test_unique("collsd"), NULL, big, true};
+    colls_arg_t a = {wf_test_unique("collsd"), NULL, big, true, NULL};
     wf_test_run_threads(size, colls_rank, &a);
 }
 
@@ -243,7 +254,7 @@ static void procs(int size)
 {
     char addr[128];
     int pid = wf_test_start_rendezvous(addr, sizeof(addr));
-    colls_arg_t a = {wf_test_unique("collsp"), addr, false, false};
+    colls_arg_t a = {wf_test_unique("collsp"), addr, false, false, NULL};
     wf_test_run_procs(size, colls_rank, &a);
     wf_test_stop_process(pid);
 }
@@ -258,6 +269,14 @@ WF_TEST(colls_threads_n8, 300) { threads(8, false); }
 WF_TEST(colls_threads_n13, 300) { threads(13, false); }
 WF_TEST(colls_threads_n16, 300) { threads(16, false); }
 WF_TEST(colls_fake_device_n2, 300) { fake_device_threads(2, false); }
+#define WF_STREAMS4 "WEFT_TCP_STREAMS=4,WEFT_TCP_STRIPE_MIN=1k"
+WF_TEST(colls_tcp_streams4_n2, 300) { streams(2, WF_STREAMS4); }
+WF_TEST(colls_tcp_streams4_n4, 300) { streams(4, WF_STREAMS4); }
+WF_TEST(colls_tcp_streams2_two_addrs_n3, 300)
+{
+    streams(3, "WEFT_TCP_STREAMS=2,WEFT_TCP_STRIPE_MIN=1k,"
+               "WEFT_SOCKET_IFNAME=127.0.0.1,127.0.0.2");
+}
 WF_TEST(colls_fake_device_n3, 300) { fake_device_threads(3, false); }
 WF_TEST(colls_fake_device_n4, 300) { fake_device_threads(4, false); }
 WF_TEST(colls_procs_n3, 300) { procs(3); }

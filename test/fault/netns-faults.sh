@@ -19,6 +19,8 @@
 #
 # usage: netns-faults.sh BUILD_DIR [loss|netem]
 set -uo pipefail
+# shellcheck source=scripts/netns-lib.sh
+. "$(dirname "$0")/../../scripts/netns-lib.sh"
 
 build=${1:?usage: netns-faults.sh BUILD_DIR [loss|netem]}
 mode=${2:-loss}
@@ -37,12 +39,7 @@ fi
 prefix="wfnf$$"
 out=$(mktemp -d)
 cleanup() {
-    for ns in $(ip netns list | awk -v p="$prefix-" 'index($1, p) == 1 {print $1}'); do
-        for pid in $(ip netns pids "$ns" 2>/dev/null); do
-            kill -9 "$pid" 2>/dev/null || true
-        done
-        ip netns del "$ns" 2>/dev/null || true
-    done
+    wf_netns_delete "$prefix"
     rm -rf "$out"
 }
 trap cleanup EXIT

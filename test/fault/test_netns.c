@@ -4,6 +4,8 @@
  * the timeout; delayed, reordered, duplicated and corrupted packets must
  * not either.  The work is in netns-faults.sh (it needs root, iproute2,
  * nftables or sch_netem, and skips with the reason otherwise).
+ * netns-stripe.sh checks that two NICs both carry a peer's traffic with
+ * WEFT_SOCKET_IFNAME=eth0,eth1 and two TCP streams.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,23 +15,23 @@
 
 extern const char *wf_test_build_dir;
 
-static void run_faults(const char *mode)
+static void run_script(const char *script, const char *mode)
 {
     char cmd[512];
-    snprintf(cmd, sizeof(cmd), "test/fault/netns-faults.sh %s %s",
+    snprintf(cmd, sizeof(cmd), "test/fault/%s %s %s", script,
              wf_test_build_dir, mode);
     fflush(stdout);
     int ws = system(cmd);
     ASSERT_TRUE(WIFEXITED(ws));
     if (WEXITSTATUS(ws) == 77)
-        WF_SKIP("netns-faults.sh %s could not set up its faults (see above)",
+        WF_SKIP("%s %s could not set up its namespaces (see above)", script,
                 mode);
     ASSERT_EQ(WEXITSTATUS(ws), 0);
 }
 
 WF_TEST(netns_packet_loss_exact_and_link_cut_fails_everyone, 180)
 {
-    run_faults("loss");
+    run_script("netns-faults.sh", "loss");
 }
 
 /* Delay with jitter, reordering, duplication and corruption (tc netem):
@@ -37,5 +39,13 @@ WF_TEST(netns_packet_loss_exact_and_link_cut_fails_everyone, 180)
  * Debian guest. */
 WF_TEST(netns_netem_delay_reorder_duplicate_corrupt_exact, 300)
 {
-    run_faults("netem");
+    run_script("netns-faults.sh", "netem");
+}
+
+/* Two veth pairs between two namespaces, WEFT_TCP_STREAMS=2: the tx
+ * counters of both interfaces on both hosts grow (and with one stream
+ * only eth0's do). */
+WF_TEST(netns_tcp_streams_two_nics_both_carry, 120)
+{
+    run_script("netns-stripe.sh", "");
 }

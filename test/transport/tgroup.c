@@ -47,6 +47,8 @@ void tg_log_capture(void *ctx, weft_log_level_t level, const char *subsys,
 
 const uint8_t tg_secret[32] = "tgroup test secret, 32 bytes...";
 
+int tg_tcp_streams = 1;
+
 void tg_make_cfg(wf_tconfig_t *cfg, int rank, int size, const char *ifname,
                  int64_t timeout_ms)
 {
@@ -63,6 +65,8 @@ void tg_make_cfg(wf_tconfig_t *cfg, int rank, int size, const char *ifname,
     wf_config_t c;
     if (wf_config_load(&c, NULL) == WEFT_OK)
         cfg->ib_qps = (int)c.ib_qps;
+    cfg->tcp_streams = tg_tcp_streams;
+    cfg->tcp_stripe_min = tg_tcp_streams > 1 ? TG_STRIPE_MIN : 0;
 }
 
 void tg_open_one(tg_group_t *g, int r, const wf_tconfig_t *cfg)
@@ -208,6 +212,16 @@ void tg_each_transport(void (*fn)(const wf_transport_ops_t *ops))
         }
         printf("transport %s\n", ops->name);
         fn(ops);
+        if (ops != &wf_tcp_transport)
+            continue;
+        /* TCP again with several streams: every message of TG_STRIPE_MIN
+         * bytes or more is striped, so the suite covers reassembly. */
+        for (int k = 0; k < 2; k++) {
+            tg_tcp_streams = k == 0 ? 2 : 4;
+            printf("transport tcp, %d streams\n", tg_tcp_streams);
+            fn(ops);
+        }
+        tg_tcp_streams = 1;
     }
 }
 

@@ -16,6 +16,12 @@
 #define TG_COMM_KEY 0x636f6d6d6b6579ull
 #define TG_WAIT_MS 30000
 
+/* WEFT_TCP_STREAMS of the contexts tg_make_cfg configures (1 unless
+ * tg_each_transport runs a multi-stream pass); with several, messages of
+ * TG_STRIPE_MIN bytes or more are striped. */
+extern int tg_tcp_streams;
+#define TG_STRIPE_MIN 4096
+
 /* The job secret every context of a test group shares. */
 extern const uint8_t tg_secret[32];
 

@@ -9,6 +9,8 @@
  *   tcp_xfer.c  isend/irecv/test, framing, tag matching, unexpected
  *               messages
  *   tcp_poll.c  the epoll loop (progress, get_fd) and the ops table
+ *   tcp_stripe.c  several streams per peer: cutting large messages into
+ *               pieces, placing received pieces, per-stream counters
  *
  * Every fd of a context is registered in one epoll set.  epoll_event.data.ptr
  * points at a wf_tcp_ev_t embedded as the first member of the owning object,
@@ -31,17 +33,27 @@
 
 /* ---- wire formats ------------------------------------------------------ */
 
-/* Version 2: the handshake proves the job secret (version 1 did not). */
-#define WF_TCP_VERSION 2u
+/* Version 2: the handshake proves the job secret (version 1 did not).
+ * Version 3: several streams per peer (the hello's flags name the stream),
+ * striped frames, and an address blob with one address per interface. */
+#define WF_TCP_VERSION 3u
 #define WF_TCP_HELLO_MAGIC 0x324f4c4c45485457ull /* "WTHELLO2" */
 #define WF_TCP_CHALL_MAGIC 0x324c4c4148435457ull /* "WTCHALL2" */
 #define WF_TCP_PROOF_MAGIC 0x32464f4f52505457ull /* "WTPROOF2" */
 #define WF_TCP_REPLY_MAGIC 0x32594c5045525457ull /* "WTREPLY2" */
 #define WF_TCP_FRAME_MAGIC 0x314d415246545700ull /* "\0WTFRAM1" */
+/* Header of a striped message (stream 0 only, no payload follows): the
+ * same fields as a frame; the payload comes as pieces. */
+#define WF_TCP_STRIPE_MAGIC 0x31505254535457ull /* "WTSTRP1\0" */
+/* One piece of a striped message, on any stream: magic u64, seq u64 (the
+ * striped message's number between this pair of ranks, in post order),
+ * offset u64, len u64, 0 u64; `len` payload bytes follow. */
+#define WF_TCP_PIECE_MAGIC 0x31434549505457ull /* "WTPIEC1\0" */
 
 /*
  * The handshake, dialer D (lower rank) to acceptor A:
- *   D->A hello:     magic u64, version u32, flags u32, job_key u64,
+ *   D->A hello:     magic u64, version u32, flags u32 (bits 0-7: stream
+ *                   index, 8-15: streams per peer - 1), job_key u64,
  *                   comm_key u64, src_rank u32, dst_rank u32, nonce_d[16]
  *   A->D challenge: magic u64, version u32, verdict u32, nonce_a[16],
  *                   mac_a[32] = HMAC(secret, "weft-tcp-acceptor" || hello
@@ -75,12 +87,21 @@ typedef enum {
     WF_TCP_REJ_DUPLICATE = 6,
     WF_TCP_REJ_AUTH = 7,
     WF_TCP_REJ_BUSY = 8,
+    WF_TCP_REJ_STREAMS = 9,
     WF_TCP_REJ_COUNT
 } wf_tcp_verdict_t;
 
-/* Address blob: version u8, family u8 (4 or 6), port u16 (big endian),
- * 16 bytes of IP (IPv4 in the first 4). */
-#define WF_TCP_ADDR_LEN 20
+/* Address blob: version u8, count u8, 0 u16, then `count` entries of
+ * family u8 (4 or 6), 0 u8, port u16 (big endian), 16 bytes of IP (IPv4
+ * in the first 4): one per local interface, in WEFT_SOCKET_IFNAME order. */
+#define WF_TCP_ADDR_HDR 4
+#define WF_TCP_ADDR_ENTRY 20
+/* Interfaces (listening addresses) per context, streams per peer. */
+#define WF_TCP_IF_MAX 4
+#define WF_TCP_STREAMS_MAX 16
+#define WF_TCP_ADDR_LEN(n) ((size_t)(WF_TCP_ADDR_HDR + WF_TCP_ADDR_ENTRY * (n)))
+/* Striped messages are cut in pieces of at least this many bytes. */
+#define WF_TCP_STRIPE_DEFAULT (64u << 10)
 
 /* An incomplete handshake is dropped after this long. */
 #define WF_TCP_HELLO_TIMEOUT_MS 3000
@@ -126,7 +147,7 @@ static inline uint64_t wf_tcp_get64(const uint8_t *p)
 typedef enum {
     WF_TCP_EV_LISTEN,
     WF_TCP_EV_TIMER,
-    WF_TCP_EV_PEER,
+    WF_TCP_EV_STREAM,
     WF_TCP_EV_PENDING
 } wf_tcp_ev_kind_t;
 
@@ -136,17 +157,28 @@ typedef struct wf_tcp_ev {
 
 typedef enum { WF_TCP_REQ_SEND, WF_TCP_REQ_RECV } wf_tcp_req_kind_t;
 
+/* One frame to write on one stream: a header and `len` payload bytes. */
+typedef struct wf_tcp_sunit {
+    struct wf_tcp_sunit *next; /* the stream's send queue */
+    struct wf_treq *req;
+    const char *buf;
+    size_t len;  /* payload bytes of this frame */
+    size_t done; /* bytes of header+payload written */
+    uint8_t hdr[WF_TCP_HDR_LEN];
+} wf_tcp_sunit_t;
+
 struct wf_treq {
-    struct wf_treq *next;                /* send queue / posted list */
+    struct wf_treq *next;                /* posted list */
     struct wf_treq *all_prev, *all_next; /* every live request of the ctx */
     wf_tcp_req_kind_t kind;
     int peer;
     uint64_t tag;
     char *buf;
     size_t len;  /* send: message length; recv: buffer capacity */
-    size_t done; /* send: bytes of header+payload written */
-    uint8_t hdr[WF_TCP_HDR_LEN]; /* send: the encoded frame header */
-    weft_status_t status;        /* WEFT_INPROGRESS until complete */
+    int units_left;         /* send: frames not yet written whole */
+    wf_tcp_sunit_t unit0;   /* send: the frame (or striped header) */
+    wf_tcp_sunit_t *pieces; /* send: striped pieces, NULL when not */
+    weft_status_t status;   /* WEFT_INPROGRESS until complete */
     wf_treq_info_t info;
 };
 
@@ -161,21 +193,39 @@ typedef struct wf_tcp_umsg {
     char *data;             /* grows with the bytes received (rx_grow) */
 } wf_tcp_umsg_t;
 
-/* Receive state of one connection: a header, then the payload into a user
- * buffer (`req`) or an unexpected buffer (`umsg`), then surplus bytes of a
- * truncated message are discarded. */
+/* A striped message being received: its header came on stream 0 and was
+ * matched like any message; its pieces land at their offsets. */
+typedef struct wf_tcp_smsg {
+    struct wf_tcp_smsg *next;
+    uint64_t seq;
+    size_t len;  /* message length */
+    size_t left; /* payload bytes not yet received */
+    char *dst;
+    size_t cap; /* bytes that go to dst: min(len, capacity) */
+    uint64_t sig[2];
+    struct wf_treq *req;  /* a posted receive, or */
+    wf_tcp_umsg_t *umsg;  /* an unexpected buffer of `len` bytes */
+} wf_tcp_smsg_t;
+
+/* Receive state of one stream: a header, then the payload into a user
+ * buffer (`req`), an unexpected buffer (`umsg`) or a striped message
+ * (`smsg`, at the piece's offset), then surplus bytes of a truncated
+ * message are discarded.  A piece whose striped header has not come yet
+ * on stream 0 waits (`waiting`) with the stream unread. */
 typedef struct wf_tcp_rx {
     uint8_t hdr[WF_TCP_HDR_LEN];
     size_t hdr_got;
     bool in_payload;
+    bool waiting;
     uint64_t tag, sig[2];
-    size_t len; /* message length */
+    size_t len; /* message (or piece) length */
     char *dst;
     size_t dst_len; /* bytes that go to dst: min(len, capacity) */
     size_t got;     /* payload bytes consumed so far (dst + discard) */
     struct wf_treq *req;
     wf_tcp_umsg_t *umsg;
-} wf_tcp_rx_t;
+    wf_tcp_smsg_t *smsg;
+}  wf_tcp_rx_t;
 
 typedef enum {
     WF_TCP_IDLE,        /* nothing happened yet */
@@ -188,32 +238,60 @@ typedef enum {
     WF_TCP_FAILED
 } wf_tcp_state_t;
 
-typedef struct wf_tcp_peer {
+struct wf_tcp_peer;
+
+/* One TCP connection of a peer.  Stream 0 carries every message header,
+ * so matching order is the post order; streams 1.. carry only pieces. */
+typedef struct wf_tcp_stream {
     wf_tcp_ev_t ev; /* first member: epoll data points here */
-    int rank;
+    struct wf_tcp_peer *peer;
+    int idx;
     int fd;
-    wf_tcp_state_t state;
-    bool connect_called;
-    bool have_addr;
-    bool want_out;                /* EPOLLOUT is registered */
-    struct sockaddr_storage addr; /* the peer's listening address */
-    socklen_t addr_len;
-    char desc[128];    /* "peer 3 (127.0.0.1:40211)" */
-    uint64_t deadline; /* establishment deadline (0 = none) */
-    uint64_t retry_at; /* next dial attempt, state RETRY */
+    wf_tcp_state_t state; /* RETRY..UP while dialing, UP, IDLE */
+    uint32_t events;      /* the registered epoll interest */
+    char where[100];      /* "127.0.0.1:40211" (remote; dialer: from local) */
+    uint64_t retry_at;    /* next dial attempt, state RETRY */
     int retry_ms;
     int last_errno;
     uint8_t hello[WF_TCP_HELLO_LEN]; /* dialer: the hello it sent */
     uint8_t reply[WF_TCP_CHALL_LEN]; /* challenge, then the final reply */
     size_t reply_got;
+    wf_tcp_sunit_t *sendq, *sendq_tail;
+    wf_tcp_rx_t rx;
+    uint64_t bytes_out, bytes_in; /* payload and headers, for tests/logs */
+} wf_tcp_stream_t;
+
+typedef struct wf_tcp_peer {
+    int rank;
+    /* IDLE, WAIT_ACCEPT (acceptor, until every stream is adopted),
+     * DIALING (dialer, until every stream is up), UP, FAILED */
+    wf_tcp_state_t state;
+    int nup;  /* streams up */
+    int neof; /* streams the peer closed cleanly (between frames) */
+    bool connect_called;
+    bool have_addr;
+    int naddr; /* the peer's listening addresses */
+    struct sockaddr_storage addr[WF_TCP_IF_MAX];
+    socklen_t addr_len[WF_TCP_IF_MAX];
+    char desc[128];    /* "peer 3 (127.0.0.1:40211)" */
+    uint64_t deadline; /* establishment deadline (0 = none) */
     weft_status_t fail_status;
     bool fail_unreported; /* failed quietly; warn on the next post */
-    char fail_msg[160];
-    struct wf_treq *sendq, *sendq_tail;
+    char fail_msg[200];
     struct wf_treq *posted, *posted_tail;
     wf_tcp_umsg_t *unexp, *unexp_tail;
-    wf_tcp_rx_t rx;
+    wf_tcp_smsg_t *smsgs; /* striped messages being received */
+    uint64_t send_seq;    /* striped messages posted to the peer */
+    uint64_t recv_seq;    /* striped headers received from it */
+    wf_tcp_stream_t *streams; /* ctx->nstreams */
 } wf_tcp_peer_t;
+
+/* A listening socket, one per local interface. */
+typedef struct wf_tcp_listener {
+    wf_tcp_ev_t ev;
+    int fd;
+    bool paused; /* out of fds: not watched until ctx->listen_resume */
+} wf_tcp_listener_t;
 
 /* An accepted connection in its handshake: reading the hello, then (after
  * the challenge went out) reading the proof. */
@@ -235,8 +313,10 @@ typedef struct wf_tcp_pending {
 struct wf_tctx {
     wf_tconfig_t cfg;
     int epfd;
-    wf_tcp_ev_t listen_ev;
-    int listen_fd;
+    int nstreams;       /* per peer (WEFT_TCP_STREAMS) */
+    size_t stripe_min;  /* messages of this size and more are striped */
+    int nlocal;         /* local interfaces (listeners) */
+    wf_tcp_listener_t listen[WF_TCP_IF_MAX];
     wf_tcp_ev_t timer_ev;
     int timer_fd;
     uint64_t timer_due;     /* earliest timed event, 0 = none */
@@ -244,11 +324,12 @@ struct wf_tctx {
     bool timer_fired;       /* timer_fd expired in this progress() batch */
     uint64_t listen_resume; /* accept paused (out of fds) until then */
     bool listen_warned;
-    struct sockaddr_storage local; /* the listening address */
-    socklen_t local_len;
-    char ifname[64];
-    char local_str[80]; /* "127.0.0.1:40211" */
-    uint8_t blob[WF_TCP_ADDR_LEN];
+    struct sockaddr_storage local[WF_TCP_IF_MAX]; /* listening addresses */
+    socklen_t local_len[WF_TCP_IF_MAX];
+    char ifname[64];    /* the first interface's name */
+    char local_str[80]; /* "127.0.0.1:40211" (the first; "+N" more) */
+    uint8_t blob[WF_TCP_ADDR_LEN(WF_TCP_IF_MAX)];
+    size_t blob_len;
     wf_tcp_peer_t *peers; /* cfg.size entries */
     wf_tcp_pending_t *pending;
     size_t npending;
@@ -266,9 +347,11 @@ weft_status_t wf_tcp_query(wf_tctx_t *ctx, wf_tdev_attr_t *attr);
 weft_status_t wf_tcp_get_address(wf_tctx_t *ctx, void *addr, size_t *len);
 /* Formats an address as "1.2.3.4:5" or "[::1]:5". */
 void wf_tcp_format_addr(const struct sockaddr *sa, char *out, size_t size);
-/* Decodes an address blob; false when malformed. */
+/* Decodes an address blob into at most WF_TCP_IF_MAX addresses; false
+ * when malformed. */
 bool wf_tcp_blob_decode(const void *blob, size_t len,
-                        struct sockaddr_storage *ss, socklen_t *ss_len);
+                        struct sockaddr_storage *ss, socklen_t *ss_len,
+                        int *count);
 
 /* ---- tcp_hs.c ---------------------------------------------------------- */
 
@@ -276,6 +359,12 @@ bool wf_tcp_blob_decode(const void *blob, size_t len,
 void wf_tcp_hello_encode(uint8_t out[WF_TCP_HELLO_LEN], uint64_t job_key,
                          uint64_t comm_key, int src_rank, int dst_rank,
                          const uint8_t nonce[WF_TCP_NONCE_LEN]);
+/* The hello of stream `idx` of `nstreams` (the above is stream 0 of 1). */
+void wf_tcp_hello_encode_stream(uint8_t out[WF_TCP_HELLO_LEN],
+                                uint64_t job_key, uint64_t comm_key,
+                                int src_rank, int dst_rank, int idx,
+                                int nstreams,
+                                const uint8_t nonce[WF_TCP_NONCE_LEN]);
 /* mac = HMAC(secret, role || hello || nonce_a), role WF_TCP_ROLE_*. */
 #define WF_TCP_ROLE_ACCEPTOR "weft-tcp-acceptor"
 #define WF_TCP_ROLE_DIALER "weft-tcp-dialer"
@@ -294,7 +383,7 @@ const char *wf_tcp_verdict_str(uint32_t verdict);
 
 /* ---- tcp_accept.c ------------------------------------------------------ */
 
-void wf_tcp_accept_event(wf_tctx_t *ctx);
+void wf_tcp_accept_event(wf_tctx_t *ctx, wf_tcp_listener_t *l);
 void wf_tcp_pending_event(wf_tctx_t *ctx, wf_tcp_pending_t *pc);
 void wf_tcp_pending_close(wf_tctx_t *ctx, wf_tcp_pending_t *pc);
 /* Drops handshakes past their deadline; returns the earliest remaining
@@ -307,13 +396,14 @@ void wf_tcp_listen_resume(wf_tctx_t *ctx, uint64_t now);
 
 weft_status_t wf_tcp_connect(wf_tctx_t *ctx, int peer, const void *addr,
                              size_t len);
-/* The handshake is over: the peer is up, queued sends go out. */
-void wf_tcp_peer_up(wf_tctx_t *ctx, wf_tcp_peer_t *p);
+/* Stream s passed its handshake; with every stream up the peer is up and
+ * queued sends go out. */
+void wf_tcp_stream_up(wf_tctx_t *ctx, wf_tcp_stream_t *s);
 /* "peer 3 (host:port)" into p->desc. */
 void wf_tcp_peer_set_desc(wf_tcp_peer_t *p, const char *where);
 void wf_tcp_set_nodelay(int fd);
-/* Handles an event on a peer that is still being established. */
-void wf_tcp_dial_event(wf_tctx_t *ctx, wf_tcp_peer_t *p, uint32_t events);
+/* Handles an event on a stream that is still being established. */
+void wf_tcp_dial_event(wf_tctx_t *ctx, wf_tcp_stream_t *s, uint32_t events);
 /* Runs due retries and deadlines, re-arms the timer fd. */
 void wf_tcp_timers(wf_tctx_t *ctx);
 /* Notes that something is due at `when` (absolute wf_time_ms). */
@@ -327,8 +417,13 @@ void wf_tcp_peer_fail(wf_tctx_t *ctx, wf_tcp_peer_t *p, weft_status_t st,
 /* The status of a post to a failed peer; warns now if the failure was
  * kept quiet (see wf_tcp_peer_fail). */
 weft_status_t wf_tcp_peer_failed(wf_tcp_peer_t *p);
-/* Sets the peer's epoll interest: EPOLLIN plus EPOLLOUT when `out`. */
-void wf_tcp_peer_watch(wf_tctx_t *ctx, wf_tcp_peer_t *p, bool out);
+/* Fails the peer of stream s, naming the stream when there are several. */
+void wf_tcp_stream_fail(wf_tctx_t *ctx, wf_tcp_stream_t *s, weft_status_t st,
+                        const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Sets the stream's epoll interest: EPOLLIN unless its reader waits for a
+ * striped header, plus EPOLLOUT when `out`. */
+void wf_tcp_stream_watch(wf_tctx_t *ctx, wf_tcp_stream_t *s, bool out);
 
 /* ---- tcp_xfer.c -------------------------------------------------------- */
 
@@ -338,15 +433,54 @@ weft_status_t wf_tcp_isend(wf_tctx_t *ctx, int peer, uint64_t tag,
 weft_status_t wf_tcp_irecv(wf_tctx_t *ctx, int peer, uint64_t tag, void *buf,
                            size_t cap, void *mh, wf_treq_t **req);
 weft_status_t wf_tcp_test(wf_tctx_t *ctx, wf_treq_t *req, wf_treq_info_t *info);
-/* Writes queued sends until the socket would block. */
-void wf_tcp_flush(wf_tctx_t *ctx, wf_tcp_peer_t *p);
+/* Writes queued frames of a stream until the socket would block. */
+void wf_tcp_flush(wf_tctx_t *ctx, wf_tcp_stream_t *s);
 /* Reads and dispatches incoming frames until the socket would block. */
-void wf_tcp_read(wf_tctx_t *ctx, wf_tcp_peer_t *p);
+void wf_tcp_read(wf_tctx_t *ctx, wf_tcp_stream_t *s);
+void wf_tcp_req_done(wf_treq_t *r, weft_status_t st);
+/* Unlinks and returns the first posted receive with `tag`. */
+wf_treq_t *wf_tcp_take_posted(wf_tcp_peer_t *p, uint64_t tag);
+void wf_tcp_umsg_free(wf_tcp_umsg_t *m);
+/* A whole message arrived for receive r, or into unexpected buffer m
+ * (delivered now if a receive already claimed it). */
+void wf_tcp_msg_done(wf_treq_t *r, wf_tcp_umsg_t *m, size_t len,
+                     const uint64_t sig[2]);
+/* Copies a complete unexpected message into a receive and completes it. */
+void wf_tcp_deliver(wf_treq_t *r, const wf_tcp_umsg_t *m);
+void wf_tcp_unlink_unexp(wf_tcp_peer_t *p, wf_tcp_umsg_t *m,
+                         wf_tcp_umsg_t *prev);
+/* Appends a new unexpected message for the header in rx; NULL when out of
+ * memory.  `cap` bytes of buffer to start with. */
+wf_tcp_umsg_t *wf_tcp_umsg_new(wf_tctx_t *ctx, wf_tcp_peer_t *p,
+                               const wf_tcp_rx_t *rx, size_t cap);
 /* Fails the peer's pending requests and drops partial messages; complete
  * unexpected messages stay deliverable. */
 void wf_tcp_xfer_fail(wf_tctx_t *ctx, wf_tcp_peer_t *p);
 /* Frees every request and unexpected message of the context. */
 void wf_tcp_xfer_free_all(wf_tctx_t *ctx);
+
+/* ---- tcp_stripe.c ------------------------------------------------------ */
+
+/* Queues the frames of a send: one frame on stream 0, or for a large
+ * message with several streams a striped header on stream 0 and its
+ * pieces over all streams.  False when out of memory. */
+bool wf_tcp_stripe_queue(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_treq_t *r,
+                         const uint64_t sig[2]);
+/* Stream 0 read a striped header (fields in s->rx): match it. */
+bool wf_tcp_stripe_header(wf_tctx_t *ctx, wf_tcp_stream_t *s);
+/* A piece header is in s->rx: find its message, or wait for it. */
+bool wf_tcp_piece_start(wf_tctx_t *ctx, wf_tcp_stream_t *s);
+/* The current piece of s->rx is whole. */
+void wf_tcp_piece_done(wf_tcp_stream_t *s);
+/* Fails or drops the striped messages being received from p. */
+void wf_tcp_stripe_fail(wf_tcp_peer_t *p, weft_status_t st);
+/* Bytes written and read on stream `idx` of `peer`, and the local and
+ * remote addresses of its socket ("" when none); for tests and logs. */
+weft_status_t wf_tcp_stream_stats(wf_tctx_t *ctx, int peer, int idx,
+                                  uint64_t *out, uint64_t *in, char *local,
+                                  char *remote, size_t size);
+/* Logs every stream's counters at debug level (from fini). */
+void wf_tcp_stream_log(wf_tctx_t *ctx);
 
 /* ---- tcp_poll.c -------------------------------------------------------- */
 

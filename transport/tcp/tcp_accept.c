@@ -101,34 +101,40 @@ static void accept_one(wf_tctx_t *ctx, int fd, struct sockaddr_storage *ss)
 
 void wf_tcp_listen_resume(wf_tctx_t *ctx, uint64_t now)
 {
-    struct epoll_event e = {.events = EPOLLIN, .data.ptr = &ctx->listen_ev};
-
-    if (epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, ctx->listen_fd, &e) == 0)
-        ctx->listen_resume = 0;
-    else
-        ctx->listen_resume = now + WF_TCP_ACCEPT_PAUSE_MS;
+    ctx->listen_resume = 0;
+    for (int i = 0; i < ctx->nlocal; i++) {
+        wf_tcp_listener_t *l = &ctx->listen[i];
+        struct epoll_event e = {.events = EPOLLIN, .data.ptr = &l->ev};
+        if (!l->paused)
+            continue;
+        if (epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, l->fd, &e) == 0)
+            l->paused = false;
+        else
+            ctx->listen_resume = now + WF_TCP_ACCEPT_PAUSE_MS;
+    }
 }
 
 /* accept() failed for lack of fds or memory: the connection stays in the
  * backlog and the level-triggered listen fd would stay readable, so stop
  * watching it for a while instead of spinning. */
-static void accept_pause(wf_tctx_t *ctx, int err)
+static void accept_pause(wf_tctx_t *ctx, wf_tcp_listener_t *l, int err)
 {
     if (!ctx->listen_warned)
         WEFT_WARN(NET, "tcp: accept on %s failed: %s; pausing accepts",
                   ctx->local_str, wf_errno_str(err));
     ctx->listen_warned = true;
-    epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, ctx->listen_fd, NULL);
+    epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, l->fd, NULL);
+    l->paused = true;
     ctx->listen_resume = wf_time_ms() + WF_TCP_ACCEPT_PAUSE_MS;
     wf_tcp_timer_schedule(ctx, ctx->listen_resume);
 }
 
-void wf_tcp_accept_event(wf_tctx_t *ctx)
+void wf_tcp_accept_event(wf_tctx_t *ctx, wf_tcp_listener_t *l)
 {
     for (;;) {
         struct sockaddr_storage ss;
         socklen_t len = sizeof(ss);
-        int fd = accept4(ctx->listen_fd, (struct sockaddr *)&ss, &len,
+        int fd = accept4(l->fd, (struct sockaddr *)&ss, &len,
                          SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
             accept_one(ctx, fd, &ss);
@@ -137,7 +143,7 @@ void wf_tcp_accept_event(wf_tctx_t *ctx)
         if (errno == EINTR || errno == ECONNABORTED)
             continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK)
-            accept_pause(ctx, errno);
+            accept_pause(ctx, l, errno);
         return;
     }
 }
@@ -149,11 +155,15 @@ static uint32_t hello_verdict(wf_tctx_t *ctx, const uint8_t *h, int *src)
 {
     const wf_tconfig_t *cfg = &ctx->cfg;
     uint32_t s = wf_tcp_get32(h + 32), d = wf_tcp_get32(h + 36);
+    uint32_t flags = wf_tcp_get32(h + 12);
+    int idx = (int)(flags & 0xff), n = (int)((flags >> 8) & 0xff) + 1;
     wf_tcp_state_t state;
 
     *src = s <= (uint32_t)INT32_MAX ? (int)s : -1;
     if (wf_tcp_get32(h + 8) != WF_TCP_VERSION)
         return WF_TCP_REJ_VERSION;
+    if (n != ctx->nstreams || idx >= n || (flags >> 16) != 0)
+        return WF_TCP_REJ_STREAMS;
     if (wf_tcp_get64(h + 16) != cfg->job_key)
         return WF_TCP_REJ_JOB_KEY;
     if (wf_tcp_get64(h + 24) != cfg->comm_key)
@@ -163,16 +173,18 @@ static uint32_t hello_verdict(wf_tctx_t *ctx, const uint8_t *h, int *src)
     if (s >= (uint32_t)cfg->rank)
         return WF_TCP_REJ_SRC_RANK;
     state = ctx->peers[s].state;
-    if (state != WF_TCP_IDLE && state != WF_TCP_WAIT_ACCEPT)
+    if ((state != WF_TCP_IDLE && state != WF_TCP_WAIT_ACCEPT) ||
+        ctx->peers[s].streams[idx].state == WF_TCP_UP)
         return WF_TCP_REJ_DUPLICATE;
     return WF_TCP_ACCEPT;
 }
 
-/* Hands the authenticated socket over to its peer. */
+/* Hands the authenticated socket over to its peer's stream. */
 static void adopt(wf_tctx_t *ctx, wf_tcp_pending_t *pc, int src)
 {
     wf_tcp_peer_t *p = &ctx->peers[src];
-    struct epoll_event e = {.events = EPOLLIN, .data.ptr = &p->ev};
+    wf_tcp_stream_t *s = &p->streams[wf_tcp_get32(pc->hello + 12) & 0xff];
+    struct epoll_event e = {.events = EPOLLIN, .data.ptr = &s->ev};
 
     if (epoll_ctl(ctx->epfd, EPOLL_CTL_MOD, pc->fd, &e) != 0) {
         WEFT_WARN(NET, "tcp: epoll_ctl for connection from %s failed: %s",
@@ -180,15 +192,19 @@ static void adopt(wf_tctx_t *ctx, wf_tcp_pending_t *pc, int src)
         wf_tcp_pending_close(ctx, pc);
         return;
     }
-    p->fd = pc->fd;
-    p->want_out = false;
+    s->fd = pc->fd;
+    s->events = EPOLLIN;
+    wf_strlcpy(s->where, pc->remote, sizeof(s->where));
     /* Until connect() tells us the peer's listening address, name it by the
      * address it came from. */
-    if (!p->have_addr)
+    if (!p->have_addr && s->idx == 0)
         wf_tcp_peer_set_desc(p, pc->remote);
+    /* A peer with some streams adopted is linked (tcp_peer_linked). */
+    if (p->state == WF_TCP_IDLE)
+        p->state = WF_TCP_WAIT_ACCEPT;
     pc->fd = -1;
     wf_tcp_pending_close(ctx, pc);
-    wf_tcp_peer_up(ctx, p);
+    wf_tcp_stream_up(ctx, s);
 }
 
 /* Sends a handshake message whole or not at all: a fresh socket's buffer

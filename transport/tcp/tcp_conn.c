@@ -3,9 +3,12 @@
  * dialer's side of the handshake (tcp.h; the acceptor's is in
  * tcp_accept.c), timers and peer failure.
  *
- * One connection per pair of ranks, made on first use.  The lower rank
- * dials, the higher rank accepts, so both sides calling connect() at the
- * same time never produce two sockets.  The dialer retries refused
+ * WEFT_TCP_STREAMS connections (streams) per pair of ranks, made on first
+ * use.  The lower rank dials all of them, the higher rank accepts, so both
+ * sides calling connect() at the same time never produce extra sockets.
+ * Stream k binds to local interface k mod (local count) and dials the
+ * peer's interface k mod (its count), so with WEFT_SOCKET_IFNAME=a,b two
+ * streams take two paths.  The peer is up when every stream is.  The dialer retries refused
  * connections (the peer may not listen yet) with a doubling back-off until
  * cfg.timeout_ms; the acceptor waits without a deadline because the peer may
  * legitimately use the connection much later (the engine's operation
@@ -31,28 +34,27 @@ void wf_tcp_set_nodelay(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-static void close_peer_fd(wf_tctx_t *ctx, wf_tcp_peer_t *p)
+static void close_stream_fd(wf_tctx_t *ctx, wf_tcp_stream_t *s)
 {
-    if (p->fd < 0)
+    if (s->fd < 0)
         return;
-    epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, p->fd, NULL);
-    close(p->fd);
-    p->fd = -1;
-    p->want_out = false;
+    epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, s->fd, NULL);
+    close(s->fd);
+    s->fd = -1;
+    s->events = 0;
 }
 
-void wf_tcp_peer_watch(wf_tctx_t *ctx, wf_tcp_peer_t *p, bool out)
+void wf_tcp_stream_watch(wf_tctx_t *ctx, wf_tcp_stream_t *s, bool out)
 {
-    struct epoll_event e = {.events = EPOLLIN, .data.ptr = &p->ev};
+    uint32_t ev = (s->rx.waiting ? 0 : EPOLLIN) | (out ? EPOLLOUT : 0);
+    struct epoll_event e = {.events = ev, .data.ptr = &s->ev};
 
-    if (p->fd < 0 || p->want_out == out)
+    if (s->fd < 0 || s->events == ev)
         return;
-    if (out)
-        e.events |= EPOLLOUT;
     /* Cannot fail for a registered fd short of a bug; the next write
      * attempt would surface a broken socket anyway. */
-    if (epoll_ctl(ctx->epfd, EPOLL_CTL_MOD, p->fd, &e) == 0)
-        p->want_out = out;
+    if (epoll_ctl(ctx->epfd, EPOLL_CTL_MOD, s->fd, &e) == 0)
+        s->events = ev;
 }
 
 void wf_tcp_peer_fail(wf_tctx_t *ctx, wf_tcp_peer_t *p, weft_status_t st,
@@ -69,10 +71,31 @@ void wf_tcp_peer_fail(wf_tctx_t *ctx, wf_tcp_peer_t *p, weft_status_t st,
         WEFT_DEBUG(NET, "tcp: %s: %s", p->desc, p->fail_msg);
     else
         WEFT_WARN(NET, "tcp: %s: %s", p->desc, p->fail_msg);
-    close_peer_fd(ctx, p);
+    /* One stream gone fails them all: a message may have pieces on
+     * every stream. */
+    for (int k = 0; k < ctx->nstreams; k++) {
+        close_stream_fd(ctx, &p->streams[k]);
+        p->streams[k].state = WF_TCP_FAILED;
+    }
     p->state = WF_TCP_FAILED;
     p->fail_status = st;
     wf_tcp_xfer_fail(ctx, p);
+}
+
+void wf_tcp_stream_fail(wf_tctx_t *ctx, wf_tcp_stream_t *s, weft_status_t st,
+                        const char *fmt, ...)
+{
+    char msg[160];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (ctx->nstreams == 1)
+        wf_tcp_peer_fail(ctx, s->peer, st, "%s", msg);
+    else
+        wf_tcp_peer_fail(ctx, s->peer, st, "stream %d of %d (%s): %s", s->idx,
+                         ctx->nstreams, s->where[0] ? s->where : "?", msg);
 }
 
 weft_status_t wf_tcp_peer_failed(wf_tcp_peer_t *p)
@@ -116,28 +139,39 @@ static void due_min(uint64_t *due, uint64_t when)
         *due = when;
 }
 
-static void dial_start(wf_tctx_t *ctx, wf_tcp_peer_t *p);
+static void dial_start(wf_tctx_t *ctx, wf_tcp_stream_t *s);
 
-/* Runs one peer's due retry or deadline; returns its next due time. */
+/* Runs one peer's due retries or deadline; returns its next due time. */
 static uint64_t peer_timer(wf_tctx_t *ctx, wf_tcp_peer_t *p, uint64_t now)
 {
-    bool dialing = p->state == WF_TCP_RETRY || p->state == WF_TCP_DIALING ||
-                   p->state == WF_TCP_HELLO || p->state == WF_TCP_PROOF;
+    uint64_t due = 0;
 
-    if (!dialing)
+    if (p->state != WF_TCP_DIALING)
         return 0;
     if (wf_deadline_passed(p->deadline)) {
-        wf_tcp_peer_fail(
-            ctx, p, WEFT_ERR_REMOTE, "cannot connect within %lld ms: %s",
-            (long long)ctx->cfg.timeout_ms,
-            p->last_errno ? wf_errno_str(p->last_errno) : "no answer");
+        /* Name the first stream that is not up: with several interfaces
+         * it tells which path does not work. */
+        wf_tcp_stream_t *s = p->streams;
+        while (s->state == WF_TCP_UP && s + 1 < p->streams + ctx->nstreams)
+            s++;
+        wf_tcp_stream_fail(ctx, s, WEFT_ERR_REMOTE,
+                           "cannot connect within %lld ms: %s",
+                           (long long)ctx->cfg.timeout_ms,
+                           s->last_errno ? wf_errno_str(s->last_errno)
+                                         : "no answer");
         return 0;
     }
-    if (p->state == WF_TCP_RETRY && now >= p->retry_at)
-        dial_start(ctx, p);
-    if (p->state == WF_TCP_RETRY)
-        return WF_MIN(p->retry_at, p->deadline ? p->deadline : UINT64_MAX);
-    return p->state == WF_TCP_FAILED ? 0 : p->deadline;
+    for (int k = 0; k < ctx->nstreams && p->state == WF_TCP_DIALING; k++) {
+        wf_tcp_stream_t *s = &p->streams[k];
+        if (s->state == WF_TCP_RETRY && now >= s->retry_at)
+            dial_start(ctx, s);
+        if (s->state == WF_TCP_RETRY)
+            due_min(&due, s->retry_at);
+    }
+    if (p->state != WF_TCP_DIALING)
+        return 0;
+    due_min(&due, p->deadline);
+    return due;
 }
 
 void wf_tcp_timers(wf_tctx_t *ctx)
@@ -161,93 +195,128 @@ void wf_tcp_timers(wf_tctx_t *ctx)
 
 /* A connect attempt failed: try again after a back-off unless the deadline
  * has passed. */
-static void dial_error(wf_tctx_t *ctx, wf_tcp_peer_t *p, int err)
+static void dial_error(wf_tctx_t *ctx, wf_tcp_stream_t *s, int err)
 {
-    close_peer_fd(ctx, p);
-    p->last_errno = err;
+    wf_tcp_peer_t *p = s->peer;
+
+    close_stream_fd(ctx, s);
+    s->last_errno = err;
     if (wf_deadline_passed(p->deadline)) {
-        wf_tcp_peer_fail(ctx, p, WEFT_ERR_REMOTE,
-                         "cannot connect within %lld ms: %s",
-                         (long long)ctx->cfg.timeout_ms, wf_errno_str(err));
+        wf_tcp_stream_fail(ctx, s, WEFT_ERR_REMOTE,
+                           "cannot connect within %lld ms: %s",
+                           (long long)ctx->cfg.timeout_ms, wf_errno_str(err));
         return;
     }
-    WEFT_TRACE(NET, "tcp: %s: connect failed (%s), retrying in %d ms", p->desc,
-               wf_errno_str(err), p->retry_ms);
-    p->state = WF_TCP_RETRY;
-    p->retry_at = wf_time_ms() + (uint64_t)p->retry_ms;
-    p->retry_ms = WF_MIN(2 * p->retry_ms, WF_TCP_RETRY_MAX_MS);
-    wf_tcp_timer_schedule(ctx, p->retry_at);
+    WEFT_TRACE(NET, "tcp: %s stream %d: connect failed (%s), retrying in "
+               "%d ms", p->desc, s->idx, wf_errno_str(err), s->retry_ms);
+    s->state = WF_TCP_RETRY;
+    s->retry_at = wf_time_ms() + (uint64_t)s->retry_ms;
+    s->retry_ms = WF_MIN(2 * s->retry_ms, WF_TCP_RETRY_MAX_MS);
+    wf_tcp_timer_schedule(ctx, s->retry_at);
 }
 
-static void send_hello(wf_tctx_t *ctx, wf_tcp_peer_t *p)
+static void send_hello(wf_tctx_t *ctx, wf_tcp_stream_t *s)
 {
     uint8_t nonce[WF_TCP_NONCE_LEN];
     ssize_t n;
 
-    p->last_errno = 0; /* connected: older refusals are history */
+    s->last_errno = 0; /* connected: older refusals are history */
     if (wf_auth_random(nonce, sizeof(nonce)) != WEFT_OK) {
-        wf_tcp_peer_fail(ctx, p, WEFT_ERR_SYSTEM, "no random handshake nonce");
+        wf_tcp_stream_fail(ctx, s, WEFT_ERR_SYSTEM,
+                           "no random handshake nonce");
         return;
     }
-    wf_tcp_hello_encode(p->hello, ctx->cfg.job_key, ctx->cfg.comm_key,
-                        ctx->cfg.rank, p->rank, nonce);
+    wf_tcp_hello_encode_stream(s->hello, ctx->cfg.job_key, ctx->cfg.comm_key,
+                               ctx->cfg.rank, s->peer->rank, s->idx,
+                               ctx->nstreams, nonce);
     /* A fresh socket's send buffer always holds a hello, so a short write
      * means the connection is already broken. */
-    n = send(p->fd, p->hello, sizeof(p->hello), MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n != (ssize_t)sizeof(p->hello)) {
-        dial_error(ctx, p, n < 0 ? errno : EIO);
+    n = send(s->fd, s->hello, sizeof(s->hello), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n != (ssize_t)sizeof(s->hello)) {
+        dial_error(ctx, s, n < 0 ? errno : EIO);
         return;
     }
-    p->state = WF_TCP_HELLO;
-    p->reply_got = 0;
-    wf_tcp_peer_watch(ctx, p, false);
+    s->state = WF_TCP_HELLO;
+    s->reply_got = 0;
+    wf_tcp_stream_watch(ctx, s, false);
 }
 
-static void dial_start(wf_tctx_t *ctx, wf_tcp_peer_t *p)
+/* Binds a dialing socket to local interface idx mod nlocal when there are
+ * several, so the stream leaves through that interface's address. */
+static int bind_local(wf_tctx_t *ctx, wf_tcp_stream_t *s, int fd)
 {
-    struct epoll_event e = {.events = EPOLLOUT, .data.ptr = &p->ev};
-    int fd = socket(p->addr.ss_family,
+    struct sockaddr_storage ss;
+    int i = s->idx % ctx->nlocal;
+
+    if (ctx->nlocal < 2)
+        return 0;
+    ss = ctx->local[i];
+    if (ss.ss_family == AF_INET)
+        ((struct sockaddr_in *)&ss)->sin_port = 0;
+    else
+        ((struct sockaddr_in6 *)&ss)->sin6_port = 0;
+    return bind(fd, (struct sockaddr *)&ss, ctx->local_len[i]);
+}
+
+static void dial_start(wf_tctx_t *ctx, wf_tcp_stream_t *s)
+{
+    wf_tcp_peer_t *p = s->peer;
+    int a = s->idx % p->naddr;
+    struct epoll_event e = {.events = EPOLLOUT, .data.ptr = &s->ev};
+    int fd = socket(p->addr[a].ss_family,
                     SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
+    wf_tcp_format_addr((struct sockaddr *)&p->addr[a], s->where,
+                       sizeof(s->where));
     if (fd < 0) {
-        wf_tcp_peer_fail(ctx, p, WEFT_ERR_TRANSPORT, "socket failed: %s",
-                         wf_errno_str(errno));
+        wf_tcp_stream_fail(ctx, s, WEFT_ERR_TRANSPORT, "socket failed: %s",
+                           wf_errno_str(errno));
         return;
     }
     wf_tcp_set_nodelay(fd);
-    if (epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, fd, &e) != 0) {
+    if (bind_local(ctx, s, fd) != 0 ||
+        epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, fd, &e) != 0) {
         int err = errno;
         close(fd);
-        wf_tcp_peer_fail(ctx, p, WEFT_ERR_TRANSPORT, "epoll_ctl failed: %s",
-                         wf_errno_str(err));
+        wf_tcp_stream_fail(ctx, s, WEFT_ERR_TRANSPORT,
+                           "cannot bind or watch a socket: %s",
+                           wf_errno_str(err));
         return;
     }
-    p->fd = fd;
-    p->want_out = true;
-    p->state = WF_TCP_DIALING;
+    s->fd = fd;
+    s->events = EPOLLOUT;
+    s->state = WF_TCP_DIALING;
     wf_tcp_timer_schedule(ctx, p->deadline);
-    if (connect(fd, (struct sockaddr *)&p->addr, p->addr_len) == 0)
-        send_hello(ctx, p);
+    if (connect(fd, (struct sockaddr *)&p->addr[a], p->addr_len[a]) == 0)
+        send_hello(ctx, s);
     else if (errno != EINPROGRESS)
-        dial_error(ctx, p, errno);
+        dial_error(ctx, s, errno);
 }
 
-void wf_tcp_peer_up(wf_tctx_t *ctx, wf_tcp_peer_t *p)
+void wf_tcp_stream_up(wf_tctx_t *ctx, wf_tcp_stream_t *s)
 {
+    wf_tcp_peer_t *p = s->peer;
+
+    s->state = WF_TCP_UP;
+    wf_tcp_stream_watch(ctx, s, false);
+    if (++p->nup < ctx->nstreams)
+        return;
     p->state = WF_TCP_UP;
     p->deadline = 0;
-    WEFT_DEBUG(NET, "tcp: %s: connected", p->desc);
+    WEFT_DEBUG(NET, "tcp: %s: connected (%d stream%s)", p->desc,
+               ctx->nstreams, ctx->nstreams > 1 ? "s" : "");
     /* Sends posted while connecting go out now; flush also sets the epoll
      * interest to match the queue. */
-    wf_tcp_flush(ctx, p);
+    for (int k = 0; k < ctx->nstreams && p->state == WF_TCP_UP; k++)
+        wf_tcp_flush(ctx, &p->streams[k]);
 }
 
 /* A rejection in the challenge or the final reply: an auth failure is
  * WEFT_ERR_AUTH, the rest a transport error. */
-static void rejected(wf_tctx_t *ctx, wf_tcp_peer_t *p, uint32_t verdict)
+static void rejected(wf_tctx_t *ctx, wf_tcp_stream_t *s, uint32_t verdict)
 {
-    wf_tcp_peer_fail(
-        ctx, p,
+    wf_tcp_stream_fail(
+        ctx, s,
         verdict == WF_TCP_REJ_AUTH || verdict == WF_TCP_REJ_JOB_KEY
             ? WEFT_ERR_AUTH
             : WEFT_ERR_TRANSPORT,
@@ -255,110 +324,111 @@ static void rejected(wf_tctx_t *ctx, wf_tcp_peer_t *p, uint32_t verdict)
 }
 
 /* The challenge is in: check the acceptor's proof, send ours. */
-static void challenge_check(wf_tctx_t *ctx, wf_tcp_peer_t *p)
+static void challenge_check(wf_tctx_t *ctx, wf_tcp_stream_t *s)
 {
-    const uint8_t *c = p->reply;
+    const uint8_t *c = s->reply;
     uint8_t want[WF_TCP_MAC_LEN], proof[WF_TCP_PROOF_LEN];
     uint32_t verdict = wf_tcp_get32(c + 12);
 
     if (wf_tcp_get64(c) != WF_TCP_CHALL_MAGIC ||
         wf_tcp_get32(c + 8) != WF_TCP_VERSION) {
-        wf_tcp_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
-                         "invalid handshake challenge (magic 0x%llx, version "
-                         "%u): not a weft tcp endpoint of this version",
-                         (unsigned long long)wf_tcp_get64(c),
-                         wf_tcp_get32(c + 8));
+        wf_tcp_stream_fail(ctx, s, WEFT_ERR_TRANSPORT,
+                           "invalid handshake challenge (magic 0x%llx, "
+                           "version %u): not a weft tcp endpoint of this "
+                           "version",
+                           (unsigned long long)wf_tcp_get64(c),
+                           wf_tcp_get32(c + 8));
         return;
     }
     if (verdict != WF_TCP_ACCEPT) {
-        rejected(ctx, p, verdict);
+        rejected(ctx, s, verdict);
         return;
     }
-    if (wf_tcp_hs_mac(ctx->cfg.secret, WF_TCP_ROLE_ACCEPTOR, p->hello, c + 16,
+    if (wf_tcp_hs_mac(ctx->cfg.secret, WF_TCP_ROLE_ACCEPTOR, s->hello, c + 16,
                       want) != WEFT_OK ||
         !wf_auth_equal(want, c + 16 + WF_TCP_NONCE_LEN, WF_TCP_MAC_LEN)) {
-        wf_tcp_peer_fail(ctx, p, WEFT_ERR_AUTH,
-                         "authentication failed: the endpoint does not know "
-                         "the job secret (another job's rank, a stale "
-                         "process or an impostor on that port)");
+        wf_tcp_stream_fail(ctx, s, WEFT_ERR_AUTH,
+                           "authentication failed: the endpoint does not "
+                           "know the job secret (another job's rank, a stale "
+                           "process or an impostor on that port)");
         return;
     }
-    if (wf_tcp_hs_mac(ctx->cfg.secret, WF_TCP_ROLE_DIALER, p->hello, c + 16,
+    if (wf_tcp_hs_mac(ctx->cfg.secret, WF_TCP_ROLE_DIALER, s->hello, c + 16,
                       want) != WEFT_OK) {
-        wf_tcp_peer_fail(ctx, p, WEFT_ERR_INTERNAL, "handshake MAC failed");
+        wf_tcp_stream_fail(ctx, s, WEFT_ERR_INTERNAL, "handshake MAC failed");
         return;
     }
     wf_tcp_proof_encode(proof, want);
     /* 40 bytes into a socket that has sent only the hello: a short write
      * means it broke. */
-    ssize_t n = send(p->fd, proof, sizeof(proof), MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t n = send(s->fd, proof, sizeof(proof), MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n != (ssize_t)sizeof(proof)) {
-        dial_error(ctx, p, n < 0 ? errno : EIO);
+        dial_error(ctx, s, n < 0 ? errno : EIO);
         return;
     }
-    p->state = WF_TCP_PROOF;
-    p->reply_got = 0;
+    s->state = WF_TCP_PROOF;
+    s->reply_got = 0;
 }
 
-static void reply_check(wf_tctx_t *ctx, wf_tcp_peer_t *p)
+static void reply_check(wf_tctx_t *ctx, wf_tcp_stream_t *s)
 {
-    uint64_t magic = wf_tcp_get64(p->reply);
-    uint32_t version = wf_tcp_get32(p->reply + 8);
-    uint32_t verdict = wf_tcp_get32(p->reply + 12);
+    uint64_t magic = wf_tcp_get64(s->reply);
+    uint32_t version = wf_tcp_get32(s->reply + 8);
+    uint32_t verdict = wf_tcp_get32(s->reply + 12);
 
     if (magic != WF_TCP_REPLY_MAGIC || version != WF_TCP_VERSION) {
-        wf_tcp_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
-                         "invalid handshake reply (magic 0x%llx, version "
-                         "%u): not a weft tcp endpoint of this version",
-                         (unsigned long long)magic, version);
+        wf_tcp_stream_fail(ctx, s, WEFT_ERR_TRANSPORT,
+                           "invalid handshake reply (magic 0x%llx, version "
+                           "%u): not a weft tcp endpoint of this version",
+                           (unsigned long long)magic, version);
         return;
     }
     if (verdict != WF_TCP_ACCEPT) {
-        rejected(ctx, p, verdict);
+        rejected(ctx, s, verdict);
         return;
     }
-    wf_tcp_peer_up(ctx, p);
+    wf_tcp_stream_up(ctx, s);
 }
 
-void wf_tcp_dial_event(wf_tctx_t *ctx, wf_tcp_peer_t *p, uint32_t events)
+void wf_tcp_dial_event(wf_tctx_t *ctx, wf_tcp_stream_t *s, uint32_t events)
 {
     int err = 0;
     socklen_t len = sizeof(err);
     ssize_t n;
 
     (void)events;
-    if (p->state == WF_TCP_DIALING) {
-        if (getsockopt(p->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+    if (s->state == WF_TCP_DIALING) {
+        if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
             err = errno;
         if (err)
-            dial_error(ctx, p, err);
+            dial_error(ctx, s, err);
         else
-            send_hello(ctx, p);
+            send_hello(ctx, s);
         return;
     }
-    if (p->state != WF_TCP_HELLO && p->state != WF_TCP_PROOF)
+    if (s->state != WF_TCP_HELLO && s->state != WF_TCP_PROOF)
         return;
     /* Read exactly the challenge, then exactly the reply: frames the
      * acceptor sends right after must stay in the socket for the frame
      * reader. */
-    size_t want = p->state == WF_TCP_HELLO ? WF_TCP_CHALL_LEN
+    size_t want = s->state == WF_TCP_HELLO ? WF_TCP_CHALL_LEN
                                            : WF_TCP_REPLY_LEN;
-    n = recv(p->fd, p->reply + p->reply_got, want - p->reply_got, 0);
+    n = recv(s->fd, s->reply + s->reply_got, want - s->reply_got, 0);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return;
     if (n <= 0) {
         /* The acceptor went away mid-handshake (e.g. it was restarting);
          * treat it like a refused connection. */
-        dial_error(ctx, p, n < 0 ? errno : ECONNRESET);
+        dial_error(ctx, s, n < 0 ? errno : ECONNRESET);
         return;
     }
-    p->reply_got += (size_t)n;
-    if (p->reply_got < want)
+    s->reply_got += (size_t)n;
+    if (s->reply_got < want)
         return;
-    if (p->state == WF_TCP_HELLO)
-        challenge_check(ctx, p);
+    if (s->state == WF_TCP_HELLO)
+        challenge_check(ctx, s);
     else
-        reply_check(ctx, p);
+        reply_check(ctx, s);
 }
 
 void wf_tcp_peer_set_desc(wf_tcp_peer_t *p, const char *where)
@@ -366,11 +436,31 @@ void wf_tcp_peer_set_desc(wf_tcp_peer_t *p, const char *where)
     snprintf(p->desc, sizeof(p->desc), "peer %d (%s)", p->rank, where);
 }
 
+static weft_status_t peer_addr(wf_tcp_peer_t *p, const void *addr, size_t len)
+{
+    char where[80];
+
+    if (p->have_addr)
+        return WEFT_OK;
+    if (!wf_tcp_blob_decode(addr, len, p->addr, p->addr_len, &p->naddr)) {
+        WEFT_WARN(NET, "tcp: malformed address of peer %d (%zu bytes; a "
+                  "rank of another weft version?)", p->rank, len);
+        return WEFT_ERR_INVALID_ARG;
+    }
+    p->have_addr = true;
+    wf_tcp_format_addr((struct sockaddr *)&p->addr[0], where, sizeof(where));
+    if (p->naddr > 1) {
+        size_t n = strlen(where);
+        snprintf(where + n, sizeof(where) - n, " +%d", p->naddr - 1);
+    }
+    wf_tcp_peer_set_desc(p, where);
+    return WEFT_OK;
+}
+
 weft_status_t wf_tcp_connect(wf_tctx_t *ctx, int peer, const void *addr,
                              size_t len)
 {
     wf_tcp_peer_t *p;
-    char where[80];
 
     if (!ctx || peer < 0 || peer >= ctx->cfg.size || peer == ctx->cfg.rank) {
         WEFT_WARN(NET, "tcp: connect to invalid peer %d (rank %d of %d)", peer,
@@ -378,22 +468,17 @@ weft_status_t wf_tcp_connect(wf_tctx_t *ctx, int peer, const void *addr,
         return WEFT_ERR_INVALID_ARG;
     }
     p = &ctx->peers[peer];
-    if (!p->have_addr) {
-        if (!wf_tcp_blob_decode(addr, len, &p->addr, &p->addr_len)) {
-            WEFT_WARN(NET, "tcp: malformed address of peer %d (%zu bytes)",
-                      peer, len);
-            return WEFT_ERR_INVALID_ARG;
-        }
-        p->have_addr = true;
-        wf_tcp_format_addr((struct sockaddr *)&p->addr, where, sizeof(where));
-        wf_tcp_peer_set_desc(p, where);
-    }
+    WEFT_CHECK(peer_addr(p, addr, len));
     p->connect_called = true;
     if (p->state == WF_TCP_IDLE) {
         if (ctx->cfg.rank < peer) {
+            p->state = WF_TCP_DIALING;
             p->deadline = wf_deadline_after(ctx->cfg.timeout_ms);
-            p->retry_ms = WF_TCP_RETRY_MIN_MS;
-            dial_start(ctx, p);
+            for (int k = 0; k < ctx->nstreams && p->state == WF_TCP_DIALING;
+                 k++) {
+                p->streams[k].retry_ms = WF_TCP_RETRY_MIN_MS;
+                dial_start(ctx, &p->streams[k]);
+            }
         } else {
             p->state = WF_TCP_WAIT_ACCEPT;
         }
@@ -402,4 +487,3 @@ weft_status_t wf_tcp_connect(wf_tctx_t *ctx, int peer, const void *addr,
         return wf_tcp_peer_failed(p);
     return p->state == WF_TCP_UP ? WEFT_OK : WEFT_INPROGRESS;
 }
-

@@ -21,6 +21,8 @@ static const char *const verdict_text[WF_TCP_REJ_COUNT] = {
     [WF_TCP_REJ_AUTH] = ("authentication failed: the proof of the job "
                          "secret does not match (a different WEFT_TOKEN?)"),
     [WF_TCP_REJ_BUSY] = "too many connections in their handshake",
+    [WF_TCP_REJ_STREAMS] = ("stream count mismatch (WEFT_TCP_STREAMS "
+                            "differs between the ranks)"),
 };
 
 const char *wf_tcp_verdict_str(uint32_t v)
@@ -32,9 +34,23 @@ void wf_tcp_hello_encode(uint8_t out[WF_TCP_HELLO_LEN], uint64_t job_key,
                          uint64_t comm_key, int src_rank, int dst_rank,
                          const uint8_t nonce[WF_TCP_NONCE_LEN])
 {
+    wf_tcp_hello_encode_stream(out, job_key, comm_key, src_rank, dst_rank, 0,
+                               1, nonce);
+}
+
+void wf_tcp_hello_encode_stream(uint8_t out[WF_TCP_HELLO_LEN],
+                                uint64_t job_key, uint64_t comm_key,
+                                int src_rank, int dst_rank, int idx,
+                                int nstreams,
+                                const uint8_t nonce[WF_TCP_NONCE_LEN])
+{
+    /* Flags: stream index, and streams - 1 so that 0 is "stream 0 of 1". */
+    uint32_t flags = (uint32_t)(idx & 0xff) |
+                     ((uint32_t)((nstreams - 1) & 0xff) << 8);
+
     wf_tcp_put64(out, WF_TCP_HELLO_MAGIC);
     wf_tcp_put32(out + 8, WF_TCP_VERSION);
-    wf_tcp_put32(out + 12, 0);
+    wf_tcp_put32(out + 12, flags);
     wf_tcp_put64(out + 16, job_key);
     wf_tcp_put64(out + 24, comm_key);
     wf_tcp_put32(out + 32, (uint32_t)src_rank);

@@ -134,29 +134,49 @@ static void name_of_addr(const struct ifaddrs *list,
     }
 }
 
-/* WEFT_SOCKET_IFNAME: a comma list of interface names or literal IPs; the
- * first one that yields an address wins. */
-static bool addr_from_ifname(const struct ifaddrs *list, const char *spec,
-                             struct sockaddr_storage *ss, socklen_t *len,
-                             char *ifname, size_t ifname_size)
+/* WEFT_SOCKET_IFNAME: a comma list of interface names or literal IPs.
+ * Every entry that yields an address of the first one's family is used
+ * (up to WF_TCP_IF_MAX): streams bind to them round-robin, so several NICs
+ * carry a peer's traffic. */
+static int addrs_from_ifname(wf_tctx_t *ctx, const struct ifaddrs *list,
+                             const char *spec)
 {
-    char buf[sizeof(((wf_tconfig_t *)0)->ifname)];
+    char buf[sizeof(((wf_tconfig_t *)0)->ifname)], name[64];
     char *save = NULL;
+    int n = 0;
 
     wf_strlcpy(buf, spec, sizeof(buf));
     for (char *tok = strtok_r(buf, ", ", &save); tok;
          tok = strtok_r(NULL, ", ", &save)) {
-        if (parse_ip(tok, ss, len)) {
-            name_of_addr(list, ss, ifname, ifname_size);
-            return true;
+        struct sockaddr_storage *ss = &ctx->local[n];
+        bool ok;
+        name[0] = '\0';
+        if (n == WF_TCP_IF_MAX) {
+            WEFT_WARN(NET, "tcp: WEFT_SOCKET_IFNAME: using the first %d "
+                      "entries, ignoring '%s' and later", WF_TCP_IF_MAX, tok);
+            break;
         }
-        if (find_if_addr(list, tok, ss, len, ifname, ifname_size))
-            return true;
+        ok = parse_ip(tok, ss, &ctx->local_len[n]);
+        if (ok)
+            name_of_addr(list, ss, name, sizeof(name));
+        else
+            ok = find_if_addr(list, tok, ss, &ctx->local_len[n], name,
+                              sizeof(name));
+        if (!ok)
+            continue;
+        if (n > 0 && ss->ss_family != ctx->local[0].ss_family) {
+            WEFT_WARN(NET, "tcp: WEFT_SOCKET_IFNAME: skipping '%s': not the "
+                      "address family of the first entry", tok);
+            continue;
+        }
+        if (n == 0)
+            wf_strlcpy(ctx->ifname, name, sizeof(ctx->ifname));
+        n++;
     }
-    return false;
+    return n;
 }
 
-/* Chooses the local address: ifname, then bind_hint, then the first up
+/* Chooses the local addresses: ifname, then bind_hint, then the first up
  * non-loopback interface, then loopback. */
 static weft_status_t choose_addr(wf_tctx_t *ctx)
 {
@@ -168,9 +188,10 @@ static weft_status_t choose_addr(wf_tctx_t *ctx)
         WEFT_WARN(NET, "tcp: getifaddrs failed: %s", wf_errno_str(errno));
         return WEFT_ERR_SYSTEM;
     }
+    ctx->nlocal = 1;
     if (cfg->ifname[0]) {
-        if (!addr_from_ifname(list, cfg->ifname, &ctx->local, &ctx->local_len,
-                              ctx->ifname, sizeof(ctx->ifname))) {
+        ctx->nlocal = addrs_from_ifname(ctx, list, cfg->ifname);
+        if (ctx->nlocal == 0) {
             WEFT_WARN(NET,
                       "tcp: WEFT_SOCKET_IFNAME=%s: no interface or address "
                       "in the list has a usable address",
@@ -180,18 +201,19 @@ static weft_status_t choose_addr(wf_tctx_t *ctx)
         goto out;
     }
     if (cfg->bind_hint[0]) {
-        if (parse_ip(cfg->bind_hint, &ctx->local, &ctx->local_len)) {
-            name_of_addr(list, &ctx->local, ctx->ifname, sizeof(ctx->ifname));
+        if (parse_ip(cfg->bind_hint, &ctx->local[0], &ctx->local_len[0])) {
+            name_of_addr(list, &ctx->local[0], ctx->ifname,
+                         sizeof(ctx->ifname));
             goto out;
         }
         WEFT_WARN(NET, "tcp: ignoring bind hint '%s': not an IP address",
                   cfg->bind_hint);
     }
-    if (find_if_addr(list, NULL, &ctx->local, &ctx->local_len, ctx->ifname,
-                     sizeof(ctx->ifname)))
+    if (find_if_addr(list, NULL, &ctx->local[0], &ctx->local_len[0],
+                     ctx->ifname, sizeof(ctx->ifname)))
         goto out;
-    parse_ip("127.0.0.1", &ctx->local, &ctx->local_len);
-    name_of_addr(list, &ctx->local, ctx->ifname, sizeof(ctx->ifname));
+    parse_ip("127.0.0.1", &ctx->local[0], &ctx->local_len[0]);
+    name_of_addr(list, &ctx->local[0], ctx->ifname, sizeof(ctx->ifname));
 out:
     freeifaddrs(list);
     return st;
@@ -205,18 +227,19 @@ static void set_port(struct sockaddr_storage *ss, int port)
         ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
 }
 
-/* A listening socket on `port` (0: ephemeral), or -1 with errno set. */
-static int listen_on(wf_tctx_t *ctx, int port, int backlog)
+/* A listening socket for local address i on `port` (0: ephemeral), or -1
+ * with errno set. */
+static int listen_on(wf_tctx_t *ctx, int i, int port, int backlog)
 {
     int one = 1;
-    int fd = socket(ctx->local.ss_family,
+    int fd = socket(ctx->local[i].ss_family,
                     SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
     /* Lets a restarted job reuse a port still in TIME_WAIT. */
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    set_port(&ctx->local, port);
-    if (bind(fd, (struct sockaddr *)&ctx->local, ctx->local_len) != 0 ||
+    set_port(&ctx->local[i], port);
+    if (bind(fd, (struct sockaddr *)&ctx->local[i], ctx->local_len[i]) != 0 ||
         listen(fd, backlog) != 0) {
         int err = errno;
         close(fd);
@@ -230,7 +253,7 @@ static int listen_on(wf_tctx_t *ctx, int port, int backlog)
  * ephemeral port.  bind and listen are tried together: with SO_REUSEADDR
  * two processes may both bind a port before either listens, and then the
  * second listen() fails with EADDRINUSE - that port is taken too. */
-static weft_status_t open_listen(wf_tctx_t *ctx)
+static weft_status_t open_listen(wf_tctx_t *ctx, int i)
 {
     int backlog = WF_MAX(128, ctx->cfg.size);
     int lo = ctx->cfg.port_min, hi = ctx->cfg.port_max;
@@ -238,14 +261,14 @@ static weft_status_t open_listen(wf_tctx_t *ctx)
     char where[80];
 
     for (int port = lo; port <= hi && fd < 0; port++) {
-        fd = listen_on(ctx, port, backlog);
+        fd = listen_on(ctx, i, port, backlog);
         err = fd < 0 ? errno : 0;
         if (fd < 0 && err != EADDRINUSE && err != EACCES)
             break;
     }
     if (fd < 0) {
-        set_port(&ctx->local, 0);
-        wf_tcp_format_addr((struct sockaddr *)&ctx->local, where,
+        set_port(&ctx->local[i], 0);
+        wf_tcp_format_addr((struct sockaddr *)&ctx->local[i], where,
                            sizeof(where));
         if (lo == hi)
             WEFT_WARN(NET, "tcp: cannot listen on %s: %s", where,
@@ -255,59 +278,63 @@ static weft_status_t open_listen(wf_tctx_t *ctx)
                       "%s", where, lo, hi, wf_errno_str(err));
         return WEFT_ERR_SYSTEM;
     }
-    if (getsockname(fd, (struct sockaddr *)&ctx->local, &ctx->local_len)) {
+    if (getsockname(fd, (struct sockaddr *)&ctx->local[i],
+                    &ctx->local_len[i])) {
         WEFT_WARN(NET, "tcp: getsockname failed: %s", wf_errno_str(errno));
         close(fd);
         return WEFT_ERR_SYSTEM;
     }
-    ctx->listen_fd = fd;
-    wf_tcp_format_addr((struct sockaddr *)&ctx->local, ctx->local_str,
-                       sizeof(ctx->local_str));
+    ctx->listen[i].fd = fd;
+    if (i == 0)
+        wf_tcp_format_addr((struct sockaddr *)&ctx->local[0], ctx->local_str,
+                           sizeof(ctx->local_str));
     return WEFT_OK;
 }
 
 static void blob_encode(wf_tctx_t *ctx)
 {
     uint8_t *b = ctx->blob;
-    uint16_t port;
 
-    memset(b, 0, WF_TCP_ADDR_LEN);
+    ctx->blob_len = WF_TCP_ADDR_LEN(ctx->nlocal);
+    memset(b, 0, ctx->blob_len);
     b[0] = (uint8_t)WF_TCP_VERSION;
-    if (ctx->local.ss_family == AF_INET) {
-        struct sockaddr_in *in = (struct sockaddr_in *)&ctx->local;
-        b[1] = 4;
-        port = in->sin_port;
-        memcpy(b + 4, &in->sin_addr, 4);
-    } else {
-        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ctx->local;
-        b[1] = 6;
-        port = in6->sin6_port;
-        memcpy(b + 4, &in6->sin6_addr, 16);
+    b[1] = (uint8_t)ctx->nlocal;
+    for (int i = 0; i < ctx->nlocal; i++) {
+        uint8_t *e = b + WF_TCP_ADDR_LEN(i);
+        uint16_t port;
+        if (ctx->local[i].ss_family == AF_INET) {
+            struct sockaddr_in *in = (struct sockaddr_in *)&ctx->local[i];
+            e[0] = 4;
+            port = in->sin_port;
+            memcpy(e + 4, &in->sin_addr, 4);
+        } else {
+            struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ctx->local[i];
+            e[0] = 6;
+            port = in6->sin6_port;
+            memcpy(e + 4, &in6->sin6_addr, 16);
+        }
+        memcpy(e + 2, &port, 2); /* already network order */
     }
-    memcpy(b + 2, &port, 2); /* already network order */
 }
 
-bool wf_tcp_blob_decode(const void *blob, size_t len,
-                        struct sockaddr_storage *ss, socklen_t *ss_len)
+static bool entry_decode(const uint8_t *e, struct sockaddr_storage *ss,
+                         socklen_t *ss_len)
 {
-    const uint8_t *b = blob;
     uint16_t port;
 
-    if (!blob || len != WF_TCP_ADDR_LEN || b[0] != WF_TCP_VERSION)
-        return false;
-    memcpy(&port, b + 2, 2);
+    memcpy(&port, e + 2, 2);
     memset(ss, 0, sizeof(*ss));
-    if (b[1] == 4) {
+    if (e[0] == 4) {
         struct sockaddr_in *in = (struct sockaddr_in *)ss;
         in->sin_family = AF_INET;
         in->sin_port = port;
-        memcpy(&in->sin_addr, b + 4, 4);
+        memcpy(&in->sin_addr, e + 4, 4);
         *ss_len = sizeof(*in);
-    } else if (b[1] == 6) {
+    } else if (e[0] == 6) {
         struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
         in6->sin6_family = AF_INET6;
         in6->sin6_port = port;
-        memcpy(&in6->sin6_addr, b + 4, 16);
+        memcpy(&in6->sin6_addr, e + 4, 16);
         *ss_len = sizeof(*in6);
     } else {
         return false;
@@ -315,8 +342,29 @@ bool wf_tcp_blob_decode(const void *blob, size_t len,
     return port != 0;
 }
 
+bool wf_tcp_blob_decode(const void *blob, size_t len,
+                        struct sockaddr_storage *ss, socklen_t *ss_len,
+                        int *count)
+{
+    const uint8_t *b = blob;
+
+    if (!blob || len < WF_TCP_ADDR_LEN(1) || b[0] != WF_TCP_VERSION ||
+        b[1] < 1 || b[1] > WF_TCP_IF_MAX || len != WF_TCP_ADDR_LEN(b[1]))
+        return false;
+    for (int i = 0; i < b[1]; i++)
+        if (!entry_decode(b + WF_TCP_ADDR_LEN(i), &ss[i], &ss_len[i]))
+            return false;
+    *count = b[1];
+    return true;
+}
+
 static weft_status_t check_config(const wf_tconfig_t *cfg)
 {
+    if (cfg->tcp_streams < 0 || cfg->tcp_streams > WF_TCP_STREAMS_MAX) {
+        WEFT_WARN(NET, "tcp: WEFT_TCP_STREAMS=%d is not in 1-%d",
+                  cfg->tcp_streams, WF_TCP_STREAMS_MAX);
+        return WEFT_ERR_INVALID_ARG;
+    }
     if (cfg->size < 1 || cfg->rank < 0 || cfg->rank >= cfg->size) {
         WEFT_WARN(NET, "tcp: invalid rank %d for size %d", cfg->rank,
                   cfg->size);
@@ -355,26 +403,38 @@ static weft_status_t open_context(wf_tctx_t *ctx)
                   wf_errno_str(errno));
         return WEFT_ERR_SYSTEM;
     }
-    ctx->peers = calloc((size_t)ctx->cfg.size, sizeof(*ctx->peers));
+    size_t n = (size_t)ctx->cfg.size;
+    ctx->peers = calloc(n, sizeof(*ctx->peers));
+    wf_tcp_stream_t *streams = calloc(n * (size_t)ctx->nstreams,
+                                      sizeof(*streams));
     ctx->scratch_len = WF_TCP_SCRATCH_LEN;
     ctx->scratch = malloc(ctx->scratch_len);
-    if (!ctx->peers || !ctx->scratch) {
+    if (!ctx->peers || !streams || !ctx->scratch) {
+        free(streams);
         WEFT_WARN(NET, "tcp: out of memory for %d peers", ctx->cfg.size);
         return WEFT_ERR_NO_MEMORY;
     }
     for (int i = 0; i < ctx->cfg.size; i++) {
         wf_tcp_peer_t *p = &ctx->peers[i];
-        p->ev.kind = WF_TCP_EV_PEER;
         p->rank = i;
-        p->fd = -1;
+        p->streams = streams + (size_t)i * (size_t)ctx->nstreams;
         snprintf(p->desc, sizeof(p->desc), "peer %d", i);
+        for (int k = 0; k < ctx->nstreams; k++) {
+            wf_tcp_stream_t *s = &p->streams[k];
+            s->ev.kind = WF_TCP_EV_STREAM;
+            s->peer = p;
+            s->idx = k;
+            s->fd = -1;
+        }
     }
     WEFT_CHECK(choose_addr(ctx));
-    WEFT_CHECK(open_listen(ctx));
+    for (int i = 0; i < ctx->nlocal; i++) {
+        WEFT_CHECK(open_listen(ctx, i));
+        ctx->listen[i].ev.kind = WF_TCP_EV_LISTEN;
+        WEFT_CHECK(epoll_add(ctx, ctx->listen[i].fd, &ctx->listen[i].ev));
+    }
     blob_encode(ctx);
-    ctx->listen_ev.kind = WF_TCP_EV_LISTEN;
     ctx->timer_ev.kind = WF_TCP_EV_TIMER;
-    WEFT_CHECK(epoll_add(ctx, ctx->listen_fd, &ctx->listen_ev));
     WEFT_CHECK(epoll_add(ctx, ctx->timer_fd, &ctx->timer_ev));
     return WEFT_OK;
 }
@@ -395,12 +455,26 @@ weft_status_t wf_tcp_init(const wf_tconfig_t *cfg, wf_tctx_t **out)
     ctx->cfg = *cfg;
     ctx->cfg.ifname[sizeof(ctx->cfg.ifname) - 1] = '\0';
     ctx->cfg.bind_hint[sizeof(ctx->cfg.bind_hint) - 1] = '\0';
-    ctx->epfd = ctx->timer_fd = ctx->listen_fd = -1;
+    ctx->epfd = ctx->timer_fd = -1;
+    for (int i = 0; i < WF_TCP_IF_MAX; i++)
+        ctx->listen[i].fd = -1;
+    ctx->nstreams = cfg->tcp_streams > 0 ? cfg->tcp_streams : 1;
+    ctx->stripe_min = cfg->tcp_stripe_min ? cfg->tcp_stripe_min
+                                          : WF_TCP_STRIPE_DEFAULT;
     WEFT_CHECK_GOTO(open_context(ctx), st, err_fini);
     /* Info, not debug: which interface carries the data is the first
      * thing to check on a multi-homed host. */
     WEFT_INFO(NET, "tcp: rank %d listening on %s (%s)", cfg->rank,
                ctx->local_str, ctx->ifname[0] ? ctx->ifname : "?");
+    for (int i = 1; i < ctx->nlocal; i++) {
+        char where[80];
+        wf_tcp_format_addr((struct sockaddr *)&ctx->local[i], where,
+                           sizeof(where));
+        WEFT_INFO(NET, "tcp: rank %d also listening on %s", cfg->rank, where);
+    }
+    if (ctx->nstreams > 1)
+        WEFT_INFO(NET, "tcp: %d streams per peer, messages of %zu bytes or "
+                  "more striped", ctx->nstreams, ctx->stripe_min);
     *out = ctx;
     return WEFT_OK;
 err_fini:
@@ -421,18 +495,25 @@ void wf_tcp_fini(wf_tctx_t *ctx)
         return;
     while (ctx->pending)
         wf_tcp_pending_close(ctx, ctx->pending);
+    if (ctx->peers)
+        wf_tcp_stream_log(ctx);
     for (int i = 0; ctx->peers && i < ctx->cfg.size; i++) {
-        wf_tcp_peer_t *p = &ctx->peers[i];
-        /* The FIN tells the peer we left on purpose; close() never waits
-         * because no linger is set. */
-        if (p->fd >= 0 && p->state == WF_TCP_UP)
-            shutdown(p->fd, SHUT_WR);
-        close_fd(&p->fd);
+        for (int k = 0; k < ctx->nstreams; k++) {
+            wf_tcp_stream_t *s = &ctx->peers[i].streams[k];
+            /* The FIN tells the peer we left on purpose; close() never
+             * waits because no linger is set. */
+            if (s->fd >= 0 && s->state == WF_TCP_UP)
+                shutdown(s->fd, SHUT_WR);
+            close_fd(&s->fd);
+        }
     }
     wf_tcp_xfer_free_all(ctx);
-    close_fd(&ctx->listen_fd);
+    for (int i = 0; i < WF_TCP_IF_MAX; i++)
+        close_fd(&ctx->listen[i].fd);
     close_fd(&ctx->timer_fd);
     close_fd(&ctx->epfd);
+    if (ctx->peers)
+        free(ctx->peers[0].streams);
     free(ctx->peers);
     free(ctx->scratch);
     free(ctx);
@@ -473,12 +554,12 @@ weft_status_t wf_tcp_get_address(wf_tctx_t *ctx, void *addr, size_t *len)
 {
     if (!ctx || !addr || !len)
         return WEFT_ERR_INVALID_ARG;
-    if (*len < WF_TCP_ADDR_LEN) {
-        WEFT_WARN(NET, "tcp: address buffer of %zu bytes, need %d", *len,
-                  WF_TCP_ADDR_LEN);
+    if (*len < ctx->blob_len) {
+        WEFT_WARN(NET, "tcp: address buffer of %zu bytes, need %zu", *len,
+                  ctx->blob_len);
         return WEFT_ERR_INVALID_ARG;
     }
-    memcpy(addr, ctx->blob, WF_TCP_ADDR_LEN);
-    *len = WF_TCP_ADDR_LEN;
+    memcpy(addr, ctx->blob, ctx->blob_len);
+    *len = ctx->blob_len;
     return WEFT_OK;
 }

@@ -17,21 +17,21 @@
 
 #define WF_TCP_EVENTS 64
 
-static void peer_event(wf_tctx_t *ctx, wf_tcp_peer_t *p, uint32_t events)
+static void stream_event(wf_tctx_t *ctx, wf_tcp_stream_t *s, uint32_t events)
 {
-    if (p->fd < 0)
+    if (s->fd < 0)
         return; /* closed by an earlier event of this batch */
-    if (p->state == WF_TCP_DIALING || p->state == WF_TCP_HELLO ||
-        p->state == WF_TCP_PROOF) {
-        wf_tcp_dial_event(ctx, p, events);
+    if (s->state == WF_TCP_DIALING || s->state == WF_TCP_HELLO ||
+        s->state == WF_TCP_PROOF) {
+        wf_tcp_dial_event(ctx, s, events);
         return;
     }
-    if (p->state != WF_TCP_UP)
+    if (s->state != WF_TCP_UP)
         return;
     if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
-        wf_tcp_read(ctx, p);
-    if (p->state == WF_TCP_UP && (events & EPOLLOUT))
-        wf_tcp_flush(ctx, p);
+        wf_tcp_read(ctx, s);
+    if (s->peer->state == WF_TCP_UP && (events & EPOLLOUT))
+        wf_tcp_flush(ctx, s);
 }
 
 static void dispatch(wf_tctx_t *ctx, const struct epoll_event *e)
@@ -41,7 +41,7 @@ static void dispatch(wf_tctx_t *ctx, const struct epoll_event *e)
 
     switch (ev->kind) {
     case WF_TCP_EV_LISTEN:
-        wf_tcp_accept_event(ctx);
+        wf_tcp_accept_event(ctx, (wf_tcp_listener_t *)ev);
         break;
     case WF_TCP_EV_TIMER:
         /* Drain it; progress() runs the timers after this batch. */
@@ -53,8 +53,8 @@ static void dispatch(wf_tctx_t *ctx, const struct epoll_event *e)
     case WF_TCP_EV_PENDING:
         wf_tcp_pending_event(ctx, (wf_tcp_pending_t *)ev);
         break;
-    case WF_TCP_EV_PEER:
-        peer_event(ctx, (wf_tcp_peer_t *)ev, e->events);
+    case WF_TCP_EV_STREAM:
+        stream_event(ctx, (wf_tcp_stream_t *)ev, e->events);
         break;
     }
 }

@@ -3,8 +3,10 @@
  * unexpected messages.
  *
  * A frame is a 40-byte header {magic, tag, sig[0], sig[1], len} followed by
- * `len` payload bytes.  Sends of a peer go out in posting order, several
- * frames per sendmsg.  On the receive side each peer keeps posted receives
+ * `len` payload bytes.  Frames of a stream go out in posting order, several
+ * per sendmsg.  Every message header travels on stream 0, so matching
+ * follows the post order whatever the number of streams; large messages
+ * with several streams are striped (tcp_stripe.c).  On the receive side each peer keeps posted receives
  * and unexpected messages in FIFO lists; for a given tag at most one of the
  * two is non-empty, so the first match in either list is the oldest.  A
  * payload whose receive is already posted is read straight into the user
@@ -14,6 +16,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -59,23 +62,23 @@ static void req_free(wf_tctx_t *ctx, wf_treq_t *r)
         ctx->all = r->all_next;
     if (r->all_next)
         r->all_next->all_prev = r->all_prev;
+    free(r->pieces);
     free(r);
 }
 
-static void req_done(wf_treq_t *r, weft_status_t st)
+void wf_tcp_req_done(wf_treq_t *r, weft_status_t st)
 {
     r->next = NULL;
     r->status = st;
 }
 
-/* Copies a complete unexpected message into a receive and completes it. */
-static void umsg_free(wf_tcp_umsg_t *m)
+void wf_tcp_umsg_free(wf_tcp_umsg_t *m)
 {
     free(m->data);
     free(m);
 }
 
-static void deliver(wf_treq_t *r, const wf_tcp_umsg_t *m)
+void wf_tcp_deliver(wf_treq_t *r, const wf_tcp_umsg_t *m)
 {
     size_t n = WF_MIN(m->len, r->len);
 
@@ -85,11 +88,11 @@ static void deliver(wf_treq_t *r, const wf_tcp_umsg_t *m)
     r->info.sig[0] = m->sig[0];
     r->info.sig[1] = m->sig[1];
     r->info.truncated = m->len > r->len;
-    req_done(r, WEFT_OK);
+    wf_tcp_req_done(r, WEFT_OK);
 }
 
 /* Unlinks and returns the first posted receive with `tag`. */
-static wf_treq_t *take_posted(wf_tcp_peer_t *p, uint64_t tag)
+wf_treq_t *wf_tcp_take_posted(wf_tcp_peer_t *p, uint64_t tag)
 {
     wf_treq_t *prev = NULL;
 
@@ -123,7 +126,7 @@ static wf_tcp_umsg_t *find_unexp(wf_tcp_peer_t *p, uint64_t tag,
     return NULL;
 }
 
-static void unlink_unexp(wf_tcp_peer_t *p, wf_tcp_umsg_t *m,
+void wf_tcp_unlink_unexp(wf_tcp_peer_t *p, wf_tcp_umsg_t *m,
                          wf_tcp_umsg_t *prev)
 {
     if (prev)
@@ -165,25 +168,26 @@ weft_status_t wf_tcp_isend(wf_tctx_t *ctx, int peer, uint64_t tag,
     if (!ctx || !req || (!buf && len))
         return WEFT_ERR_INVALID_ARG;
     WEFT_CHECK(peer_get(ctx, peer, &p));
+    /* A peer that closed one of its streams has left: its other streams
+     * only drain what it sent before. */
+    for (int k = 0; p->neof && p->state != WF_TCP_FAILED; k++)
+        if (p->streams[k].state == WF_TCP_IDLE)
+            wf_tcp_stream_fail(ctx, &p->streams[k], WEFT_ERR_REMOTE,
+                               "connection closed by the peer");
     if (p->state == WF_TCP_FAILED)
         return wf_tcp_peer_failed(p);
     r = req_new(ctx, WF_TCP_REQ_SEND, peer, tag, buf, len);
     if (!r)
         return WEFT_ERR_NO_MEMORY;
-    wf_tcp_put64(r->hdr, WF_TCP_FRAME_MAGIC);
-    wf_tcp_put64(r->hdr + 8, tag);
-    wf_tcp_put64(r->hdr + 16, sig ? sig[0] : 0);
-    wf_tcp_put64(r->hdr + 24, sig ? sig[1] : 0);
-    wf_tcp_put64(r->hdr + 32, len);
-    if (p->sendq_tail)
-        p->sendq_tail->next = r;
-    else
-        p->sendq = r;
-    p->sendq_tail = r;
-    /* Try at once: most sends fit in the socket buffer and complete here
-     * without a trip through epoll. */
-    if (p->state == WF_TCP_UP && p->sendq == r)
-        wf_tcp_flush(ctx, p);
+    if (!wf_tcp_stripe_queue(ctx, p, r, sig)) {
+        req_free(ctx, r);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    /* Try at once where the frame is first in line: most sends fit in the
+     * socket buffer and complete here without a trip through epoll. */
+    for (int k = 0; k < ctx->nstreams && p->state == WF_TCP_UP; k++)
+        if (p->streams[k].sendq && p->streams[k].sendq->req == r)
+            wf_tcp_flush(ctx, &p->streams[k]);
     *req = r;
     return WEFT_OK;
 }
@@ -207,10 +211,10 @@ weft_status_t wf_tcp_irecv(wf_tctx_t *ctx, int peer, uint64_t tag, void *buf,
     if (!r)
         return WEFT_ERR_NO_MEMORY;
     if (m) {
-        unlink_unexp(p, m, prev);
+        wf_tcp_unlink_unexp(p, m, prev);
         if (m->complete) {
-            deliver(r, m);
-            umsg_free(m);
+            wf_tcp_deliver(r, m);
+            wf_tcp_umsg_free(m);
         } else {
             m->waiter = r; /* the reader delivers when the rest arrives */
         }
@@ -242,78 +246,83 @@ weft_status_t wf_tcp_test(wf_tctx_t *ctx, wf_treq_t *req, wf_treq_info_t *info)
 
 /* ---- sending ----------------------------------------------------------- */
 
-/* Accounts `n` written bytes to the queued sends, completing whole ones. */
-static void send_advance(wf_tcp_peer_t *p, size_t n)
+/* Accounts `n` written bytes to the queued frames, completing whole ones
+ * and the requests whose last frame that was. */
+static void send_advance(wf_tcp_stream_t *s, size_t n)
 {
-    while (n > 0 && p->sendq) {
-        wf_treq_t *r = p->sendq;
-        size_t left = WF_TCP_HDR_LEN + r->len - r->done;
+    s->bytes_out += n;
+    while (n > 0 && s->sendq) {
+        wf_tcp_sunit_t *u = s->sendq;
+        size_t left = WF_TCP_HDR_LEN + u->len - u->done;
         size_t take = WF_MIN(n, left);
 
-        r->done += take;
+        u->done += take;
         n -= take;
-        if (r->done < WF_TCP_HDR_LEN + r->len)
+        if (u->done < WF_TCP_HDR_LEN + u->len)
             return;
-        p->sendq = r->next;
-        if (!p->sendq)
-            p->sendq_tail = NULL;
-        r->info.len = r->len;
-        req_done(r, WEFT_OK);
+        s->sendq = u->next;
+        if (!s->sendq)
+            s->sendq_tail = NULL;
+        if (--u->req->units_left == 0) {
+            u->req->info.len = u->req->len;
+            wf_tcp_req_done(u->req, WEFT_OK);
+        }
     }
 }
 
-/* Gathers the unsent bytes of the first queued sends; returns the count of
+/* Gathers the unsent bytes of the first queued frames; returns the count of
  * iovecs and their total length in *total. */
-static int send_iov(wf_tcp_peer_t *p, struct iovec *iov, size_t *total)
+static int send_iov(wf_tcp_stream_t *s, struct iovec *iov, size_t *total)
 {
     int n = 0;
 
     *total = 0;
-    for (wf_treq_t *r = p->sendq; r && n + 2 <= WF_TCP_IOV_MAX; r = r->next) {
-        size_t off = r->done;
+    for (wf_tcp_sunit_t *u = s->sendq; u && n + 2 <= WF_TCP_IOV_MAX;
+         u = u->next) {
+        size_t off = u->done;
         if (off < WF_TCP_HDR_LEN) {
-            iov[n].iov_base = r->hdr + off;
+            iov[n].iov_base = u->hdr + off;
             iov[n++].iov_len = WF_TCP_HDR_LEN - off;
             off = 0;
         } else {
             off -= WF_TCP_HDR_LEN;
         }
-        if (r->len > off) {
-            iov[n].iov_base = r->buf + off;
-            iov[n++].iov_len = r->len - off;
+        if (u->len > off) {
+            iov[n].iov_base = (char *)u->buf + off;
+            iov[n++].iov_len = u->len - off;
         }
-        *total += WF_TCP_HDR_LEN + r->len - r->done;
+        *total += WF_TCP_HDR_LEN + u->len - u->done;
     }
     return n;
 }
 
-void wf_tcp_flush(wf_tctx_t *ctx, wf_tcp_peer_t *p)
+void wf_tcp_flush(wf_tctx_t *ctx, wf_tcp_stream_t *s)
 {
     struct iovec iov[WF_TCP_IOV_MAX];
     struct msghdr msg = {.msg_iov = iov};
     size_t total;
     ssize_t n;
 
-    while (p->state == WF_TCP_UP && p->sendq) {
-        msg.msg_iovlen = (size_t)send_iov(p, iov, &total);
+    while (s->peer->state == WF_TCP_UP && s->sendq) {
+        msg.msg_iovlen = (size_t)send_iov(s, iov, &total);
         /* MSG_NOSIGNAL: a vanished peer is an EPIPE, never a SIGPIPE. */
-        n = sendmsg(p->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        n = sendmsg(s->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK)
                 break;
-            wf_tcp_peer_fail(ctx, p, WEFT_ERR_REMOTE,
-                             "connection lost while sending: %s",
-                             wf_errno_str(errno));
+            wf_tcp_stream_fail(ctx, s, WEFT_ERR_REMOTE,
+                               "connection lost while sending: %s",
+                               wf_errno_str(errno));
             return;
         }
-        send_advance(p, (size_t)n);
+        send_advance(s, (size_t)n);
         if ((size_t)n < total)
             break;
     }
-    if (p->state == WF_TCP_UP)
-        wf_tcp_peer_watch(ctx, p, p->sendq != NULL);
+    if (s->peer->state == WF_TCP_UP)
+        wf_tcp_stream_watch(ctx, s, s->sendq != NULL);
 }
 
 /* ---- receiving --------------------------------------------------------- */
@@ -321,45 +330,87 @@ void wf_tcp_flush(wf_tctx_t *ctx, wf_tcp_peer_t *p)
 static void rx_reset(wf_tcp_rx_t *rx)
 {
     rx->in_payload = false;
+    rx->waiting = false;
     rx->hdr_got = 0;
     rx->req = NULL;
     rx->umsg = NULL;
+    rx->smsg = NULL;
     rx->dst = NULL;
     rx->got = rx->dst_len = rx->len = 0;
 }
 
-static void rx_msg_done(wf_tcp_rx_t *rx)
+void wf_tcp_msg_done(wf_treq_t *r, wf_tcp_umsg_t *m, size_t len,
+                     const uint64_t sig[2])
 {
-    if (rx->req) {
-        wf_treq_t *r = rx->req;
-        r->info.len = rx->len;
-        r->info.sig[0] = rx->sig[0];
-        r->info.sig[1] = rx->sig[1];
-        r->info.truncated = rx->len > r->len;
-        req_done(r, WEFT_OK);
-    } else if (rx->umsg) {
-        wf_tcp_umsg_t *m = rx->umsg;
+    if (r) {
+        r->info.len = len;
+        r->info.sig[0] = sig[0];
+        r->info.sig[1] = sig[1];
+        r->info.truncated = len > r->len;
+        wf_tcp_req_done(r, WEFT_OK);
+    } else if (m) {
         m->complete = true;
         if (m->waiter) {
-            deliver(m->waiter, m);
-            umsg_free(m);
+            wf_tcp_deliver(m->waiter, m);
+            wf_tcp_umsg_free(m);
         }
     }
+}
+
+static void rx_msg_done(wf_tcp_stream_t *s)
+{
+    wf_tcp_rx_t *rx = &s->rx;
+
+    if (rx->smsg)
+        wf_tcp_piece_done(s);
+    else
+        wf_tcp_msg_done(rx->req, rx->umsg, rx->len, rx->sig);
     rx_reset(rx);
 }
 
-/* A complete header is in rx->hdr: pick the payload's destination. */
-static bool rx_start(wf_tctx_t *ctx, wf_tcp_peer_t *p)
+wf_tcp_umsg_t *wf_tcp_umsg_new(wf_tctx_t *ctx, wf_tcp_peer_t *p,
+                               const wf_tcp_rx_t *rx, size_t cap)
 {
-    wf_tcp_rx_t *rx = &p->rx;
+    wf_tcp_umsg_t *m = calloc(1, sizeof(*m));
+    char *data = m ? malloc(cap ? cap : 1) : NULL;
+
+    if (!data) {
+        free(m);
+        return NULL;
+    }
+    m->data = data;
+    m->tag = rx->tag;
+    m->sig[0] = rx->sig[0];
+    m->sig[1] = rx->sig[1];
+    m->len = rx->len;
+    if (p->unexp_tail)
+        p->unexp_tail->next = m;
+    else
+        p->unexp = m;
+    p->unexp_tail = m;
+    ctx->unexp_arrivals++;
+    return m;
+}
+
+/* A complete header is in rx->hdr: a frame, a striped header (stream 0
+ * only) or a piece; pick the payload's destination. */
+static bool rx_start(wf_tctx_t *ctx, wf_tcp_stream_t *s)
+{
+    wf_tcp_peer_t *p = s->peer;
+    wf_tcp_rx_t *rx = &s->rx;
     uint64_t magic = wf_tcp_get64(rx->hdr);
     uint64_t len = wf_tcp_get64(rx->hdr + 32);
+    bool header = magic == WF_TCP_FRAME_MAGIC ||
+                  (magic == WF_TCP_STRIPE_MAGIC && ctx->nstreams > 1);
 
-    if (magic != WF_TCP_FRAME_MAGIC || len > (uint64_t)PTRDIFF_MAX) {
-        wf_tcp_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
-                         "protocol error: bad frame header (magic 0x%llx, "
-                         "length %llu)",
-                         (unsigned long long)magic, (unsigned long long)len);
+    rx->hdr_got = 0;
+    if (magic == WF_TCP_PIECE_MAGIC && ctx->nstreams > 1)
+        return wf_tcp_piece_start(ctx, s);
+    if (!header || s->idx != 0 || len > (uint64_t)PTRDIFF_MAX) {
+        wf_tcp_stream_fail(ctx, s, WEFT_ERR_TRANSPORT,
+                           "protocol error: bad frame header (magic 0x%llx, "
+                           "length %llu)",
+                           (unsigned long long)magic, (unsigned long long)len);
         return false;
     }
     rx->tag = wf_tcp_get64(rx->hdr + 8);
@@ -367,9 +418,10 @@ static bool rx_start(wf_tctx_t *ctx, wf_tcp_peer_t *p)
     rx->sig[1] = wf_tcp_get64(rx->hdr + 24);
     rx->len = (size_t)len;
     rx->got = 0;
-    rx->hdr_got = 0;
+    if (magic == WF_TCP_STRIPE_MAGIC)
+        return wf_tcp_stripe_header(ctx, s);
     rx->in_payload = true;
-    rx->req = take_posted(p, rx->tag);
+    rx->req = wf_tcp_take_posted(p, rx->tag);
     if (rx->req) {
         rx->dst = rx->req->buf;
         rx->dst_len = WF_MIN(rx->len, rx->req->len);
@@ -378,55 +430,39 @@ static bool rx_start(wf_tctx_t *ctx, wf_tcp_peer_t *p)
          * the length is the peer's claim, and memory must follow what it
          * really sends, not what it claims (found by fuzz_tcp_wire). */
         size_t cap = WF_MIN(rx->len, (size_t)WF_TCP_UNEXP_INITIAL);
-        wf_tcp_umsg_t *m = calloc(1, sizeof(*m));
-        char *data = m ? malloc(cap ? cap : 1) : NULL;
-        if (!data) {
-            free(m);
+        wf_tcp_umsg_t *m = wf_tcp_umsg_new(ctx, p, rx, cap);
+        if (!m) {
             wf_tcp_peer_fail(ctx, p, WEFT_ERR_NO_MEMORY,
                              "out of memory for an unexpected message of "
                              "%zu bytes",
                              rx->len);
             return false;
         }
-        m->data = data;
-        m->next = NULL;
-        m->tag = rx->tag;
-        m->sig[0] = rx->sig[0];
-        m->sig[1] = rx->sig[1];
-        m->len = rx->len;
-        m->complete = false;
-        m->waiter = NULL;
-        if (p->unexp_tail)
-            p->unexp_tail->next = m;
-        else
-            p->unexp = m;
-        p->unexp_tail = m;
-        ctx->unexp_arrivals++;
         rx->umsg = m;
         rx->dst = m->data;
         rx->dst_len = cap;
     }
     if (rx->len == 0)
-        rx_msg_done(rx);
+        rx_msg_done(s);
     return true;
 }
 
 /* An unexpected message whose buffer is full but whose payload is not:
  * doubles the buffer (up to the message length).  False, with the peer
  * failed, when there is no memory for it. */
-static bool rx_grow(wf_tctx_t *ctx, wf_tcp_peer_t *p)
+static bool rx_grow(wf_tctx_t *ctx, wf_tcp_stream_t *s)
 {
-    wf_tcp_rx_t *rx = &p->rx;
+    wf_tcp_rx_t *rx = &s->rx;
     wf_tcp_umsg_t *m = rx->umsg;
 
-    if (!rx->in_payload || !m || rx->got < rx->dst_len || rx->got >= rx->len)
+    if (!rx->in_payload || !m || rx->smsg || rx->got < rx->dst_len || rx->got >= rx->len)
         return true;
     size_t cap = rx->dst_len > (rx->len - rx->dst_len)
                      ? rx->len
                      : WF_MAX(2 * rx->dst_len, (size_t)1);
     char *data = realloc(m->data, cap);
     if (!data) {
-        wf_tcp_peer_fail(ctx, p, WEFT_ERR_NO_MEMORY,
+        wf_tcp_peer_fail(ctx, s->peer, WEFT_ERR_NO_MEMORY,
                          "out of memory for an unexpected message of %zu "
                          "bytes (%zu received)", rx->len, rx->got);
         return false;
@@ -464,42 +500,87 @@ static int rx_iov(wf_tctx_t *ctx, wf_tcp_rx_t *rx, struct iovec *iov)
 }
 
 /* Accounts `n` bytes read with the iovecs of rx_iov. */
-static bool rx_consume(wf_tctx_t *ctx, wf_tcp_peer_t *p, size_t n)
+static bool rx_consume(wf_tctx_t *ctx, wf_tcp_stream_t *s, size_t n)
 {
-    wf_tcp_rx_t *rx = &p->rx;
+    wf_tcp_rx_t *rx = &s->rx;
 
+    s->bytes_in += n;
     if (rx->in_payload) {
         size_t take = WF_MIN(n, rx->len - rx->got);
         rx->got += take;
         n -= take;
         if (rx->got < rx->len)
             return true;
-        rx_msg_done(rx);
+        rx_msg_done(s);
     }
     rx->hdr_got += n;
     if (rx->hdr_got < WF_TCP_HDR_LEN)
         return true;
-    return rx_start(ctx, p);
+    return rx_start(ctx, s);
 }
 
-void wf_tcp_read(wf_tctx_t *ctx, wf_tcp_peer_t *p)
+/* Nothing in flight with the peer: a close now is a normal goodbye. */
+static bool peer_quiet(wf_tctx_t *ctx, wf_tcp_peer_t *p)
 {
+    if (p->posted || p->smsgs)
+        return false;
+    for (int k = 0; k < ctx->nstreams; k++) {
+        const wf_tcp_stream_t *s = &p->streams[k];
+        if (s->sendq || s->rx.in_payload || s->rx.waiting || s->rx.hdr_got)
+            return false;
+    }
+    return true;
+}
+
+/* The peer closed stream s between frames.  With several streams the
+ * others may still hold bytes of messages it sent before it left (the
+ * order in which EOFs are seen is arbitrary), so the peer fails only when
+ * its last stream closes - or at once when this one still had frames to
+ * send, or when it is stream 0 and a piece still waits for a header that
+ * can no longer come.  True when the peer was failed. */
+static bool stream_eof(wf_tctx_t *ctx, wf_tcp_stream_t *s)
+{
+    wf_tcp_peer_t *p = s->peer;
+    bool stranded = false;
+
+    for (int k = 0; s->idx == 0 && k < ctx->nstreams; k++)
+        stranded |= p->streams[k].rx.waiting;
+    /* Before every stream is up a close is no goodbye: the dialer gave
+     * up (an unreachable interface), and the acceptor would wait for
+     * streams that never come. */
+    if (ctx->nstreams > 1 && p->state == WF_TCP_UP && !s->sendq &&
+        !stranded && !s->rx.in_payload &&
+        s->rx.hdr_got == 0 && p->neof + 1 < ctx->nstreams) {
+        p->neof++;
+        epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, s->fd, NULL);
+        s->events = 0;
+        s->state = WF_TCP_IDLE; /* fd kept until the peer fails or fini */
+        return false;
+    }
+    /* A close between messages with nothing pending is how a peer that
+     * finished normally leaves: only worth a warning if this side still
+     * wants to talk to it. */
+    p->fail_unreported = peer_quiet(ctx, p);
+    wf_tcp_stream_fail(ctx, s, WEFT_ERR_REMOTE,
+                       "connection closed by the peer");
+    return true;
+}
+
+void wf_tcp_read(wf_tctx_t *ctx, wf_tcp_stream_t *s)
+{
+    wf_tcp_peer_t *p = s->peer;
     size_t budget = WF_TCP_READ_BUDGET;
     struct iovec iov[2];
     ssize_t n;
 
-    while (p->state == WF_TCP_UP && budget > 0) {
-        if (!rx_grow(ctx, p))
+    /* A stream of an acceptor may be up before its siblings: it reads. */
+    while (s->state == WF_TCP_UP && p->state != WF_TCP_FAILED &&
+           !s->rx.waiting && budget > 0) {
+        if (!rx_grow(ctx, s))
             return;
-        n = readv(p->fd, iov, rx_iov(ctx, &p->rx, iov));
+        n = readv(s->fd, iov, rx_iov(ctx, &s->rx, iov));
         if (n == 0) {
-            /* A close between messages with nothing pending is how a peer
-             * that finished normally leaves: only worth a warning if this
-             * side still wants to talk to it. */
-            p->fail_unreported = !p->sendq && !p->posted && !p->rx.in_payload &&
-                                 p->rx.hdr_got == 0;
-            wf_tcp_peer_fail(ctx, p, WEFT_ERR_REMOTE,
-                             "connection closed by the peer");
+            stream_eof(ctx, s);
             return;
         }
         if (n < 0) {
@@ -507,68 +588,94 @@ void wf_tcp_read(wf_tctx_t *ctx, wf_tcp_peer_t *p)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK)
                 return;
-            wf_tcp_peer_fail(ctx, p, WEFT_ERR_REMOTE, "connection lost: %s",
-                             wf_errno_str(errno));
+            wf_tcp_stream_fail(ctx, s, WEFT_ERR_REMOTE,
+                               "connection lost: %s", wf_errno_str(errno));
             return;
         }
         budget -= WF_MIN(budget, (size_t)n);
-        if (!rx_consume(ctx, p, (size_t)n))
+        if (!rx_consume(ctx, s, (size_t)n))
             return;
     }
 }
 
 /* ---- failure and teardown ---------------------------------------------- */
 
+static void fail_units(wf_tcp_sunit_t *u, weft_status_t st)
+{
+    while (u) {
+        wf_tcp_sunit_t *next = u->next;
+        u->next = NULL;
+        wf_tcp_req_done(u->req, st);
+        u = next;
+    }
+}
+
 static void fail_list(wf_treq_t *r, weft_status_t st)
 {
     while (r) {
         wf_treq_t *next = r->next;
-        req_done(r, st);
+        wf_tcp_req_done(r, st);
         r = next;
     }
+}
+
+/* Drops what stream s was reading: a half-read message is lost, complete
+ * unexpected ones stay deliverable. */
+static void rx_fail(wf_tcp_peer_t *p, wf_tcp_rx_t *rx, weft_status_t st)
+{
+    if (rx->smsg) {
+        rx_reset(rx); /* the striped message goes with p->smsgs */
+        return;
+    }
+    if (rx->req)
+        wf_tcp_req_done(rx->req, st);
+    if (rx->umsg) {
+        wf_tcp_umsg_t *m = rx->umsg, *prev = NULL;
+        if (m->waiter) {
+            wf_tcp_req_done(m->waiter, st); /* claimed: in no list */
+        } else {
+            for (wf_tcp_umsg_t *u = p->unexp; u && u != m; u = u->next)
+                prev = u;
+            wf_tcp_unlink_unexp(p, m, prev);
+        }
+        wf_tcp_umsg_free(m);
+    }
+    rx_reset(rx);
 }
 
 void wf_tcp_xfer_fail(wf_tctx_t *ctx, wf_tcp_peer_t *p)
 {
     weft_status_t st = p->fail_status;
-    wf_tcp_rx_t *rx = &p->rx;
 
-    (void)ctx;
-    fail_list(p->sendq, st);
-    p->sendq = p->sendq_tail = NULL;
+    for (int k = 0; k < ctx->nstreams; k++) {
+        wf_tcp_stream_t *s = &p->streams[k];
+        fail_units(s->sendq, st);
+        s->sendq = s->sendq_tail = NULL;
+        rx_fail(p, &s->rx, st);
+    }
     fail_list(p->posted, st);
     p->posted = p->posted_tail = NULL;
-    if (rx->req)
-        req_done(rx->req, st);
-    /* A half-read message is lost; complete ones stay deliverable. */
-    if (rx->umsg) {
-        wf_tcp_umsg_t *m = rx->umsg, *prev = NULL;
-        if (m->waiter) {
-            req_done(m->waiter, st); /* claimed: already in no list */
-        } else {
-            for (wf_tcp_umsg_t *u = p->unexp; u && u != m; u = u->next)
-                prev = u;
-            unlink_unexp(p, m, prev);
-        }
-        umsg_free(m);
-    }
-    rx_reset(rx);
+    wf_tcp_stripe_fail(p, st);
 }
 
 void wf_tcp_xfer_free_all(wf_tctx_t *ctx)
 {
     for (int i = 0; ctx->peers && i < ctx->cfg.size; i++) {
         wf_tcp_peer_t *p = &ctx->peers[i];
-        /* A claimed, half-read message is in no list. */
-        if (p->rx.umsg && p->rx.umsg->waiter)
-            umsg_free(p->rx.umsg);
+        for (int k = 0; k < ctx->nstreams; k++) {
+            wf_tcp_rx_t *rx = &p->streams[k].rx;
+            /* A claimed, half-read message is in no list. */
+            if (!rx->smsg && rx->umsg && rx->umsg->waiter)
+                wf_tcp_umsg_free(rx->umsg);
+            rx_reset(rx);
+        }
+        wf_tcp_stripe_fail(p, WEFT_ERR_ABORTED);
         while (p->unexp) {
             wf_tcp_umsg_t *m = p->unexp;
             p->unexp = m->next;
-            umsg_free(m);
+            wf_tcp_umsg_free(m);
         }
         p->unexp_tail = NULL;
-        rx_reset(&p->rx);
     }
     while (ctx->all)
         req_free(ctx, ctx->all);

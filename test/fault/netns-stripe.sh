@@ -1,0 +1,107 @@
+#!/bin/bash
+# netns-stripe.sh - TCP striping over two NICs, run by test/fault/
+# test_netns.c: two "hosts" (network namespaces) joined by two veth pairs,
+# eth0 (10.79.0.0/24) and eth1 (10.79.1.0/24).  Two ranks run allreduce
+# 1 MiB..16 MiB with weft-bench's element-wise check and
+# WEFT_SOCKET_IFNAME=eth0,eth1:
+#   1. WEFT_TCP_STREAMS=1: only eth0 carries data (eth1 < 1 MiB each way),
+#      which shows the counters tell the paths apart;
+#   2. WEFT_TCP_STREAMS=2: eth0 AND eth1 each carry more than 16 MiB, read
+#      from /sys/class/net/IF/statistics/tx_bytes in both namespaces.
+# With RATE (e.g. 200mbit) every NIC's egress is shaped with tc tbf and the
+# bus bandwidth of both runs is printed: two NICs should give about twice
+# one (the measurement in docs/performance.md).
+# Everything lives in namespaces created here and deleted by an EXIT trap.
+# Exits 0 when all pass, 1 on a failure, 77 (skip) without root, ip or
+# namespaces.
+#
+# usage: netns-stripe.sh BUILD_DIR [RATE]
+set -uo pipefail
+# shellcheck source=scripts/netns-lib.sh
+. "$(dirname "$0")/../../scripts/netns-lib.sh"
+
+build=${1:?usage: netns-stripe.sh BUILD_DIR [RATE]}
+rate=${2:-}
+bench=$build/bin/weft-bench
+skip() { echo "SKIP: $*"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "needs root to create network namespaces"
+command -v ip >/dev/null || skip "ip (iproute2) is not installed"
+[ -z "$rate" ] || command -v tc >/dev/null || skip "tc is not installed"
+
+prefix="wfns$$"
+out=$(mktemp -d)
+cleanup() {
+    wf_netns_delete "$prefix"
+    rm -rf "$out"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ns=("$prefix-a" "$prefix-b")
+ip netns add "${ns[0]}" || skip "cannot create network namespaces here"
+ip netns add "${ns[1]}"
+for i in 0 1; do
+    ip -n "${ns[0]}" link add "eth$i" type veth peer name "eth$i" \
+        netns "${ns[1]}"
+    for h in 0 1; do
+        ip -n "${ns[$h]}" addr add "10.79.$i.$((h + 1))/24" dev "eth$i"
+        ip -n "${ns[$h]}" link set "eth$i" up
+        [ -z "$rate" ] || ip netns exec "${ns[$h]}" tc qdisc replace \
+            dev "eth$i" root tbf rate "$rate" burst 256kb latency 50ms
+    done
+done
+for h in 0 1; do ip -n "${ns[$h]}" link set lo up; done
+
+port=29500
+ip netns exec "${ns[0]}" "$build/bin/weft-rendezvous" \
+    --listen "10.79.0.1:$port" > "$out/rdv.log" 2>&1 &
+disown $! # killed by cleanup with the namespace; no job-control notice
+sleep 0.5
+
+tx() { # host interface
+    ip netns exec "${ns[$1]}" cat "/sys/class/net/$2/statistics/tx_bytes"
+}
+
+# Runs both ranks with WEFT_TCP_STREAMS=$1; sets delta[host,if] in MiB.
+declare -A delta
+run() {
+    local streams=$1 status=0 pids=() before=()
+    for h in 0 1; do for i in 0 1; do before+=("$(tx $h eth$i)"); done; done
+    for h in 0 1; do
+        ip netns exec "${ns[$h]}" env WEFT_RANK=$h WEFT_WORLD_SIZE=2 \
+            WEFT_RENDEZVOUS="10.79.0.1:$port" WEFT_JOB_ID="stripe$streams" \
+            WEFT_SOCKET_IFNAME=eth0,eth1 WEFT_TCP_STREAMS="$streams" \
+            WEFT_TIMEOUT=30s timeout 120 "$bench" allreduce -b 1M -e 16M \
+            -f 4 -w 1 -r 5 -c 1 > "$out/rank$h.$streams" 2>&1 &
+        pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid" || status=$?; done
+    if [ "$status" != 0 ]; then
+        echo "FAIL: WEFT_TCP_STREAMS=$streams: a rank exited with $status"
+        tail -n 5 "$out"/rank*."$streams"
+        return 1
+    fi
+    local k=0
+    for h in 0 1; do for i in 0 1; do
+        delta[$h,$i]=$((($(tx $h eth$i) - before[k]) >> 20))
+        k=$((k + 1))
+    done; done
+    echo "WEFT_TCP_STREAMS=$streams: tx MiB host0 eth0 ${delta[0,0]} eth1" \
+        "${delta[0,1]}, host1 eth0 ${delta[1,0]} eth1 ${delta[1,1]};" \
+        "$(grep 'Avg bus bandwidth' "$out/rank0.$streams")"
+    grep -E '^ +[0-9]' "$out/rank0.$streams"
+}
+
+fail=0
+run 1 || exit 1
+for h in 0 1; do
+    [ "${delta[$h,0]}" -gt 16 ] || { echo "FAIL: eth0 of host $h idle"; fail=1; }
+    [ "${delta[$h,1]}" -lt 1 ] || { echo "FAIL: eth1 of host $h used by one stream"; fail=1; }
+done
+run 2 || exit 1
+for h in 0 1; do for i in 0 1; do
+    [ "${delta[$h,$i]}" -gt 16 ] ||
+        { echo "FAIL: eth$i of host $h carried ${delta[$h,$i]} MiB"; fail=1; }
+done; done
+[ "$fail" = 0 ] && echo "PASS: both NICs carried data with 2 streams"
+exit "$fail"
