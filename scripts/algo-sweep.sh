@@ -42,6 +42,13 @@ for s in $extra; do
     sizes+=("$(bytes "$s")")
 done
 
+# The algorithms auto chose for $coll of $logged bytes of type $1 (a grep
+# pattern) on $n ranks, as weft's info log names them, joined by "+".
+logged_picks() {
+    grep -o "$coll of $logged bytes ($1) on $n ranks: algorithm [a-z_]*" \
+        "$tmp/log" | awk '{print $NF}' | sort -u | tr '\n' '+'
+}
+
 # The algorithm names come from the library itself.
 algos=$("$build/bin/weft-info" --simulate "$coll" --ranks 4 --bytes 1024 |
         awk '!/^#/ {print $1}')
@@ -69,13 +76,8 @@ for n in $ranks; do
                 # The log names each choice once per size class and
                 # algorithm; weft-bench's own small float64 and int
                 # reductions share the class of the smallest sizes.
-                pick=$(grep -o "$coll of $logged bytes (float32) on $n ranks: algorithm [a-z_]*" \
-                       "$tmp/log" | awk '{print $NF}' | sort -u |
-                       tr '\n' '+')
-                [ -n "$pick" ] ||
-                    pick=$(grep -o "$coll of $logged bytes ([a-z0-9]*) on $n ranks: algorithm [a-z_]*" \
-                           "$tmp/log" | awk '{print $NF}' | sort -u |
-                           tr '\n' '+')
+                pick=$(logged_picks float32)
+                [ -n "$pick" ] || pick=$(logged_picks '[a-z0-9]*')
                 echo "$n,$s,${pick%+}" >> "$tmp/picks.csv"
             fi
         done
