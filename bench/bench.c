@@ -5,7 +5,7 @@
  *
  *   weft-bench COLLECTIVE [-n NRANKS] [-b MIN] [-e MAX] [-f FACTOR]
  *              [-w WARMUP] [-r ITERS] [-d DTYPE] [-o OP] [-a ALGO]
- *              [-t TRANSPORT] [-c 0|1] [--root R] [--percentiles]
+ *              [-t TRANSPORT] [-c 0|1] [--root R] [--percentiles] [--sync]
  *              [--json FILE] [--csv] [--plot FILE.png]
  *              [--bidir | --unidir] [--window W]
  *
@@ -44,6 +44,10 @@ static void usage(FILE *out)
         "  --root R      root rank of broadcast, reduce, gather, scatter "
         "(default 0)\n"
         "  --percentiles p50 and p99 of the per-iteration times\n"
+        "  --sync        a barrier before every timed iteration, not "
+        "timed (osu-style):\n"
+        "                one call's latency rather than back-to-back "
+        "calls\n"
         "  --json FILE   write the run as JSON (\"-\": to stdout, no "
         "table)\n"
         "  --csv         CSV rows on stdout instead of the table\n"
@@ -94,6 +98,7 @@ static bool parse_int(const char *s, int lo, int hi, int *out)
 static bool parse_flag(const char *f, bench_opts_t *o)
 {
     if (!strcmp(f, "--percentiles")) o->percentiles = true;
+    else if (!strcmp(f, "--sync")) o->sync = true;
     else if (!strcmp(f, "--csv")) o->csv = true;
     else if (!strcmp(f, "--bidir")) o->p2p = BENCH_P2P_BIDIR;
     else if (!strcmp(f, "--unidir")) o->p2p = BENCH_P2P_UNIDIR;

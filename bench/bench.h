@@ -44,6 +44,7 @@ typedef struct {
     bool check;
     int root;
     bool percentiles;      /* --percentiles: p50/p99 columns */
+    bool sync;             /* --sync: a barrier before every timed run */
     const char *json_path; /* --json FILE ("-": stdout, no table) */
     bool csv;              /* --csv: CSV on stdout instead of the table */
     const char *plot_path; /* --plot FILE.png */

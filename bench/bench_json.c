@@ -133,6 +133,7 @@ static void json_config(FILE *f, const bench_ctx_t *c,
     kv_str(f, &first, "op", c->coll->reduces ? bench_op_name(o->op) : NULL);
     kv_num(f, &first, "root", c->coll->rooted ? o->root : NAN);
     kv_str(f, &first, "sendrecv_mode", p2p_mode(c));
+    kv_num(f, &first, "sync", o->sync ? 1 : 0);
     kv_num(f, &first, "messages_per_iteration",
            c->coll->msgs_per_iter ? c->coll->msgs_per_iter(c) : 1);
     kv_size(f, &first, "min_bytes", o->min_bytes);

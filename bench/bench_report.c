@@ -31,6 +31,17 @@ static const char *mode_name(const bench_ctx_t *c)
     return strcmp(c->coll->name, "sendrecv") == 0 ? names[c->o->p2p] : "";
 }
 
+/* The mode column of the CSV: the mode, and "sync" with --sync. */
+static const char *mode_column(const bench_ctx_t *c)
+{
+    static char buf[32];
+    const char *m = mode_name(c);
+    if (!c->o->sync)
+        return m;
+    snprintf(buf, sizeof(buf), "%s%ssync", m, *m ? "+" : "");
+    return buf;
+}
+
 static const char *redop(const bench_ctx_t *c)
 {
     return c->coll->reduces ? bench_op_name(c->o->op) : "none";
@@ -64,6 +75,9 @@ static void print_mode_note(const bench_ctx_t *c)
     else if (strcmp(m, "ring") == 0)
         printf("# ring shift: every rank sends to rank+1 and receives from "
                "rank-1\n");
+    if (c->o->sync)
+        printf("# --sync: a barrier before every timed iteration, left out "
+               "of the time\n");
 }
 
 static void print_hosts(const bench_ctx_t *c, const bench_info_t *info)
@@ -190,7 +204,7 @@ static void csv_line(const bench_ctx_t *c, const bench_info_t *info,
     printf("%d,", c->size);
     csv_field(info->host_list, false);
     printf("%s,%s,%d,%s,%g,%d,%d,%s,%s,%zu,%zu,%.3f,%.3f,%.3f,%.6f,%.6f,%ld,",
-           bench_dtype_name(c->o->dtype), redop(c), root(c), mode_name(c),
+           bench_dtype_name(c->o->dtype), redop(c), root(c), mode_column(c),
            msgs(c), c->o->warmup, c->o->iters, info->date,
            in ? "in-place" : "out-of-place", row->bytes, row->count,
            r->time_us, r->p50_us, r->p99_us, r->algbw, r->busbw, r->wrong);

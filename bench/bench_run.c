@@ -1,7 +1,10 @@
 /*
  * bench_run.c - the timing loop of weft-bench: for each size, a checked
  * run, warm-up, then every timed iteration clocked on its own so the
- * report can give p50/p99 of the per-iteration maximum over ranks.
+ * report can give p50/p99 of the per-iteration maximum over ranks.  With
+ * --sync a barrier (not timed) precedes every iteration, so a rooted
+ * collective cannot start the next call while the last one is still
+ * travelling down the tree.
  */
 #include <math.h>
 #include <stdio.h>
@@ -108,15 +111,21 @@ static void run_variant(const bench_ctx_t *c, bench_bufs_t *b, void *send,
                                       WEFT_SUM, c->comm);
     if (st != WEFT_OK)
         die(c, "barrier", st);
-    double start = now_us(), t = start;
+    double start = now_us(), t = start, synced = 0;
     for (int i = 0; i < iters; i++) {
         bench_progress(c, "%s: iteration %d/%d", label, i + 1, iters);
+        if (c->o->sync) { /* the barrier is not timed */
+            if ((st = weft_barrier(c->comm)) != WEFT_OK)
+                die(c, "barrier", st);
+            t = now_us();
+        }
         run_once(c, send, recv, count);
         double t1 = now_us();
         b->times[i] = t1 - t;
+        synced += b->times[i];
         t = t1;
     }
-    double total = t - start;
+    double total = c->o->sync ? synced : t - start;
     if ((st = weft_allreduce(&total, &total, 1, WEFT_FLOAT64, WEFT_MAX,
                              c->comm)) != WEFT_OK ||
         (st = weft_allreduce(b->times, b->times, (size_t)iters, WEFT_FLOAT64,

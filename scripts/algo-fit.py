@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Fits the cost model's one-host constants to measured allreduce sweeps.
+"""Fits the cost model's one-host constants to measured sweeps.
 
     scripts/algo-fit.py --cost-terms build/bin/cost-terms SWEEP.md...
 
-SWEEP.md are tables printed by scripts/algo-sweep.sh allreduce (several
-files: a cell measured in more than one keeps its fastest time).  The
+SWEEP.md are tables printed by scripts/algo-sweep.sh, of any collectives
+that have more than one algorithm (each table under its "### COLLECTIVE"
+heading; several files: a cell measured in more than one keeps its
+fastest time).  The
 terms of every algorithm (rounds, bytes on the critical path, and the work
 of all ranks) come from the library through bench/cost/cost_terms.c, so
 this script holds only the way src/algo/cost.h combines them
@@ -27,18 +29,23 @@ import sys
 
 
 def load_sweeps(paths):
+    """{(collective, ranks, size): {algo: best time}}"""
     cells = {}
     for path in paths:
-        header = None
+        header, coll = None, "allreduce"
         for line in open(path):
             cols = [c.strip() for c in line.strip().strip("|").split("|")]
+            heading = re.match(r"#+ ([a-z]+)\b", line)
+            if heading:
+                coll = heading.group(1)
+                continue
             if line.startswith("| ranks"):
                 header = cols
                 continue
             if not header or not re.match(r"\| \d", line):
                 continue
             ranks, size = int(cols[0]), int(cols[1])
-            cell = cells.setdefault((ranks, size), {})
+            cell = cells.setdefault((coll, ranks, size), {})
             for name, value in zip(header[2:], cols[2:]):
                 if name in ("auto", "pick", "best") or "/" in name:
                     continue
@@ -51,21 +58,22 @@ def load_sweeps(paths):
 
 
 def library_terms(tool, cells):
-    """{(ranks, size): {algo: (rounds, path_sent, path_reduced, messages,
-    bytes, reduced)}} and the library's one-host constants."""
+    """{(collective, ranks, size): {algo: (rounds, path_sent, path_reduced,
+    messages, bytes, reduced)}} and the library's one-host constants."""
     by_ranks = {}
-    for ranks, size in cells:
-        by_ranks.setdefault(ranks, []).append(size)
+    for coll, ranks, size in cells:
+        by_ranks.setdefault((coll, ranks), []).append(size)
     terms, constants = {}, None
-    for ranks, sizes in sorted(by_ranks.items()):
-        out = subprocess.run([tool, str(ranks)] + [str(s) for s in sizes],
+    for (coll, ranks), sizes in sorted(by_ranks.items()):
+        out = subprocess.run([tool, "--coll", coll, str(ranks)] +
+                             [str(s) for s in sizes],
                              check=True, capture_output=True, text=True)
         for line in out.stdout.splitlines():
             f = line.split()
             if f[0] == "one_host":
                 constants = tuple(float(x) for x in f[1:])
             elif f[0] == "terms":
-                key = (int(f[2]), int(f[3]))
+                key = (coll, int(f[2]), int(f[3]))
                 terms.setdefault(key, {})[f[1]] = tuple(float(x) for x in f[4:])
     return terms, constants
 
@@ -90,7 +98,7 @@ def judge(c, cells, terms, cores):
         algos = [a for a in model if a in measured]
         if not algos:
             continue
-        est = {a: estimate(c, model[a], key[0], cores) for a in algos}
+        est = {a: estimate(c, model[a], key[1], cores) for a in algos}
         pick = min(algos, key=lambda a: est[a])
         best = min(algos, key=lambda a: measured[a])
         ratio = measured[pick] / measured[best]
@@ -132,9 +140,14 @@ def report(title, c, cells, terms, cores):
     print(f"  picks the measured best in {len(cells) - len(misses)} of "
           f"{len(cells)} cells; worst pick/best {worst:.2f}; "
           f"rms prediction error {100 * (math.exp(rms) - 1):.0f}%")
-    for (ranks, size), pick, best, ratio in misses:
-        print(f"  {ranks} ranks, {size} B: picks {pick}, best {best}, "
-              f"{ratio:.2f}")
+    for coll in sorted({key[0] for key in cells}):
+        n = sum(1 for key in cells if key[0] == coll)
+        over = [m[3] for m in misses if m[0][0] == coll and m[3] > 1.10]
+        print(f"  {coll}: pick/best within 1.10 in {n - len(over)} of {n}"
+              f"{f', worst {max(over):.2f}' if over else ''}")
+    for (coll, ranks, size), pick, best, ratio in misses:
+        print(f"  {coll}, {ranks} ranks, {size} B: picks {pick}, "
+              f"best {best}, {ratio:.2f}")
 
 
 def main():

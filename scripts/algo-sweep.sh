@@ -8,6 +8,10 @@
 #
 # Environment: BUILD (default build), WARMUP (2), ITERS (5), ROUNDS (1),
 # EXTRA_SIZES (sizes to add to MIN * FACTOR^k, e.g. "256M").
+# Rooted collectives (broadcast, reduce, gather, scatter) run with
+# weft-bench --sync, a barrier before every timed call: back to back their
+# calls overlap, and the time would be a pipeline's throughput, which the
+# cost model (one call) does not estimate (docs/bench.md, Timing).
 # Each cell is the median (p50) iteration time.  Every size runs every
 # algorithm, auto last, before the next size starts, so a burst of someone
 # else's load lands on neighbouring cells of one size rather than on every
@@ -49,6 +53,11 @@ logged_picks() {
         "$tmp/log" | awk '{print $NF}' | sort -u | tr '\n' '+'
 }
 
+case $coll in
+    broadcast|reduce|gather|scatter) sync=--sync ;;
+    *) sync= ;;
+esac
+
 # The algorithm names come from the library itself.
 algos=$("$build/bin/weft-info" --simulate "$coll" --ranks 4 --bytes 1024 |
         awk '!/^#/ {print $1}')
@@ -61,24 +70,28 @@ for n in $ranks; do
         for a in $algos auto; do
             # Fields of --csv: 14 variant, 15 size, 18 p50_us.
             WEFT_LOG=info "$bench" "$coll" -n "$n" -a "$a" -b "$s" -e "$s" \
-                -w "$w" -r "$r" -c 0 --percentiles --csv \
+                -w "$w" -r "$r" -c 0 --percentiles --csv $sync \
                 2> "$tmp/log" |
                 awk -F, -v n="$n" -v a="$a" \
                     'NR > 1 && $14 == "out-of-place" {print n "," a "," $15 "," $18}' \
                 >> "$tmp/rows.csv"
             if [ "$a" = auto ]; then
-                # The log gives a blocked collective's per-rank block.
+                # weft-bench rounds a blocked collective's size down to a
+                # multiple of the ranks (and the element size); the row it
+                # printed has the size it ran, and the log its per-rank
+                # block.
+                ran=$(tail -n 1 "$tmp/rows.csv" | cut -d, -f3)
                 case $coll in
                     allgather|reducescatter|alltoall|gather|scatter)
-                        logged=$((s / n)) ;;
-                    *) logged=$s ;;
+                        logged=$((ran / n)) ;;
+                    *) logged=$ran ;;
                 esac
                 # The log names each choice once per size class and
                 # algorithm; weft-bench's own small float64 and int
                 # reductions share the class of the smallest sizes.
                 pick=$(logged_picks float32)
                 [ -n "$pick" ] || pick=$(logged_picks '[a-z0-9]*')
-                echo "$n,$s,${pick%+}" >> "$tmp/picks.csv"
+                echo "$n,$ran,${pick%+}" >> "$tmp/picks.csv"
             fi
         done
     done

@@ -1,16 +1,20 @@
 /*
- * cost_terms.c - prints what the cost model knows of every allreduce
- * algorithm (wf_cost_terms_t) for given rank counts and sizes, and the
+ * cost_terms.c - prints what the cost model knows of every algorithm of
+ * a collective (wf_cost_terms_t) for given rank counts and sizes, and the
  * one-host constants, so that scripts/algo-fit.py fits the constants to a
  * measured sweep with the library's own terms rather than a copy of them.
  *
- *   cost-terms [--chunk BYTES] RANKS BYTES [BYTES...]
+ *   cost-terms [--chunk BYTES] [--coll NAME] RANKS BYTES [BYTES...]
  *
- * Output, one line per algorithm and size (float32 elements):
+ * NAME is a collective as weft-bench names it (default allreduce); BYTES
+ * is weft-bench's size: the whole buffer, for allgather and
+ * reducescatter all ranks' blocks together.  The root is rank 0, as in
+ * weft-bench.  Output, one line per algorithm and size (float32 sum):
  *   terms NAME RANKS BYTES rounds path_sent path_reduced messages bytes reduced
  * preceded by one line
  *   one_host alpha beta gamma host_msg host_byte path_share  (us, us/byte)
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,16 +22,31 @@
 #include "algo/algo.h"
 #include "algo/cost.h"
 
+/* The collective weft-bench calls `name`, or WF_COLL_MAX. */
+static wf_coll_t coll_named(const char *name)
+{
+    for (int c = 1; c < WF_COLL_MAX; c++)
+        if (strcmp(wf_coll_name((wf_coll_t)c), name) == 0)
+            return (wf_coll_t)c;
+    return WF_COLL_MAX;
+}
+
 int main(int argc, char **argv)
 {
     size_t chunk = 256 << 10;
+    wf_coll_t coll = WF_COLL_ALLREDUCE;
     int arg = 1;
-    if (argc > 2 && strcmp(argv[1], "--chunk") == 0) {
-        chunk = strtoull(argv[2], NULL, 0);
-        arg = 3;
+    for (; argc - arg > 2 && strncmp(argv[arg], "--", 2) == 0; arg += 2) {
+        if (strcmp(argv[arg], "--chunk") == 0)
+            chunk = strtoull(argv[arg + 1], NULL, 0);
+        else if (strcmp(argv[arg], "--coll") == 0)
+            coll = coll_named(argv[arg + 1]);
+        else
+            coll = WF_COLL_MAX;
     }
-    if (argc - arg < 2 || chunk == 0) {
-        fprintf(stderr, "usage: cost-terms [--chunk BYTES] RANKS BYTES...\n");
+    if (argc - arg < 2 || chunk == 0 || coll == WF_COLL_MAX) {
+        fprintf(stderr, "usage: cost-terms [--chunk BYTES] [--coll NAME] "
+                "RANKS BYTES...\n");
         return 2;
     }
     int ranks = atoi(argv[arg]);
@@ -43,13 +62,16 @@ int main(int argc, char **argv)
     const wf_algo_t *const *reg = wf_algo_registry(&n);
     for (int i = arg + 1; i < argc; i++) {
         size_t bytes = strtoull(argv[i], NULL, 0);
-        wf_coll_args_t a = {.coll = WF_COLL_ALLREDUCE, .count = bytes / 4,
+        bool blocked = coll == WF_COLL_ALLGATHER ||
+                       coll == WF_COLL_REDUCE_SCATTER;
+        wf_coll_args_t a = {.coll = coll,
+                            .count = bytes / 4 / (blocked ? ranks : 1),
                             .dtype = WEFT_FLOAT32, .op = WEFT_SUM,
                             .elem_size = 4, .peer = -1, .size = ranks,
                             .chunk_bytes = chunk, .local_size = ranks};
         for (size_t k = 0; k < n; k++) {
             wf_cost_terms_t t;
-            if (reg[k]->coll != WF_COLL_ALLREDUCE || !reg[k]->cost_terms ||
+            if (reg[k]->coll != coll || !reg[k]->cost_terms ||
                 !reg[k]->supports(&a))
                 continue;
             reg[k]->cost_terms(&a, &t);

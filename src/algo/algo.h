@@ -80,7 +80,8 @@ typedef struct wf_algo {
     /* Estimated time in microseconds (alpha-beta model), for selection. */
     double (*cost)(const wf_coll_args_t *args);
     /* What cost() evaluates, where the algorithm describes itself that
-     * way (allreduce; NULL elsewhere): struct wf_cost_terms in cost.h. */
+     * way (the collectives with more than one algorithm; NULL elsewhere):
+     * struct wf_cost_terms in cost.h. */
     void (*cost_terms)(const wf_coll_args_t *args,
                        struct wf_cost_terms *terms);
     weft_status_t (*build)(const wf_coll_args_t *args, wf_plan_t *plan);

@@ -129,11 +129,25 @@ static bool bruck_supports(const wf_coll_args_t *a)
     return a->coll == WF_COLL_ALLGATHER;
 }
 
-static double bruck_cost(const wf_coll_args_t *a)
+static void bruck_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 {
     double n = a->size, block = (double)a->count * (double)a->elem_size;
-    return wf_cost(a, wf_ceil_log2(a->size),
-                   WF_UNR_FAR_FACTOR * (n - 1) * block, 0);
+    double grid = (double)wf_unr_grid(a), msgs = 0;
+    /* Round k sends cnt = min(d, n - d) blocks, in chunks, and once more
+     * on the cnt - 1 ranks whose run of blocks wraps past the last one. */
+    for (int d = 1; d < a->size; d *= 2) {
+        int cnt = WF_MIN(d, a->size - d);
+        msgs += n * wf_msgs(cnt * block, grid) + cnt - 1;
+    }
+    *t = (wf_cost_terms_t){.rounds = wf_ceil_log2(a->size),
+                           .path_sent = WF_UNR_FAR_FACTOR * (n - 1) * block,
+                           .messages = msgs,
+                           .bytes = n * (n - 1) * block};
+}
+
+static double bruck_cost(const wf_coll_args_t *a)
+{
+    return wf_cost_of_terms(a, bruck_terms);
 }
 
 const wf_algo_t wf_algo_allgather_bruck = {
@@ -142,5 +156,6 @@ const wf_algo_t wf_algo_allgather_bruck = {
     .id = 42,
     .supports = bruck_supports,
     .cost = bruck_cost,
+    .cost_terms = bruck_terms,
     .build = bruck_build,
 };

@@ -154,16 +154,29 @@ static bool rd_supports(const wf_coll_args_t *a)
     return a->coll == WF_COLL_ALLGATHER;
 }
 
-static double rd_cost(const wf_coll_args_t *a)
+static void rd_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 {
     double n = a->size, block = (double)a->count * (double)a->elem_size;
+    double grid = (double)wf_unr_grid(a), msgs = 0;
     int p = 1;
     while (p * 2 <= a->size)
         p *= 2;
-    int lg = wf_ceil_log2(p);
-    if (p == a->size)
-        return wf_cost(a, lg, WF_UNR_FAR_FACTOR * (n - 1) * block, 0);
-    return wf_cost(a, lg + 2, WF_UNR_FAR_FACTOR * (2 * n - 1) * block, 0);
+    double e = n - p, lg = wf_ceil_log2(p);
+    for (int d = 1; d < p; d *= 2)
+        msgs += wf_unr_group_msgs(p, (int)e, d, d * n * block, grid);
+    /* The fold: one block in; back everything but that block, 2e runs in
+     * the buffer. */
+    msgs += e * (wf_msgs(block, grid) +
+                 wf_unr_runs_msgs(2 * e, (n - 1) * block, grid));
+    *t = (wf_cost_terms_t){
+        .rounds = e > 0 ? lg + 2 : lg,
+        .path_sent = WF_UNR_FAR_FACTOR * (e > 0 ? 2 * n - 1 : n - 1) * block,
+        .messages = msgs, .bytes = n * (n - 1) * block};
+}
+
+static double rd_cost(const wf_coll_args_t *a)
+{
+    return wf_cost_of_terms(a, rd_terms);
 }
 
 const wf_algo_t wf_algo_allgather_rd = {
@@ -172,5 +185,6 @@ const wf_algo_t wf_algo_allgather_rd = {
     .id = 41,
     .supports = rd_supports,
     .cost = rd_cost,
+    .cost_terms = rd_terms,
     .build = rd_build,
 };

@@ -84,10 +84,19 @@ static bool agring_supports(const wf_coll_args_t *a)
     return a->coll == WF_COLL_ALLGATHER;
 }
 
-static double agring_cost(const wf_coll_args_t *a)
+static void agring_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 {
     double n = a->size, block = (double)a->count * (double)a->elem_size;
-    return wf_cost(a, n - 1, (n - 1) * block, 0);
+    /* Every rank forwards n-1 blocks, each in chunks. */
+    double per_block = wf_msgs(block, (double)wf_unr_grid(a));
+    *t = (wf_cost_terms_t){.rounds = n - 1, .path_sent = (n - 1) * block,
+                           .messages = n * (n - 1) * per_block,
+                           .bytes = n * (n - 1) * block};
+}
+
+static double agring_cost(const wf_coll_args_t *a)
+{
+    return wf_cost_of_terms(a, agring_terms);
 }
 
 const wf_algo_t wf_algo_allgather_ring = {
@@ -96,5 +105,6 @@ const wf_algo_t wf_algo_allgather_ring = {
     .id = 40,
     .supports = agring_supports,
     .cost = agring_cost,
+    .cost_terms = agring_terms,
     .build = agring_build,
 };

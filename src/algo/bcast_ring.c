@@ -64,15 +64,23 @@ static bool ring_supports(const wf_coll_args_t *a)
     return a->coll == WF_COLL_BROADCAST;
 }
 
-static double ring_cost(const wf_coll_args_t *a)
+static void ring_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 {
-    if (a->size == 1)
-        return wf_rtree_single_cost(a);
     double n = a->size, bytes = (double)a->count * (double)a->elem_size;
     size_t ce = wf_rtree_chunk_elems(a);
     double nc = (double)WF_MAX((size_t)1, wf_rtree_nchunks(a->count, ce));
     double chunk = WF_MIN((double)ce * (double)a->elem_size, bytes);
-    return wf_cost(a, n - 2 + nc, bytes + (n - 2) * chunk, 0);
+    /* The last chunk leaves the root after nc - 1 others and then takes
+     * n - 2 more hops. */
+    *t = (wf_cost_terms_t){.rounds = n - 2 + nc,
+                           .path_sent = bytes + (n - 2) * chunk,
+                           .messages = (n - 1) * nc,
+                           .bytes = (n - 1) * bytes};
+}
+
+static double ring_cost(const wf_coll_args_t *a)
+{
+    return wf_cost_of_terms(a, ring_terms);
 }
 
 const wf_algo_t wf_algo_bcast_ring = {
@@ -81,5 +89,6 @@ const wf_algo_t wf_algo_bcast_ring = {
     .id = 21,
     .supports = ring_supports,
     .cost = ring_cost,
+    .cost_terms = ring_terms,
     .build = ring_build,
 };

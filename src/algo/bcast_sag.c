@@ -173,12 +173,39 @@ static bool sag_supports(const wf_coll_args_t *a)
     return a->coll == WF_COLL_BROADCAST;
 }
 
+/* The grid cells of ce elements that elements [lo, hi) touch. */
+static double cells_between(size_t lo, size_t hi, size_t ce)
+{
+    return hi > lo ? (double)((hi - 1) / ce - lo / ce + 1) : 0;
+}
+
+static void sag_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
+{
+    double n = a->size, bytes = (double)a->count * (double)a->elem_size;
+    size_t ce = wf_rtree_chunk_elems(a), lo, len, end;
+    double msgs = 0;
+    /* Relative rank v gets the segments of its subtree [v, v + subtree)
+     * in one range in the scatter and every other segment in the ring,
+     * one segment at a time; both cut at a grid of ce-element cells.  A
+     * segment j lies in the subtree of popcount(j) of the ranks v >= 1. */
+    for (int v = 0; v < a->size; v++) {
+        wf_algo_segment(a->count, a->size, v, &lo, &len);
+        msgs += (n - 1 - __builtin_popcount((unsigned)v)) *
+                cells_between(lo, lo + len, ce);
+        if (v == 0)
+            continue;
+        int last = v + wf_rtree_subtree(v, a->size) - 1;
+        wf_algo_segment(a->count, a->size, last, &end, &len);
+        msgs += cells_between(lo, end + len, ce);
+    }
+    *t = (wf_cost_terms_t){.rounds = wf_ceil_log2(a->size) + n - 1,
+                           .path_sent = 2 * (n - 1) / n * bytes,
+                           .messages = msgs, .bytes = (n - 1) * bytes};
+}
+
 static double sag_cost(const wf_coll_args_t *a)
 {
-    if (a->size == 1)
-        return wf_rtree_single_cost(a);
-    double n = a->size, bytes = (double)a->count * (double)a->elem_size;
-    return wf_cost(a, wf_ceil_log2(a->size) + n - 1, 2 * (n - 1) / n * bytes, 0);
+    return wf_cost_of_terms(a, sag_terms);
 }
 
 const wf_algo_t wf_algo_bcast_sag = {
@@ -187,5 +214,6 @@ const wf_algo_t wf_algo_bcast_sag = {
     .id = 22,
     .supports = sag_supports,
     .cost = sag_cost,
+    .cost_terms = sag_terms,
     .build = sag_build,
 };

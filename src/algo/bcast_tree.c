@@ -71,15 +71,22 @@ static bool tree_supports(const wf_coll_args_t *a)
     return a->coll == WF_COLL_BROADCAST;
 }
 
-static double tree_cost(const wf_coll_args_t *a)
+static void tree_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 {
-    if (a->size == 1)
-        return wf_rtree_single_cost(a);
-    double L = wf_ceil_log2(a->size);
+    double n = a->size, L = wf_ceil_log2(a->size);
     double bytes = (double)a->count * (double)a->elem_size;
     double nc = (double)WF_MAX((size_t)1, wf_rtree_nchunks(
                                    a->count, wf_rtree_chunk_elems(a)));
-    return wf_cost(a, L * nc, L * bytes, 0);
+    /* The root sends every chunk to each of its L children in turn; every
+     * other rank receives each chunk once. */
+    *t = (wf_cost_terms_t){.rounds = L * nc, .path_sent = L * bytes,
+                           .messages = (n - 1) * nc,
+                           .bytes = (n - 1) * bytes};
+}
+
+static double tree_cost(const wf_coll_args_t *a)
+{
+    return wf_cost_of_terms(a, tree_terms);
 }
 
 const wf_algo_t wf_algo_bcast_tree = {
@@ -88,5 +95,6 @@ const wf_algo_t wf_algo_bcast_tree = {
     .id = 20,
     .supports = tree_supports,
     .cost = tree_cost,
+    .cost_terms = tree_terms,
     .build = tree_build,
 };

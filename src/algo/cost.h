@@ -63,11 +63,9 @@ static inline double wf_cost_with(const wf_cost_model_t *m, double rounds,
            bytes_reduced * m->gamma_us_per_byte;
 }
 
-/* The path-only model of the collectives other than allreduce.  They keep
- * the network's constants on one machine too: the one-host constants are
- * fitted to allreduce only, and with them broadcast picked its tree for
- * 128 KiB on 4 ranks, 1.4x slower than scatter-allgather there
- * (docs/algorithms.md). */
+/* The path-only model, with the network's constants, of the collectives
+ * that have a single algorithm (gather, scatter, alltoall, barrier,
+ * send/recv): their cost is only logged, never compared. */
 static inline double wf_cost(const wf_coll_args_t *a, double rounds,
                              double bytes_sent, double bytes_reduced)
 {
@@ -77,9 +75,10 @@ static inline double wf_cost(const wf_coll_args_t *a, double rounds,
 
 /* What an algorithm does, for the model: its critical path (`rounds`,
  * and the bytes a rank sends and reduces on it) and the work of all ranks
- * together (`messages`, sent `bytes`, `reduced` bytes).  Allreduce
- * algorithms describe themselves this way (wf_algo_t.cost_terms), so that
- * bench/cost fits the constants to a sweep with the library's own terms. */
+ * together (`messages`, sent `bytes`, `reduced` bytes).  The algorithms of
+ * every collective that has a choice describe themselves this way
+ * (wf_algo_t.cost_terms), so that bench/cost fits the constants to a
+ * sweep with the library's own terms. */
 typedef struct wf_cost_terms {
     double rounds, path_sent, path_reduced;
     double messages, bytes, reduced;

@@ -215,12 +215,28 @@ static bool rsg_supports(const wf_coll_args_t *a)
     return a->coll == WF_COLL_REDUCE;
 }
 
+static void rsg_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
+{
+    double n = a->size, bytes = (double)a->count * (double)a->elem_size;
+    /* The ring sends every segment but one from every rank; the gather
+     * one segment from every rank but the root. */
+    double pieces = wf_msgs_pieces(a->count, a->elem_size, a->size,
+                                   a->chunk_bytes);
+    size_t start, len; /* the root's own segment, not gathered */
+    wf_algo_segment(a->count, a->size, a->root, &start, &len);
+    double own = (double)(len * a->elem_size);
+    *t = (wf_cost_terms_t){
+        .rounds = n, .path_sent = 2 * (n - 1) / n * bytes,
+        .path_reduced = (n - 1) / n * bytes,
+        .messages = (n - 1) * pieces + pieces -
+                    (own > 0 ? wf_msgs(own, (double)a->chunk_bytes) : 0),
+        .bytes = (n - 1) * bytes + bytes - own,
+        .reduced = (n - 1) * bytes};
+}
+
 static double rsg_cost(const wf_coll_args_t *a)
 {
-    if (a->size == 1)
-        return wf_rtree_single_cost(a);
-    double n = a->size, bytes = (double)a->count * (double)a->elem_size;
-    return wf_cost(a, n, 2 * (n - 1) / n * bytes, (n - 1) / n * bytes);
+    return wf_cost_of_terms(a, rsg_terms);
 }
 
 const wf_algo_t wf_algo_reduce_rsg = {
@@ -229,5 +245,6 @@ const wf_algo_t wf_algo_reduce_rsg = {
     .id = 24,
     .supports = rsg_supports,
     .cost = rsg_cost,
+    .cost_terms = rsg_terms,
     .build = rsg_build,
 };

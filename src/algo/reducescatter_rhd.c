@@ -238,17 +238,32 @@ static bool rhd_supports(const wf_coll_args_t *a)
     return a->coll == WF_COLL_REDUCE_SCATTER;
 }
 
-static double rhd_cost(const wf_coll_args_t *a)
+static void rhd_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 {
     double n = a->size, block = (double)a->count * (double)a->elem_size;
+    double grid = (double)wf_unr_grid(a), msgs = 0;
     int p = 1;
     while (p * 2 <= a->size)
         p *= 2;
-    double lg = wf_ceil_log2(p), moved = (n - 1) * block;
-    if (p != a->size) /* the fold in, the result out */
-        return wf_cost(a, lg + 2, WF_UNR_FAR_FACTOR * (moved + n * block),
-                       moved + n * block);
-    return wf_cost(a, lg, WF_UNR_FAR_FACTOR * moved, moved);
+    double e = n - p, lg = wf_ceil_log2(p), moved = (n - 1) * block;
+    /* Each of the p ranks sends half of what it still holds each round. */
+    for (int d = p / 2; d >= 1; d /= 2)
+        msgs += wf_unr_group_msgs(p, (int)e, d, d * n * block, grid);
+    /* The fold: a whole input in (2e + 1 runs in the buffer), one
+     * finished block out. */
+    msgs += e * (wf_unr_runs_msgs(2 * e + 1, n * block, grid) +
+                 wf_msgs(block, grid));
+    *t = (wf_cost_terms_t){
+        .rounds = e > 0 ? lg + 2 : lg,
+        .path_sent = WF_UNR_FAR_FACTOR * (e > 0 ? moved + n * block : moved),
+        .path_reduced = e > 0 ? moved + n * block : moved,
+        .messages = msgs, .bytes = n * moved + e * block,
+        .reduced = n * moved};
+}
+
+static double rhd_cost(const wf_coll_args_t *a)
+{
+    return wf_cost_of_terms(a, rhd_terms);
 }
 
 const wf_algo_t wf_algo_reducescatter_rhd = {
@@ -257,5 +272,6 @@ const wf_algo_t wf_algo_reducescatter_rhd = {
     .id = 46,
     .supports = rhd_supports,
     .cost = rhd_cost,
+    .cost_terms = rhd_terms,
     .build = rhd_build,
 };

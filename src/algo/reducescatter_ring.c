@@ -118,10 +118,20 @@ static bool rsring_supports(const wf_coll_args_t *a)
     return a->coll == WF_COLL_REDUCE_SCATTER;
 }
 
-static double rsring_cost(const wf_coll_args_t *a)
+static void rsring_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 {
     double n = a->size, block = (double)a->count * (double)a->elem_size;
-    return wf_cost(a, n - 1, (n - 1) * block, (n - 1) * block);
+    double per_block = wf_msgs(block, (double)wf_unr_grid(a));
+    *t = (wf_cost_terms_t){.rounds = n - 1, .path_sent = (n - 1) * block,
+                           .path_reduced = (n - 1) * block,
+                           .messages = n * (n - 1) * per_block,
+                           .bytes = n * (n - 1) * block,
+                           .reduced = n * (n - 1) * block};
+}
+
+static double rsring_cost(const wf_coll_args_t *a)
+{
+    return wf_cost_of_terms(a, rsring_terms);
 }
 
 const wf_algo_t wf_algo_reducescatter_ring = {
@@ -130,5 +140,6 @@ const wf_algo_t wf_algo_reducescatter_ring = {
     .id = 45,
     .supports = rsring_supports,
     .cost = rsring_cost,
+    .cost_terms = rsring_terms,
     .build = rsring_build,
 };

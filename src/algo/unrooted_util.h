@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "algo/algo.h"
+#include "algo/cost.h"
 
 /*
  * Bandwidth factor for the log-round algorithms (recursive doubling,
@@ -41,6 +42,27 @@
 #define WF_UNR_FAR_FACTOR 1.1
 
 static inline int wf_unr_mod(int x, int n) { return ((x % n) + n) % n; }
+
+/* For the cost model: the messages that send `runs` runs of the buffer
+ * of `bytes` in all, each cut at a grid of `grid` bytes. */
+static inline double wf_unr_runs_msgs(double runs, double bytes, double grid)
+{
+    return runs > 0 ? runs * wf_msgs(bytes / runs, grid) : 0;
+}
+
+/*
+ * For the cost model: the messages all p ranks of a fold (e folded
+ * ranks, wf_unr_fold) send in one round where each sends an aligned group
+ * of d virtual ranks, `bytes` in all.  A virtual rank v < e stands for
+ * blocks v and v + p, which breaks the run in the buffer twice; the
+ * virtual ranks from e on are one run.  Every group is sent by d ranks.
+ */
+static inline double wf_unr_group_msgs(int p, int e, int d, double bytes,
+                                       double grid)
+{
+    double runs = 2.0 * e * d + p - (double)d * (e / d);
+    return wf_unr_runs_msgs(runs, bytes, grid);
+}
 
 /* The chunk size in bytes, a whole number of elements, at least one. */
 static inline uint64_t wf_unr_grid(const wf_coll_args_t *a)

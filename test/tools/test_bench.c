@@ -265,6 +265,21 @@ WF_TEST(bench_csv_columns, 60)
     free(out);
 }
 
+/* --sync times one call per iteration after an untimed barrier; the CSV
+ * says so in its mode column (docs/bench.md, Timing). */
+WF_TEST(bench_sync_mode, 60)
+{
+    char *out = bench("broadcast -n 3 -b 8 -e 64K -f 8 -w 1 -r 3 --csv "
+                      "--sync --root 1", 0);
+    ASSERT_STR_CONTAINS(out, "broadcast,auto,auto,3,");
+    ASSERT_STR_CONTAINS(out, ",float,none,1,sync,1,1,3,");
+    ASSERT_EQ(check_csv(out, 1.0), 10); /* 5 sizes, 2 variants */
+    free(out);
+    out = bench("sendrecv -n 2 -b 8 -e 8 -w 0 -r 2 --csv --sync", 0);
+    ASSERT_STR_CONTAINS(out, ",ring+sync,");
+    free(out);
+}
+
 WF_TEST(bench_plot_png, 90)
 {
     char dir[] = "/tmp/weft-bench-plot-test-XXXXXX", args[1024], *out;
