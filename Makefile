@@ -340,7 +340,7 @@ $(REDUCE_BENCH): $(BUILD)/test-obj/bench/reduce/reduce_bench.o $(BUILD)/lib/libw
 bench-reduce: $(REDUCE_BENCH)
 	$(REDUCE_BENCH) $(REDUCE_BENCH_ARGS)
 
-# The allreduce cost terms of the library, for scripts/algo-fit.py (links
+# The cost terms of the library's algorithms, for scripts/algo-fit.py (links
 # the static library: the terms are not public API).
 COST_TERMS := $(BUILD)/bin/cost-terms
 $(COST_TERMS): $(BUILD)/test-obj/bench/cost/cost_terms.o $(BUILD)/lib/libweft.a
@@ -349,8 +349,10 @@ $(COST_TERMS): $(BUILD)/test-obj/bench/cost/cost_terms.o $(BUILD)/lib/libweft.a
 
 # Fits the one-host constants of the cost model to sweeps of
 # scripts/algo-sweep.sh (docs/algorithms.md): make algo-fit SWEEPS="a.md b.md"
+# (ALGO_FIT_ARGS=--tables: the measured tables with the library's picks)
 algo-fit: $(COST_TERMS)
-	python3 scripts/algo-fit.py --cost-terms $(COST_TERMS) $(SWEEPS)
+	python3 scripts/algo-fit.py --cost-terms $(COST_TERMS) $(ALGO_FIT_ARGS) \
+	    $(SWEEPS)
 
 # Multi-host behaviour on one box: one rank per network namespace, joined
 # by a bridge, each host's egress shaped with tc tbf (scripts/bench-netns.sh

@@ -84,9 +84,8 @@ def estimate(c, t, ranks, cores):
     alpha, beta, gamma, host_msg, host_byte, share = c
     rounds, path_sent, path_reduced, messages, sent, reduced = t
     path = rounds * alpha + path_sent * beta + path_reduced * gamma
-    if ranks <= cores:
-        return path
-    host = (messages * host_msg + sent * host_byte + reduced * gamma) / cores
+    host = ((messages * host_msg + sent * host_byte + reduced * gamma) /
+            min(cores, ranks))
     return host + share * path if host > path else path + share * host
 
 
@@ -111,9 +110,9 @@ def judge(c, cells, terms, cores):
     return total, worst, rms, misses
 
 
-def fit(cells, terms, cores, gamma, seed, samples):
+def fit(cells, terms, cores, gamma, seed, samples, weight=0.3):
     rng = random.Random(seed)
-    score = lambda c: (lambda j: j[0] + 0.3 * j[2])(judge(c, cells, terms,
+    score = lambda c: (lambda j: j[0] + weight * j[2])(judge(c, cells, terms,
                                                           cores))
     best = None
     for _ in range(samples):
@@ -150,6 +149,32 @@ def report(title, c, cells, terms, cores):
               f"best {best}, {ratio:.2f}")
 
 
+def tables(c, cells, terms, cores):
+    """Markdown: per collective the measured times of every algorithm,
+    the pick of the constants `c`, the best, and pick / best."""
+    for coll in sorted({key[0] for key in cells}):
+        keys = sorted(k for k in cells if k[0] == coll)
+        algos = []
+        for k in keys:
+            algos += [a for a in terms.get(k, {}) if a not in algos]
+        print(f"\n#### {coll}\n")
+        print("| ranks | size (B) | " + " | ".join(algos) +
+              " | pick | best | pick/best |")
+        print("|---" * (len(algos) + 5) + "|")
+        for key in keys:
+            measured, model = cells[key], terms.get(key, {})
+            have = [a for a in model if a in measured]
+            if not have:
+                continue
+            pick = min(have, key=lambda a: estimate(c, model[a], key[1],
+                                                    cores))
+            best = min(have, key=lambda a: measured[a])
+            times = " | ".join(f"{measured[a]:.1f}" if a in measured else "-"
+                               for a in algos)
+            print(f"| {key[1]} | {key[2]} | {times} | {pick} | {best} | "
+                  f"{measured[pick] / measured[best]:.2f} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("sweeps", nargs="+")
@@ -159,6 +184,12 @@ def main():
                     help="reduction cost, us per KB (default: the library's)")
     ap.add_argument("--samples", type=int, default=3000)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--tables", action="store_true",
+                    help="print, instead of fitting, the measured tables "
+                    "with the library's picks")
+    ap.add_argument("--error-weight", type=float, default=0.3,
+                    help="weight of the rms prediction error against the "
+                    "loss of wrong picks")
     args = ap.parse_args()
     cells = load_sweeps(args.sweeps)
     if not cells:
@@ -167,8 +198,12 @@ def main():
     gamma = args.gamma / 1e3 if args.gamma else now[2]
     print(f"{len(cells)} cells, {args.cores} cores")
     report("library now", now, cells, terms, args.cores)
+    if args.tables:
+        tables(now, cells, terms, args.cores)
+        return
     report("fitted", fit(cells, terms, args.cores, gamma, args.seed,
-                         args.samples), cells, terms, args.cores)
+                         args.samples, args.error_weight),
+           cells, terms, args.cores)
 
 
 if __name__ == "__main__":

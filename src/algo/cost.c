@@ -20,17 +20,19 @@ const wf_cost_model_t wf_cost_network = {
     .path_share = 0.25,
 };
 
-/* Every rank on one machine.  Fitted to the measured allreduce sweep of
- * docs/algorithms.md (2, 3, 4 and 8 ranks on 2 cores, 8 B to 256 MiB; the
- * fit and its residuals are described there): a round costs about 10 us,
- * one pair copies about 4 GB/s through the kernel, the float32 sum
- * kernel streams 5 GB/s of output (make bench-reduce), and when ranks
- * outnumber the cores a message costs 15 us and a byte 0.45 ns of CPU. */
+/* Every rank on one machine.  Fitted (make algo-fit) to the sweeps of
+ * every collective with a choice in docs/algorithms.md (2, 3, 4 and 8
+ * ranks on 2 cores, 8 B to 256 MiB; the fit and its misses are described
+ * there): a round costs about 15 us; the CPUs copy a byte sent for about
+ * 0.28 ns (3.6 GB/s, both ends together) and handle a message for 18 us;
+ * the float32 sum kernel streams 5 GB/s of output (make bench-reduce).
+ * Beta, what one pair's copy adds to the critical path on top of that
+ * CPU work, is small: on one machine the bytes cost CPU, not wire. */
 const wf_cost_model_t wf_cost_one_host = {
-    .alpha_us = 10.0,
-    .beta_us_per_byte = 0.25 / 1000.0,  /* 4 GB/s */
+    .alpha_us = 15.0,
+    .beta_us_per_byte = 0.06 / 1000.0,  /* 16 GB/s */
     .gamma_us_per_byte = 0.2 / 1000.0,  /* 5 GB/s */
-    .host_msg_us = 15.0,
-    .host_us_per_byte = 0.45 / 1000.0,
-    .path_share = 0.05,
+    .host_msg_us = 18.0,
+    .host_us_per_byte = 0.28 / 1000.0,
+    .path_share = 0.09,
 };

@@ -15,6 +15,7 @@
 #ifndef WF_COST_H
 #define WF_COST_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "algo/algo.h"
@@ -46,14 +47,19 @@ static inline wf_cost_model_t wf_cost_network_model(const wf_coll_args_t *a)
     return m;
 }
 
-/* The constants for this call: the one-host ones when every rank shares
- * this machine and WEFT_LINK_MBPS does not say what the links are, else
- * the network's. */
+/* Whether every rank shares this machine and WEFT_LINK_MBPS does not say
+ * what the links are: then a "link" is a CPU copying memory. */
+static inline bool wf_cost_on_one_host(const wf_coll_args_t *a)
+{
+    return a->link_mbps <= 0 && a->size > 1 && a->local_size == a->size;
+}
+
+/* The constants for this call: the one-host ones on one host, else the
+ * network's. */
 static inline wf_cost_model_t wf_cost_model(const wf_coll_args_t *a)
 {
-    if (a->link_mbps <= 0 && a->size > 1 && a->local_size == a->size)
-        return wf_cost_one_host;
-    return wf_cost_network_model(a);
+    return wf_cost_on_one_host(a) ? wf_cost_one_host
+                                  : wf_cost_network_model(a);
 }
 
 static inline double wf_cost_with(const wf_cost_model_t *m, double rounds,
@@ -84,11 +90,13 @@ typedef struct wf_cost_terms {
     double messages, bytes, reduced;
 } wf_cost_terms_t;
 
-/* The critical path, or, when the ranks on this machine outnumber its
- * cores, mostly the CPU work of its share of the work of all ranks on
- * those cores: then ranks wait for a CPU rather than for the network, and
- * the algorithms that do the least work in all win even with more rounds
- * (docs/algorithms.md). */
+/* The critical path, or the CPU work of this machine's share of the work
+ * of all ranks spread over the cores its ranks use, whichever is more.
+ * The CPU work counts when the ranks on a machine outnumber its cores
+ * (they wait for a CPU rather than for the network, and the algorithms
+ * that do the least work in all win even with more rounds), and always
+ * when every rank shares one machine, where every byte a rank sends is
+ * also copied by the CPUs at both ends (docs/algorithms.md). */
 static inline double wf_cost_terms_eval(const wf_coll_args_t *a,
                                         const wf_cost_terms_t *t)
 {
@@ -97,11 +105,11 @@ static inline double wf_cost_terms_eval(const wf_coll_args_t *a,
                                   t->path_reduced);
     int local = a->local_size > 0 ? a->local_size : 1;
     int cores = a->host_cores > 0 ? a->host_cores : local;
-    if (local <= cores || a->size <= 1)
+    if (a->size <= 1 || (local <= cores && !wf_cost_on_one_host(a)))
         return path_us;
     double host = (t->messages * m.host_msg_us + t->bytes * m.host_us_per_byte +
                    t->reduced * m.gamma_us_per_byte) *
-                  ((double)local / a->size) / cores;
+                  ((double)local / a->size) / (local < cores ? local : cores);
     /* The critical path still costs something while the CPUs are the
      * bottleneck; it breaks ties between algorithms that do the same
      * work. */

@@ -149,6 +149,27 @@ WF_TEST(select_one_host_follows_the_loopback_sweep, 10)
     ASSERT_STR_CONTAINS(algo->name, "rd");
 }
 
+/* On one machine every byte sent is copied by the CPUs at both ends, so
+ * the work of all ranks counts even with a core per rank: a 2 MiB reduce
+ * on 2 ranks takes the binomial tree (one buffer moved; 371 us measured)
+ * over reduce-scatter + gather (1.5 buffers, a shorter critical path;
+ * 788 us), which the path-only model picked (bench/sweeps/reduce.md).
+ * Between machines the shorter path still wins. */
+WF_TEST(select_one_host_counts_cpu_work_with_a_core_per_rank, 10)
+{
+    const wf_algo_t *algo = NULL;
+    wf_coll_args_t a = {.coll = WF_COLL_REDUCE, .count = 512 << 10,
+                        .dtype = WEFT_FLOAT32, .op = WEFT_SUM,
+                        .elem_size = 4, .size = 2,
+                        .chunk_bytes = 256 << 10, .local_size = 2,
+                        .host_cores = 2};
+    ASSERT_OK(wf_algo_select(&a, "auto", &algo));
+    ASSERT_STR_CONTAINS(algo->name, "tree");
+    a.local_size = 1;
+    ASSERT_OK(wf_algo_select(&a, "auto", &algo));
+    ASSERT_STR_CONTAINS(algo->name, "rsg");
+}
+
 /* WEFT_LINK_MBPS tells the model what the links are, even when the ranks
  * share a kernel (make bench-netns shapes namespaces to 1 Gbit/s): 64 KiB
  * on 4 ranks then needs a bandwidth-optimal algorithm, where the one-host
