@@ -176,6 +176,9 @@ weft_status_t wf_transport_select(const char *name,
                                   const wf_transport_ops_t **ops);
 /* Names of all compiled-in transports, comma separated. */
 const char *wf_transport_names(void);
+/* How this host would register device memory for RDMA (GPUDirect), in
+ * one line for weft-info --doctor. */
+void wf_transport_gpudirect(char *out, size_t len);
 
 extern const wf_transport_ops_t wf_tcp_transport;
 extern const wf_transport_ops_t wf_ib_transport;

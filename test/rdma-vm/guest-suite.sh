@@ -8,7 +8,10 @@
 # conformance suite: every transport, so tcp and ib), colls (the collective
 # tests with WEFT_TRANSPORT=ib: every algorithm, world sizes as threads and
 # as processes, every dtype x op); both run once per QP count of
-# RDMA_IB_QPS (WEFT_IB_QPS values, default "1 2 4"); errors (verbs error
+# RDMA_IB_QPS (WEFT_IB_QPS values, default "1 2 4") with the default
+# zero-copy threshold, then once per threshold of RDMA_IB_ZCOPY
+# (WEFT_IB_ZCOPY_MIN values, default "0 1 64k": off, every non-empty
+# message, small collective chunks) with 2 QPs; errors (verbs error
 # paths: wrong HCA, wrong GID index, WEFT_IB_QPS out of range, memlock too
 # low, a peer killed with -9), perf (weft sendrecv vs ib_write_bw at 4 MiB,
 # with as many QPs as each of RDMA_PERF_QPS, default "1"; numbers only,
@@ -70,27 +73,45 @@ expect_error() {
 }
 
 QPS_LIST=${RDMA_IB_QPS:-1 2 4}
+ZCOPY_LIST=${RDMA_IB_ZCOPY:-0 1 64k}
 
-# qps_took N CMD...: CMD, run with WEFT_IB_QPS=N and debug logging, must
-# say that its verbs contexts use N QPs per peer (the knob reached them).
-qps_took() {
-    local q=$1 what
-    shift
-    what="WEFT_IB_QPS=$q reached the verbs transport ($*)"
-    if WEFT_IB_QPS=$q WEFT_LOG=debug WEFT_LOG_SUBSYS=net "$@" 2>&1 |
-        grep -q "gid index [-0-9]*, $q QPs\? per peer"; then
+# knob_took VAR VALUE PATTERN CMD...: CMD, run with VAR=VALUE and debug
+# logging, must log PATTERN (grep -E): the knob reached the verbs
+# transport.
+knob_took() {
+    local var=$1 val=$2 pat=$3 what
+    shift 3
+    what="$var=$val reached the verbs transport ($*)"
+    if env "$var=$val" WEFT_LOG=debug WEFT_LOG_SUBSYS=net "$@" 2>&1 |
+        grep -qE "$pat"; then
         ok "$what"
     else
         bad "$what"
     fi
 }
 
+# WEFT_IB_QPS=N: the contexts use N QPs per peer.
+qps_took() {
+    knob_took WEFT_IB_QPS "$1" "gid index [-0-9]*, $1 QPs? per peer" "${@:2}"
+}
+
+# WEFT_IB_ZCOPY_MIN=Z (1m style): the contexts use that threshold.
+zcopy_took() {
+    knob_took WEFT_IB_ZCOPY_MIN "$1" \
+        "zero-copy from $(numfmt --from=iec "${1^^}") bytes" "${@:2}"
+}
+
 part_conformance() {
-    local q
+    local q z
     for q in $QPS_LIST; do
         echo "== transport conformance suite (tcp and ib on rxe0), WEFT_IB_QPS=$q"
         WEFT_IB_QPS=$q runner transport_
         qps_took "$q" "$T" --build "$B" --verbose transport_four_ranks
+    done
+    for z in $ZCOPY_LIST; do
+        echo "== transport conformance suite, WEFT_IB_QPS=2 WEFT_IB_ZCOPY_MIN=$z"
+        WEFT_IB_QPS=2 WEFT_IB_ZCOPY_MIN=$z runner transport_
+        zcopy_took "$z" "$T" --build "$B" --verbose transport_four_ranks
     done
     # The suite skips transports that cannot run; here ib must.
     if WEFT_LOG=info "$T" --build "$B" --verbose transport_four_ranks 2>&1 |
@@ -113,12 +134,19 @@ COLLS_DEFAULT="colls_procs_n3 colls_procs_n4 colls_threads_n2 allreduce_procs_n2
     allreduce_procs_n3 allreduce_nonblocking_overlap
     allreduce_progress_without_wait sendrecv_ split_ inflight_"
 part_colls() {
-    local sel=${RDMA_COLLS:-$COLLS_DEFAULT} q
+    local sel=${RDMA_COLLS:-$COLLS_DEFAULT} q z
     [[ $sel == all ]] && sel="allreduce_ colls_ sendrecv_ split_ inflight_"
     for q in $QPS_LIST; do
         echo "== collective tests over WEFT_TRANSPORT=ib, WEFT_IB_QPS=$q: $(echo $sel)"
         WEFT_TRANSPORT=ib WEFT_IB_QPS=$q runner $sel
         WEFT_TRANSPORT=ib qps_took "$q" "$BENCH" "${BENCH1[@]}" -n 2
+    done
+    # Collective chunks are WEFT_CHUNK_SIZE (256 KiB) and smaller: a low
+    # threshold sends them by rendezvous.
+    for z in $ZCOPY_LIST; do
+        echo "== collective tests over WEFT_TRANSPORT=ib, WEFT_IB_QPS=2, WEFT_IB_ZCOPY_MIN=$z"
+        WEFT_TRANSPORT=ib WEFT_IB_QPS=2 WEFT_IB_ZCOPY_MIN=$z runner $sel
+        WEFT_TRANSPORT=ib zcopy_took "$z" "$BENCH" "${BENCH1[@]}" -n 2
     done
 }
 

@@ -49,6 +49,8 @@ bool fk_rnr;
 enum ibv_wc_status fk_fail_read;
 size_t fk_zcopy_min;
 unsigned long fk_reads;
+bool fk_hold_reads;
+void (*fk_on_read)(const char *local, uint32_t len);
 static int side_creating; /* which context create_qp is serving */
 
 static unsigned rand_below(unsigned n)
@@ -156,6 +158,8 @@ bool fk_wire_step(void)
     for (i = 0; wire[i]->from != from; i++)
         ;
     w = wire[i];
+    if (fk_hold_reads && w->op == IBV_WR_RDMA_READ)
+        return false;
     memmove(&wire[i], &wire[i + 1], (fk_nwire - i - 1) * sizeof(wire[0]));
     fk_nwire--;
     to = fqp_by_num(from->dest);
@@ -171,6 +175,8 @@ bool fk_wire_step(void)
         } else {
             memcpy(w->local, (void *)(uintptr_t)w->remote, w->len);
             fk_reads++;
+            if (fk_on_read)
+                fk_on_read(w->local, w->len);
             cq_push(from->side, w->wr_id, IBV_WC_RDMA_READ, w->len);
         }
     } else if (!to || to->rq_n == 0) {
@@ -302,6 +308,8 @@ weft_status_t fk_pair_open(fk_pair_t *w, const int qps[2])
     fk_rnr = false;
     fk_fail_read = 0;
     fk_reads = 0;
+    fk_hold_reads = false;
+    fk_on_read = NULL;
     for (int s = 0; s < 2; s++) {
         wf_tctx_t *c = &w->ctx[s];
         wf_ib_peer_t *p = &w->peers[s][1 - s];

@@ -36,6 +36,11 @@ extern unsigned fk_nwire;    /* work requests on the wire */
  * the peer's QP is gone. */
 extern enum ibv_wc_status fk_fail_read;
 extern unsigned long fk_reads; /* RDMA READs delivered since pair_open */
+/* While set, RDMA READs stay on the wire (and so does what a QP posted
+ * after one: RC order). */
+extern bool fk_hold_reads;
+/* Called with the destination of every RDMA READ delivered (or NULL). */
+extern void (*fk_on_read)(const char *local, uint32_t len);
 /* Each side's zero-copy threshold (ctx->zcopy_min) at pair_open. */
 extern size_t fk_zcopy_min;
 
