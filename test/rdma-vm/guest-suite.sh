@@ -236,10 +236,14 @@ write_bw() {
 # whose weft-bench each pair runs in turn: variants of the data path
 # measured in one boot against the same ib_write_bw.  RDMA_PERF_QPS
 # (default "1") lists QP counts: each pair runs ib_write_bw -q N and then
-# weft with WEFT_IB_QPS=N, for each N in turn.  Ends with the medians of
-# each build and QP count: weft's Gb/s, ib_write_bw's, and their ratio.
+# weft with WEFT_IB_QPS=N, for each N in turn.  RDMA_PERF_ZCOPY lists
+# WEFT_IB_ZCOPY_MIN values weft runs with in turn (default: one run with
+# the default), RDMA_PERF_SIZES message sizes (default 4M; the ratio is
+# always to ib_write_bw at 4 MiB).  Ends with the medians of each build,
+# threshold, size and QP count: weft's Gb/s, ib_write_bw's, and their
+# ratio.
 part_perf() {
-    local size=$((4 << 20)) wbw run b q us gbps res=$(mktemp)
+    local size=$((4 << 20)) wbw run b q z sz bytes us gbps label zenv res=$(mktemp)
     echo "== bandwidth at 4 MiB on rxe0 (ratios only: software RDMA under emulation)"
     echo "load: $(cat /proc/loadavg)"
     for ((run = 1; run <= ${RDMA_PERF_PAIRS:-3}; run++)); do
@@ -247,15 +251,24 @@ part_perf() {
             wbw=$(write_bw $size -n 40 -q "$q")
             echo "ib_write_bw run $run -q $q: ${wbw:-?} Gb/s (BW average)"
             for b in ${RDMA_PERF_BUILDS:-$B}; do
-                echo "\$ WEFT_TRANSPORT=ib WEFT_IB_QPS=$q $b/bin/weft-bench sendrecv -n 2 --unidir --window 4 -b 4M -e 4M -w 1 -r 10"
-                # Field 6 of a row: out-of-place time (us) per message.
-                WEFT_TRANSPORT=ib WEFT_IB_QPS=$q timeout 300 "$b/bin/weft-bench" \
-                    sendrecv -n 2 --unidir --window 4 -b 4M -e 4M -w 1 -r 10 >"$LOG" 2>&1
-                grep -v '^#' "$LOG" | tail -3
-                us=$(awk '$1 == '"$size"' {print $6}' "$LOG")
-                gbps=$(awk -v us="$us" -v s=$size 'BEGIN { if (us > 0) printf "%.4f", s * 8 / us / 1e3 }')
-                echo "weft run $run ($b, $q QPs): ${gbps:-?} Gb/s"
-                [[ -n $gbps && -n $wbw ]] && echo "$b q=$q $gbps $wbw" >>"$res"
+                for z in ${RDMA_PERF_ZCOPY:-default}; do
+                    for sz in ${RDMA_PERF_SIZES:-4M}; do
+                        bytes=$(numfmt --from=iec "$sz")
+                        label=$b zenv=()
+                        [[ $z != default ]] && label+=":zcopy=$z" zenv=(WEFT_IB_ZCOPY_MIN=$z)
+                        [[ $sz != 4M ]] && label+=":$sz"
+                        echo "\$ WEFT_TRANSPORT=ib WEFT_IB_QPS=$q ${zenv[*]}${zenv:+ }$b/bin/weft-bench sendrecv -n 2 --unidir --window 4 -b $sz -e $sz -w 1 -r 10"
+                        # Field 6 of a row: out-of-place time (us) per message.
+                        env WEFT_TRANSPORT=ib WEFT_IB_QPS=$q "${zenv[@]}" \
+                            timeout 300 "$b/bin/weft-bench" sendrecv -n 2 --unidir \
+                            --window 4 -b "$sz" -e "$sz" -w 1 -r 10 >"$LOG" 2>&1
+                        grep -v '^#' "$LOG" | tail -3
+                        us=$(awk '$1 == '"$bytes"' {print $6}' "$LOG")
+                        gbps=$(awk -v us="$us" -v s="$bytes" 'BEGIN { if (us > 0) printf "%.4f", s * 8 / us / 1e3 }')
+                        echo "weft run $run ($label, $q QPs): ${gbps:-?} Gb/s"
+                        [[ -n $gbps && -n $wbw ]] && echo "$label q=$q $gbps $wbw" >>"$res"
+                    done
+                done
             done
         done
     done
@@ -334,6 +347,8 @@ part_qps() {
 # Gloo ring, Gloo halving-doubling and weft, alternating; then the median
 # busbw of each at 64 KiB, 256 KiB, 1 MiB and 4 MiB and weft's ratio to the
 # better Gloo.  Both run in place, float32 sum, a checked run first.
+# RDMA_GLOO_QPS (default "1") and RDMA_GLOO_ZCOPY (WEFT_IB_ZCOPY_MIN
+# values, default: the default) each give weft a column per value.
 # Numbers only; fails only when a run reports wrong results.
 part_gloo() {
     local g=$B/compare/gloo_allreduce n round a q res=$(mktemp)
@@ -355,11 +370,16 @@ part_gloo() {
                     "$LOG" >>"$res"
             done
             for q in ${RDMA_GLOO_QPS:-1}; do
-                echo "\$ WEFT_TRANSPORT=ib WEFT_IB_QPS=$q $BENCH allreduce -n $n ${sizes[*]} ${iters[*]} --csv"
-                # --csv fields: 14 variant, 15 size, 21 busbw, 22 wrong.
-                WEFT_TRANSPORT=ib WEFT_IB_QPS=$q timeout 120 "$BENCH" allreduce -n "$n" \
-                    "${sizes[@]}" "${iters[@]}" --csv 2>&1 | awk -F, -v n="$n" -v res="$res" -v k="weft-q$q" '
-                        $14 == "in-place" { print $15, $21, $22; print k, n, $15, $21, $22 >>res }'
+                for z in ${RDMA_GLOO_ZCOPY:-default}; do
+                    local zenv=() k="weft-q$q"
+                    [[ $z != default ]] && zenv=(WEFT_IB_ZCOPY_MIN=$z) k+="-z$z"
+                    echo "\$ WEFT_TRANSPORT=ib WEFT_IB_QPS=$q ${zenv[*]}${zenv:+ }$BENCH allreduce -n $n ${sizes[*]} ${iters[*]} --csv"
+                    # --csv fields: 14 variant, 15 size, 21 busbw, 22 wrong.
+                    env WEFT_TRANSPORT=ib WEFT_IB_QPS=$q "${zenv[@]}" timeout 120 "$BENCH" \
+                        allreduce -n "$n" "${sizes[@]}" "${iters[@]}" --csv 2>&1 |
+                        awk -F, -v n="$n" -v res="$res" -v k="$k" '
+                            $14 == "in-place" { print $15, $21, $22; print k, n, $15, $21, $22 >>res }'
+                done
             done
         done
     done
@@ -385,8 +405,8 @@ gloo_table() {
         for (i = 1; i <= nw; i++) for (j = i + 1; j <= nw; j++)
             if (ws[i] > ws[j]) { t = ws[i]; ws[i] = ws[j]; ws[j] = t }
         h = "| ranks | size | Gloo ring | Gloo halving-doubling |"; l = "| --- | --- | --- | --- |"
-        for (i = 1; i <= nw; i++) { q = ws[i]; sub("weft-q", "", q)
-            h = h " weft " q " QP | / best Gloo |"; l = l " --- | --- |" }
+        for (i = 1; i <= nw; i++) { q = ws[i]; sub("weft-q", "", q); sub("-z", " QP, zero-copy from ", q)
+            h = h " weft " q (q ~ /zero/ ? "" : " QP") " | / best Gloo |"; l = l " --- | --- |" }
         print h; print l
         n = 0; for (x in key) rows[++n] = x
         for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) {
