@@ -11,12 +11,16 @@
  *    and the verbs status; the sender, failed by its liveness channel as
  *    the bootstrap would, fails its send waiting for the FIN; every
  *    registration is released.
+ *  - ib_rndv_windows: a message larger than WF_IB_PULL_WINDOW is pulled
+ *    one registered window of the destination at a time (a memlock limit
+ *    below the message size still lets it through), truncated or not.
  *  - ib_rndv_many_small_windows: more rendezvous messages than read slots
  *    and staging slots at once, with one QP, so FINs and RTSs wait for
  *    slots and credits and reads for read slots (back-pressure), in both
  *    directions at once, receives posted before and after.
  */
 #include "ib_fake.h"
+#include "common.h"
 
 #if defined(WF_HAVE_IB)
 
@@ -153,6 +157,56 @@ WF_TEST(ib_rndv_read_fails, 20)
     free(s), free(r);
 }
 
+static const wf_tctx_t *watch_ctx;
+static size_t largest_reg;
+
+static void on_read_regs(const char *local, uint32_t len)
+{
+    (void)local, (void)len;
+    for (size_t i = 0; i < watch_ctx->mrc.n; i++)
+        largest_reg = WF_MAX(largest_reg, watch_ctx->mrc.regs[i]->len);
+}
+
+WF_TEST(ib_rndv_windows, 30)
+{
+    const size_t LEN = 2 * WF_IB_PULL_WINDOW + 12345;
+    int two[2] = {2, 2};
+    fk_pair_t w;
+    char *s = malloc(LEN), *r = malloc(LEN);
+    wf_treq_t *sr, *rr;
+    wf_treq_info_t info;
+
+    fill(s, LEN, 9);
+    fk_zcopy_min = 1 << 20;
+    fk_rng = 5;
+    fk_lazy = FK_LAZY_NONE;
+    ASSERT_OK(fk_pair_open(&w, two));
+    watch_ctx = &w.ctx[1];
+    fk_on_read = on_read_regs;
+    /* Whole, then truncated to a window and a bit. */
+    for (int k = 0; k < 2; k++) {
+        size_t cap = k ? WF_IB_PULL_WINDOW + 7 : LEN;
+        memset(r, 0, LEN);
+        largest_reg = 0;
+        ASSERT_OK(wf_ib_irecv(&w.ctx[1], 0, 4, r, cap, NULL, &rr));
+        ASSERT_OK(wf_ib_isend(&w.ctx[0], 1, 4, NULL, s, LEN, NULL, &sr));
+        ASSERT_OK(wait_req(&w, 1, rr, &info));
+        ASSERT_EQ(info.len, LEN);
+        ASSERT_TRUE(info.truncated == (k == 1));
+        ASSERT_TRUE(same(r, cap, 9));
+        ASSERT_TRUE(cap == LEN || r[cap] == 0);
+        ASSERT_OK(wait_req(&w, 0, sr, &info));
+        /* The sender's whole buffer is one registration; the receiver's
+         * never more than a window. */
+        ASSERT_TRUE(largest_reg > 0 && largest_reg <= WF_IB_PULL_WINDOW);
+        ASSERT_EQ(fk_regs(&w, 0), 0);
+        ASSERT_EQ(fk_regs(&w, 1), 0);
+    }
+    fk_pair_close(&w);
+    fk_zcopy_min = 0;
+    free(s), free(r);
+}
+
 WF_TEST(ib_rndv_many_small_windows, 30)
 {
     enum { N = 40, LEN = 300000 };
@@ -206,6 +260,11 @@ WF_TEST(ib_rndv_claimed_before_reads, 10)
 }
 
 WF_TEST(ib_rndv_read_fails, 10)
+{
+    WF_SKIP("needs the verbs transport (built without libibverbs-dev)");
+}
+
+WF_TEST(ib_rndv_windows, 10)
 {
     WF_SKIP("needs the verbs transport (built without libibverbs-dev)");
 }

@@ -79,6 +79,10 @@
  * of its staging slots and credit writes, so reads never wait for a WQE). */
 #define WF_IB_READ_CHUNK (512 * 1024)
 #define WF_IB_READS_PER_QP 4
+/* The receiver registers a rendezvous destination this much at a time, so
+ * a message larger than the memlock limit still arrives (the window is
+ * read in full, deregistered, and the next one registered). */
+#define WF_IB_PULL_WINDOW (16u << 20)
 /* Every fragment: seq u32, magic u16, flags u16, offset u64. */
 #define WF_IB_FRAG_LEN 16
 /* The first fragment's message header after it: magic, tag, sig, len. */
@@ -295,7 +299,8 @@ typedef struct wf_ib_pull {
     bool started;           /* dst chosen and registered */
     char *dst;
     size_t dst_len;         /* bytes to read: min(len, capacity) */
-    void *mh;               /* registration of dst */
+    void *mh;               /* registration of dst's current window */
+    size_t win_end;         /* end of that window */
     size_t posted, done;    /* bytes whose READs were posted / completed */
 } wf_ib_pull_t;
 

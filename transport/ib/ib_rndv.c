@@ -144,12 +144,34 @@ static void pull_finish(wf_tctx_t *ctx, wf_ib_peer_t *p, wf_ib_pull_t *pl)
     free(pl);
 }
 
-/* Chooses where the bytes go and registers it. */
-static weft_status_t pull_start(wf_tctx_t *ctx, wf_ib_peer_t *p,
-                                wf_ib_pull_t *pl)
+/* Registers the next window of the destination, once the previous one
+ * was read in full. */
+static weft_status_t window_next(wf_tctx_t *ctx, wf_ib_peer_t *p,
+                                 wf_ib_pull_t *pl)
 {
+    size_t from = pl->win_end;
     weft_status_t st;
 
+    if (pl->mh)
+        wf_ib_mem_dereg(ctx, pl->mh);
+    pl->mh = NULL;
+    pl->win_end = from + WF_MIN((size_t)WF_IB_PULL_WINDOW, pl->dst_len - from);
+    st = wf_ib_mem_reg(ctx, pl->dst + from, pl->win_end - from, WF_MEM_HOST,
+                       &pl->mh);
+    if (st < 0) {
+        pl->mh = NULL;
+        wf_ib_peer_fail(ctx, p, st,
+                        "registering bytes %zu-%zu of the %zu-byte "
+                        "destination of rendezvous message %u failed (see "
+                        "above)",
+                        from, pl->win_end, pl->dst_len, pl->seq);
+    }
+    return st;
+}
+
+/* Chooses where the bytes go. */
+static void pull_start(wf_ib_pull_t *pl)
+{
     if (!pl->req && pl->umsg->waiter) {
         /* Claimed before its reads began: straight into the receive. */
         pl->req = pl->umsg->waiter;
@@ -159,17 +181,6 @@ static weft_status_t pull_start(wf_tctx_t *ctx, wf_ib_peer_t *p,
     pl->dst = pl->req ? pl->req->buf : pl->umsg->data;
     pl->dst_len = pl->req ? WF_MIN(pl->len, pl->req->len) : pl->len;
     pl->started = true;
-    if (!pl->dst_len)
-        return WEFT_OK;
-    st = wf_ib_mem_reg(ctx, pl->dst, pl->dst_len, WF_MEM_HOST, &pl->mh);
-    if (st < 0) {
-        pl->mh = NULL;
-        wf_ib_peer_fail(ctx, p, st,
-                        "registering the %zu-byte destination of rendezvous "
-                        "message %u failed (see above)",
-                        pl->dst_len, pl->seq);
-    }
-    return st;
 }
 
 /* A QP with a free read slot, round-robin from rd_next, or -1. */
@@ -187,7 +198,7 @@ static weft_status_t post_read(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
                                wf_ib_pull_t *pl)
 {
     wf_ib_qp_t *q = &p->qp[qi];
-    size_t n = WF_MIN((size_t)WF_IB_READ_CHUNK, pl->dst_len - pl->posted);
+    size_t n = WF_MIN((size_t)WF_IB_READ_CHUNK, pl->win_end - pl->posted);
     unsigned slot = 0;
     struct ibv_sge sge;
     struct ibv_send_wr wr, *bad = NULL;
@@ -233,8 +244,7 @@ void wf_ib_rndv_progress(wf_tctx_t *ctx, wf_ib_peer_t *p)
     while (pl && p->state != WF_IB_FAILED) {
         wf_ib_pull_t *next = pl->next;
         if (!pl->started) {
-            if (pull_start(ctx, p, pl) < 0)
-                return;
+            pull_start(pl);
             if (!pl->dst_len) {
                 pull_finish(ctx, p, pl);
                 pl = next;
@@ -242,7 +252,14 @@ void wf_ib_rndv_progress(wf_tctx_t *ctx, wf_ib_peer_t *p)
             }
         }
         while (pl->posted < pl->dst_len) {
-            int qi = read_qp(p);
+            int qi;
+            if (pl->posted == pl->win_end) {
+                if (pl->done < pl->win_end)
+                    goto out; /* the window's reads are still landing */
+                if (window_next(ctx, p, pl) < 0)
+                    return;
+            }
+            qi = read_qp(p);
             if (qi < 0 || post_read(ctx, p, qi, pl) < 0)
                 goto out;
         }
