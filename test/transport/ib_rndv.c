@@ -11,6 +11,10 @@
  *    and the verbs status; the sender, failed by its liveness channel as
  *    the bootstrap would, fails its send waiting for the FIN; every
  *    registration is released.
+ *  - ib_rndv_fail_while_awaiting: a peer failure fails every send that
+ *    waits for a FIN, those whose RTS completed and those whose RTS is
+ *    still in flight alike (failing the latter cut the list of the former:
+ *    a send that never finished).
  *  - ib_rndv_windows: a message larger than WF_IB_PULL_WINDOW is pulled
  *    one registered window of the destination at a time (a memlock limit
  *    below the message size still lets it through), truncated or not.
@@ -157,6 +161,38 @@ WF_TEST(ib_rndv_read_fails, 20)
     free(s), free(r);
 }
 
+WF_TEST(ib_rndv_fail_while_awaiting, 20)
+{
+    enum { LEN = 1 << 20 };
+    int one[2] = {1, 1};
+    fk_pair_t w;
+    char *s = calloc(1, LEN), *r = malloc(LEN);
+    wf_treq_t *s1, *s2, *rr;
+    wf_treq_info_t info;
+
+    wf_test_log_capture();
+    fk_zcopy_min = 64 * 1024;
+    fk_rng = 1;
+    fk_lazy = FK_LAZY_NONE;
+    ASSERT_OK(fk_pair_open(&w, one));
+    fk_hold_reads = true; /* no FIN can come */
+    ASSERT_OK(wf_ib_irecv(&w.ctx[1], 0, 8, r, LEN, NULL, &rr));
+    ASSERT_OK(wf_ib_isend(&w.ctx[0], 1, 8, NULL, s, LEN, NULL, &s1));
+    for (int i = 0; i < 1000 && s1->frags_out; i++)
+        spin(&w, 1);
+    ASSERT_EQ(s1->frags_out, 0); /* its RTS completed, it waits for FIN */
+    ASSERT_OK(wf_ib_isend(&w.ctx[0], 1, 8, NULL, s, LEN, NULL, &s2));
+    ASSERT_EQ(s2->frags_out, 1); /* RTS posted, not completed */
+    wf_ib_peer_fail(&w.ctx[0], &w.peers[0][1], WEFT_ERR_REMOTE,
+                    "the peer's bootstrap connection broke");
+    ASSERT_STATUS(wf_ib_test(&w.ctx[0], s2, &info), WEFT_ERR_REMOTE);
+    ASSERT_STATUS(wf_ib_test(&w.ctx[0], s1, &info), WEFT_ERR_REMOTE);
+    ASSERT_EQ(fk_regs(&w, 0), 0);
+    fk_pair_close(&w);
+    fk_zcopy_min = 0;
+    free(s), free(r);
+}
+
 static const wf_tctx_t *watch_ctx;
 static size_t largest_reg;
 
@@ -260,6 +296,11 @@ WF_TEST(ib_rndv_claimed_before_reads, 10)
 }
 
 WF_TEST(ib_rndv_read_fails, 10)
+{
+    WF_SKIP("needs the verbs transport (built without libibverbs-dev)");
+}
+
+WF_TEST(ib_rndv_fail_while_awaiting, 10)
 {
     WF_SKIP("needs the verbs transport (built without libibverbs-dev)");
 }

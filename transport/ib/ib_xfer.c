@@ -372,6 +372,10 @@ void wf_ib_xfer_fail(wf_tctx_t *ctx, wf_ib_peer_t *p)
 {
     weft_status_t st = p->fail_status;
 
+    /* Sends waiting for a FIN first: finishing a request clears its next
+     * link, and one whose RTS is still in a staging slot would cut the
+     * list of those waiting (ib_rndv_fail_while_awaiting). */
+    wf_ib_rndv_fail(ctx, p, st);
     fail_list(p->sendq, st);
     p->sendq = p->sendq_tail = NULL;
     for (int i = 0; i < p->nqp; i++) {
@@ -386,7 +390,6 @@ void wf_ib_xfer_fail(wf_tctx_t *ctx, wf_ib_peer_t *p)
     fail_list(p->posted, st);
     p->posted = p->posted_tail = NULL;
     wf_ib_rx_fail_all(p, st);
-    wf_ib_rndv_fail(ctx, p, st);
 }
 
 void wf_ib_xfer_free_all(wf_tctx_t *ctx)
