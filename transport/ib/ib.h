@@ -38,6 +38,12 @@
  * of the sender's memory (which consumes no receive), so a fast sender
  * never meets an empty receive queue (no RNR retries, no overrun).
  *
+ * Large messages (WEFT_IB_ZCOPY_MIN bytes and more) are not copied: the
+ * first fragment is an RTS carrying the registered user buffer's address
+ * and rkey instead of payload, the receiver pulls the bytes with RDMA
+ * READs into the receive buffer (or, unmatched, an unexpected buffer) and
+ * answers with a FIN fragment that takes no message number (ib_rndv.c).
+ *
  * Bootstrap: the QP number of a pair exists only once both sides created
  * their QP, so it cannot be in the address blob published before connect.
  * Each ib context therefore owns a private TCP transport context (same job
