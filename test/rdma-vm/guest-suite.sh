@@ -11,7 +11,8 @@
 # RDMA_IB_QPS (WEFT_IB_QPS values, default "1 2 4") with the default
 # zero-copy threshold, then once per threshold of RDMA_IB_ZCOPY
 # (WEFT_IB_ZCOPY_MIN values, default "0 1 64k": off, every non-empty
-# message, small collective chunks) with 2 QPs; errors (verbs error
+# message, small collective chunks; RDMA_IB_ZCOPY_COLLS for colls,
+# default "1 64k") with 2 QPs; errors (verbs error
 # paths: wrong HCA, wrong GID index, WEFT_IB_QPS out of range, memlock too
 # low, a peer killed with -9), perf (weft sendrecv vs ib_write_bw at 4 MiB,
 # with as many QPs as each of RDMA_PERF_QPS, default "1"; numbers only,
@@ -141,9 +142,10 @@ part_colls() {
         WEFT_TRANSPORT=ib WEFT_IB_QPS=$q runner $sel
         WEFT_TRANSPORT=ib qps_took "$q" "$BENCH" "${BENCH1[@]}" -n 2
     done
-    # Collective chunks are WEFT_CHUNK_SIZE (256 KiB) and smaller: a low
-    # threshold sends them by rendezvous.
-    for z in $ZCOPY_LIST; do
+    # Collective chunks are WEFT_CHUNK_SIZE (256 KiB) and smaller, so with
+    # the default threshold the runs above take the copy path: a low one
+    # sends them by rendezvous (RDMA_IB_ZCOPY_COLLS, default "1 64k").
+    for z in ${RDMA_IB_ZCOPY_COLLS:-1 64k}; do
         echo "== collective tests over WEFT_TRANSPORT=ib, WEFT_IB_QPS=2, WEFT_IB_ZCOPY_MIN=$z"
         WEFT_TRANSPORT=ib WEFT_IB_QPS=2 WEFT_IB_ZCOPY_MIN=$z runner $sel
         WEFT_TRANSPORT=ib zcopy_took "$z" "$BENCH" "${BENCH1[@]}" -n 2
