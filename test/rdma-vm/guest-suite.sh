@@ -167,14 +167,17 @@ part_errors() {
     WEFT_TRANSPORT=ib expect_error memlock-too-low "memlock limit" \
         bash -c "ulimit -l 64 && exec setpriv --bounding-set -ipc_lock \
             --inh-caps -ipc_lock $BENCH ${BENCH1[*]} -n 2"
-    dead_peer
+    dead_peer dead-peer
+    # The same with every chunk by rendezvous: the killed rank dies with
+    # RDMA READs of its buffers in flight.
+    WEFT_IB_ZCOPY_MIN=64k dead_peer dead-peer-zero-copy
 }
 
 # Two ranks run allreduce over growing sizes; once rank 0 has printed a
 # few rows (both are connected and busy), rank 1 is killed with -9; rank 0
-# must fail within 60 s naming peer 1, not hang.
+# must fail within 60 s naming peer 1, not hang.  $1 names the check.
 dead_peer() {
-    local dir rc r0 r1 t0 n=0
+    local name=$1 dir rc r0 r1 t0 n=0
     dir=$(mktemp -d)
     export WEFT_TRANSPORT=ib WEFT_WORLD_SIZE=2 WEFT_RENDEZVOUS=file://$dir
     WEFT_RANK=0 stdbuf -oL "$BENCH" allreduce -b 4 -e 256M -f 2 -r 20 -w 1 >"$LOG" 2>&1 &
@@ -188,14 +191,14 @@ dead_peer() {
     timeout -s KILL 60 tail --pid=$r0 -f /dev/null
     if kill -0 $r0 2>/dev/null; then
         kill -9 $r0
-        bad "dead-peer (rank 0 still running 60 s after rank 1 was killed)"
+        bad "$name (rank 0 still running 60 s after rank 1 was killed)"
     else
         wait $r0
         rc=$?
         if [[ $rc != 0 ]] && grep -q 'ib: peer 1' "$LOG"; then
-            ok "dead-peer: rank 0 failed after $((SECONDS - t0)) s: $(grep -m1 'ib: peer 1' "$LOG" | sed 's/.*weft warn net: //')"
+            ok "$name: rank 0 failed after $((SECONDS - t0)) s: $(grep -m1 'ib: peer 1' "$LOG" | sed 's/.*weft warn net: //')"
         else
-            bad "dead-peer (rank 0 exit $rc, or no message naming peer 1)"
+            bad "$name (rank 0 exit $rc, or no message naming peer 1)"
         fi
     fi
     wait $r1 2>/dev/null
