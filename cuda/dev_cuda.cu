@@ -352,7 +352,8 @@ weft_status_t cu_dmabuf_fd(const void *ptr, size_t len, int *fd,
     (void)len;
     if (!range || !handle) {
         snprintf(last_msg, sizeof(last_msg), "cuMemGetHandleForAddressRange:"
-                 " the driver does not provide it (no driver, or older than 515)");
+                 " the driver does not provide it (no driver, or one older "
+                 "than 515)");
         return WEFT_ERR_UNSUPPORTED;
     }
     CUresult r = range(&base, &size, reinterpret_cast<CUdeviceptr>(ptr));
