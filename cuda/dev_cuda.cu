@@ -319,6 +319,56 @@ weft_status_t cu_avg_finish(void *buf, size_t n, weft_dtype_t dtype,
 
 const char *cu_last_error(void) { return last_msg; }
 
+/* The driver's cuMemGetAddressRange and cuMemGetHandleForAddressRange,
+ * found once through the runtime like cuStreamWaitValue32. */
+typedef CUresult (*addr_range_fn)(CUdeviceptr *, size_t *, CUdeviceptr);
+typedef CUresult (*handle_range_fn)(void *, CUdeviceptr, size_t,
+                                    CUmemRangeHandleType, unsigned long long);
+
+void *driver_entry(const char *name)
+{
+    void *p = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault,
+                                         &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess)
+        return p;
+    (void)cudaGetLastError();
+    return nullptr;
+}
+
+/* The whole allocation is exported (the range must be page aligned, and
+ * an allocation is), and the caller registers its part by offset. */
+weft_status_t cu_dmabuf_fd(const void *ptr, size_t len, int *fd,
+                           uint64_t *offset)
+{
+    static addr_range_fn range =
+        reinterpret_cast<addr_range_fn>(driver_entry("cuMemGetAddressRange"));
+    static handle_range_fn handle = reinterpret_cast<handle_range_fn>(
+        driver_entry("cuMemGetHandleForAddressRange"));
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    int out = -1;
+    (void)len;
+    if (!range || !handle) {
+        snprintf(last_msg, sizeof(last_msg), "cuMemGetHandleForAddressRange:"
+                 " the driver does not provide it (no driver, or one older "
+                 "than 515)");
+        return WEFT_ERR_UNSUPPORTED;
+    }
+    CUresult r = range(&base, &size, reinterpret_cast<CUdeviceptr>(ptr));
+    if (r == CUDA_SUCCESS)
+        r = handle(&out, base, size, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+    if (r != CUDA_SUCCESS) {
+        snprintf(last_msg, sizeof(last_msg), "cuMemGetHandleForAddressRange:"
+                 " driver error %d", static_cast<int>(r));
+        return WEFT_ERR_UNSUPPORTED;
+    }
+    *fd = out;
+    *offset = reinterpret_cast<uintptr_t>(ptr) - base;
+    return WEFT_OK;
+}
+
 } /* namespace */
 
 /* Exported whatever the visibility default of the build: dev_load.c looks
@@ -346,4 +396,5 @@ const wf_dev_ops_t wf_cuda_dev_ops = {
     .reduce = cu_reduce,
     .avg_finish = cu_avg_finish,
     .last_error = cu_last_error,
+    .dmabuf_fd = cu_dmabuf_fd,
 };

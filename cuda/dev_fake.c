@@ -14,7 +14,9 @@
  * that the tests' element-wise checks see.  Tests fill and read device
  * buffers through wf_fake_dev_write/read.
  */
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -397,7 +399,27 @@ static weft_status_t fake_alloc_pinned(size_t bytes, void **ptr)
     return *ptr ? WEFT_OK : WEFT_ERR_NO_MEMORY;
 }
 
-static const char *fake_last_error(void) { return "no error (fake device)"; }
+/* Only fake_dmabuf_fd fails with a message of its own. */
+static _Thread_local char fake_err[128] = "no error (fake device)";
+
+static const char *fake_last_error(void) { return fake_err; }
+
+/* A stand-in fd (/dev/null) for fake device memory, so the verbs
+ * transport's device registration order runs in tests with fake verbs
+ * (test/transport/ib_gdr.c); real verbs reject it. */
+static weft_status_t fake_dmabuf_fd(const void *ptr, size_t len, int *fd,
+                                    uint64_t *offset)
+{
+    (void)len;
+    if (!on_device(ptr)) {
+        snprintf(fake_err, sizeof(fake_err),
+                 "dmabuf_fd: %p is not fake device memory", ptr);
+        return WEFT_ERR_INVALID_ARG;
+    }
+    *fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    *offset = 0;
+    return *fd < 0 ? WEFT_ERR_SYSTEM : WEFT_OK;
+}
 
 const wf_dev_ops_t wf_fake_dev_ops = {
     .version = WF_DEV_OPS_VERSION,
@@ -421,4 +443,5 @@ const wf_dev_ops_t wf_fake_dev_ops = {
     .reduce = fake_reduce,
     .avg_finish = fake_avg_finish,
     .last_error = fake_last_error,
+    .dmabuf_fd = fake_dmabuf_fd,
 };

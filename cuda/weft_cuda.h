@@ -43,7 +43,8 @@ typedef enum {
 typedef void *wf_dev_stream_t;
 typedef void *wf_dev_event_t;
 
-#define WF_DEV_OPS_VERSION 2
+/* 3: dmabuf_fd appended. */
+#define WF_DEV_OPS_VERSION 3
 
 typedef struct wf_dev_ops {
     int version; /* WF_DEV_OPS_VERSION: checked by the loader */
@@ -106,6 +107,15 @@ typedef struct wf_dev_ops {
     /* The message of the calling thread's last failed op ("cudaMemcpyAsync:
      * an illegal memory access was encountered"). */
     const char *(*last_error)(void);
+
+    /* ---- GPUDirect RDMA (version 3) ------------------------------------ */
+    /* A dma-buf file descriptor that exports the device allocation holding
+     * [ptr, ptr + len), for ibv_reg_dmabuf_mr; *offset is ptr's offset in
+     * it.  The caller closes the fd.  "cuda": cuMemGetHandleForAddressRange
+     * (driver 515 / CUDA 11.7 and later, on a kernel with dma-buf);
+     * WEFT_ERR_UNSUPPORTED where the driver cannot. */
+    weft_status_t (*dmabuf_fd)(const void *ptr, size_t len, int *fd,
+                               uint64_t *offset);
 } wf_dev_ops_t;
 
 /* libweft_cuda.so's table (dev_cuda.cu). */

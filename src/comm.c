@@ -129,6 +129,7 @@ static weft_status_t open_transport(wf_comm_impl_t *c,
     tc.ib_gid_index = c->cfg.ib_gid_index;
     tc.ib_gid_set = c->cfg.ib_gid_index >= 0;
     tc.ib_qps = c->cfg.ib_qps;
+    tc.ib_zcopy_min = (size_t)c->cfg.ib_zcopy_min;
     if (strncmp(c->cfg.rendezvous, "mem://", 6) == 0)
         wf_strlcpy(tc.bind_hint, "127.0.0.1", sizeof(tc.bind_hint));
     else

@@ -241,13 +241,16 @@ static void check_cuda(doc_t *d, int nverbs)
         verdict(d, "OK", "gpudirect: not checked: no GPU");
         return;
     }
-    bool peermem = access("/sys/module/nvidia_peermem", F_OK) == 0 ||
-                   access("/sys/module/nv_peer_mem", F_OK) == 0;
-    verdict(d, peermem ? "OK" : nverbs ? "WARN" : "OK", "gpudirect: %s",
-            peermem ? "nvidia-peermem loaded" : nverbs
-                ? "nvidia-peermem not loaded: verbs stages GPU buffers "
-                  "through host memory (modprobe nvidia-peermem)"
-                : "not needed: no RDMA devices");
+    if (!nverbs) {
+        verdict(d, "OK", "gpudirect: not needed: no RDMA devices");
+        return;
+    }
+    /* The registration the verbs transport would use (ib_gdr.c): dma-buf,
+     * peer memory, or none. */
+    char how[400];
+    wf_transport_gpudirect(how, sizeof(how));
+    verdict(d, strncmp(how, "none", 4) == 0 ? "WARN" : "OK", "gpudirect: %s",
+            how);
 }
 
 WEFT_API weft_status_t weft_doctor(FILE *out)

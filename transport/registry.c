@@ -7,6 +7,7 @@
  * never drop one silently.
  */
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -96,4 +97,13 @@ weft_status_t wf_transport_select(const char *name,
     }
     *ops = e->ops;
     return WEFT_OK;
+}
+
+void wf_transport_gpudirect(char *out, size_t len)
+{
+#ifdef WF_TRANSPORT_GDR_DESCRIBE_
+    WF_TRANSPORT_GDR_DESCRIBE_(out, len);
+#else
+    snprintf(out, len, "none: weft was built without the verbs transport");
+#endif
 }

@@ -83,6 +83,9 @@ typedef struct wf_tconfig {
     int ib_gid_index;     /* WEFT_IB_GID_INDEX when ib_gid_set */
     bool ib_gid_set;      /* false: the verbs transport picks the GID */
     int ib_qps;           /* WEFT_IB_QPS: RC QPs per verbs peer; 0 means 1 */
+    size_t ib_zcopy_min;  /* WEFT_IB_ZCOPY_MIN: verbs messages of this many
+                           * bytes or more go by zero-copy rendezvous;
+                           * 0: never */
     int tcp_streams;      /* WEFT_TCP_STREAMS: connections per peer (0: 1) */
     size_t tcp_stripe_min; /* WEFT_TCP_STRIPE_MIN: striped from this size
                             * (0: the transport's default) */
@@ -173,6 +176,9 @@ weft_status_t wf_transport_select(const char *name,
                                   const wf_transport_ops_t **ops);
 /* Names of all compiled-in transports, comma separated. */
 const char *wf_transport_names(void);
+/* How this host would register device memory for RDMA (GPUDirect), in
+ * one line for weft-info --doctor. */
+void wf_transport_gpudirect(char *out, size_t len);
 
 extern const wf_transport_ops_t wf_tcp_transport;
 extern const wf_transport_ops_t wf_ib_transport;

@@ -16,6 +16,8 @@
 
 #ifdef WF_HAVE_IB
 bool wf_ib_probe(char *why, size_t why_len);
+void wf_ib_gdr_describe(char *out, size_t len);
+#define WF_TRANSPORT_GDR_DESCRIBE_ wf_ib_gdr_describe
 #define WF_TRANSPORT_IB_(X) X(ib, wf_ib_transport, wf_ib_probe)
 #else
 #define WF_TRANSPORT_IB_(X)

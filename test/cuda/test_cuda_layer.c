@@ -90,6 +90,7 @@ WF_TEST(cuda_layer_loads_with_every_op, 30)
     ASSERT_OP(ops, reduce);
     ASSERT_OP(ops, avg_finish);
     ASSERT_OP(ops, last_error);
+    ASSERT_OP(ops, dmabuf_fd);
 }
 
 /* A failed op: an error status, the output untouched, and last_error()
@@ -147,4 +148,13 @@ WF_TEST(cuda_layer_fails_cleanly_without_gpu, 30)
     expect_failure(ops, ops->set_device(0), "cudaSetDevice");
     /* The "device" of host memory is no device: nothing to fail. */
     ASSERT_OK(ops->set_device(-1));
+    /* No dma-buf of anything without a device: the verbs transport then
+     * tries peer memory (transport/ib/ib_gdr.c). */
+    int fd = -1;
+    uint64_t off = 0;
+    ASSERT_STATUS(ops->dmabuf_fd(&local, sizeof(local), &fd, &off),
+                  WEFT_ERR_UNSUPPORTED);
+    ASSERT_EQ(fd, -1);
+    ASSERT_STR_CONTAINS(ops->last_error(), "cuMemGetHandleForAddressRange");
+    printf("%s\n", ops->last_error());
 }

@@ -8,7 +8,11 @@
 # conformance suite: every transport, so tcp and ib), colls (the collective
 # tests with WEFT_TRANSPORT=ib: every algorithm, world sizes as threads and
 # as processes, every dtype x op); both run once per QP count of
-# RDMA_IB_QPS (WEFT_IB_QPS values, default "1 2 4"); errors (verbs error
+# RDMA_IB_QPS (WEFT_IB_QPS values, default "1 2 4") with the default
+# zero-copy threshold, then once per threshold of RDMA_IB_ZCOPY
+# (WEFT_IB_ZCOPY_MIN values, default "0 1 64k": off, every non-empty
+# message, small collective chunks; RDMA_IB_ZCOPY_COLLS for colls,
+# default "1 64k") with 2 QPs; errors (verbs error
 # paths: wrong HCA, wrong GID index, WEFT_IB_QPS out of range, memlock too
 # low, a peer killed with -9), perf (weft sendrecv vs ib_write_bw at 4 MiB,
 # with as many QPs as each of RDMA_PERF_QPS, default "1"; numbers only,
@@ -70,27 +74,45 @@ expect_error() {
 }
 
 QPS_LIST=${RDMA_IB_QPS:-1 2 4}
+ZCOPY_LIST=${RDMA_IB_ZCOPY:-0 1 64k}
 
-# qps_took N CMD...: CMD, run with WEFT_IB_QPS=N and debug logging, must
-# say that its verbs contexts use N QPs per peer (the knob reached them).
-qps_took() {
-    local q=$1 what
-    shift
-    what="WEFT_IB_QPS=$q reached the verbs transport ($*)"
-    if WEFT_IB_QPS=$q WEFT_LOG=debug WEFT_LOG_SUBSYS=net "$@" 2>&1 |
-        grep -q "gid index [-0-9]*, $q QPs\? per peer"; then
+# knob_took VAR VALUE PATTERN CMD...: CMD, run with VAR=VALUE and debug
+# logging, must log PATTERN (grep -E): the knob reached the verbs
+# transport.
+knob_took() {
+    local var=$1 val=$2 pat=$3 what
+    shift 3
+    what="$var=$val reached the verbs transport ($*)"
+    if env "$var=$val" WEFT_LOG=debug WEFT_LOG_SUBSYS=net "$@" 2>&1 |
+        grep -qE "$pat"; then
         ok "$what"
     else
         bad "$what"
     fi
 }
 
+# WEFT_IB_QPS=N: the contexts use N QPs per peer.
+qps_took() {
+    knob_took WEFT_IB_QPS "$1" "gid index [-0-9]*, $1 QPs? per peer" "${@:2}"
+}
+
+# WEFT_IB_ZCOPY_MIN=Z (1m style): the contexts use that threshold.
+zcopy_took() {
+    knob_took WEFT_IB_ZCOPY_MIN "$1" \
+        "zero-copy from $(numfmt --from=iec "${1^^}") bytes" "${@:2}"
+}
+
 part_conformance() {
-    local q
+    local q z
     for q in $QPS_LIST; do
         echo "== transport conformance suite (tcp and ib on rxe0), WEFT_IB_QPS=$q"
         WEFT_IB_QPS=$q runner transport_
         qps_took "$q" "$T" --build "$B" --verbose transport_four_ranks
+    done
+    for z in $ZCOPY_LIST; do
+        echo "== transport conformance suite, WEFT_IB_QPS=2 WEFT_IB_ZCOPY_MIN=$z"
+        WEFT_IB_QPS=2 WEFT_IB_ZCOPY_MIN=$z runner transport_
+        zcopy_took "$z" "$T" --build "$B" --verbose transport_four_ranks
     done
     # The suite skips transports that cannot run; here ib must.
     if WEFT_LOG=info "$T" --build "$B" --verbose transport_four_ranks 2>&1 |
@@ -113,12 +135,20 @@ COLLS_DEFAULT="colls_procs_n3 colls_procs_n4 colls_threads_n2 allreduce_procs_n2
     allreduce_procs_n3 allreduce_nonblocking_overlap
     allreduce_progress_without_wait sendrecv_ split_ inflight_"
 part_colls() {
-    local sel=${RDMA_COLLS:-$COLLS_DEFAULT} q
+    local sel=${RDMA_COLLS:-$COLLS_DEFAULT} q z
     [[ $sel == all ]] && sel="allreduce_ colls_ sendrecv_ split_ inflight_"
     for q in $QPS_LIST; do
         echo "== collective tests over WEFT_TRANSPORT=ib, WEFT_IB_QPS=$q: $(echo $sel)"
         WEFT_TRANSPORT=ib WEFT_IB_QPS=$q runner $sel
         WEFT_TRANSPORT=ib qps_took "$q" "$BENCH" "${BENCH1[@]}" -n 2
+    done
+    # Collective chunks are WEFT_CHUNK_SIZE (256 KiB) and smaller, so with
+    # the default threshold the runs above take the copy path: a low one
+    # sends them by rendezvous (RDMA_IB_ZCOPY_COLLS, default "1 64k").
+    for z in ${RDMA_IB_ZCOPY_COLLS:-1 64k}; do
+        echo "== collective tests over WEFT_TRANSPORT=ib, WEFT_IB_QPS=2, WEFT_IB_ZCOPY_MIN=$z"
+        WEFT_TRANSPORT=ib WEFT_IB_QPS=2 WEFT_IB_ZCOPY_MIN=$z runner $sel
+        WEFT_TRANSPORT=ib zcopy_took "$z" "$BENCH" "${BENCH1[@]}" -n 2
     done
 }
 
@@ -137,14 +167,17 @@ part_errors() {
     WEFT_TRANSPORT=ib expect_error memlock-too-low "memlock limit" \
         bash -c "ulimit -l 64 && exec setpriv --bounding-set -ipc_lock \
             --inh-caps -ipc_lock $BENCH ${BENCH1[*]} -n 2"
-    dead_peer
+    dead_peer dead-peer
+    # The same with every chunk by rendezvous: the killed rank dies with
+    # RDMA READs of its buffers in flight.
+    WEFT_IB_ZCOPY_MIN=64k dead_peer dead-peer-zero-copy
 }
 
 # Two ranks run allreduce over growing sizes; once rank 0 has printed a
 # few rows (both are connected and busy), rank 1 is killed with -9; rank 0
-# must fail within 60 s naming peer 1, not hang.
+# must fail within 60 s naming peer 1, not hang.  $1 names the check.
 dead_peer() {
-    local dir rc r0 r1 t0 n=0
+    local name=$1 dir rc r0 r1 t0 n=0
     dir=$(mktemp -d)
     export WEFT_TRANSPORT=ib WEFT_WORLD_SIZE=2 WEFT_RENDEZVOUS=file://$dir
     WEFT_RANK=0 stdbuf -oL "$BENCH" allreduce -b 4 -e 256M -f 2 -r 20 -w 1 >"$LOG" 2>&1 &
@@ -158,14 +191,14 @@ dead_peer() {
     timeout -s KILL 60 tail --pid=$r0 -f /dev/null
     if kill -0 $r0 2>/dev/null; then
         kill -9 $r0
-        bad "dead-peer (rank 0 still running 60 s after rank 1 was killed)"
+        bad "$name (rank 0 still running 60 s after rank 1 was killed)"
     else
         wait $r0
         rc=$?
         if [[ $rc != 0 ]] && grep -q 'ib: peer 1' "$LOG"; then
-            ok "dead-peer: rank 0 failed after $((SECONDS - t0)) s: $(grep -m1 'ib: peer 1' "$LOG" | sed 's/.*weft warn net: //')"
+            ok "$name: rank 0 failed after $((SECONDS - t0)) s: $(grep -m1 'ib: peer 1' "$LOG" | sed 's/.*weft warn net: //')"
         else
-            bad "dead-peer (rank 0 exit $rc, or no message naming peer 1)"
+            bad "$name (rank 0 exit $rc, or no message naming peer 1)"
         fi
     fi
     wait $r1 2>/dev/null
@@ -208,10 +241,14 @@ write_bw() {
 # whose weft-bench each pair runs in turn: variants of the data path
 # measured in one boot against the same ib_write_bw.  RDMA_PERF_QPS
 # (default "1") lists QP counts: each pair runs ib_write_bw -q N and then
-# weft with WEFT_IB_QPS=N, for each N in turn.  Ends with the medians of
-# each build and QP count: weft's Gb/s, ib_write_bw's, and their ratio.
+# weft with WEFT_IB_QPS=N, for each N in turn.  RDMA_PERF_ZCOPY lists
+# WEFT_IB_ZCOPY_MIN values weft runs with in turn (default: one run with
+# the default), RDMA_PERF_SIZES message sizes (default 4M; the ratio is
+# always to ib_write_bw at 4 MiB).  Ends with the medians of each build,
+# threshold, size and QP count: weft's Gb/s, ib_write_bw's, and their
+# ratio.
 part_perf() {
-    local size=$((4 << 20)) wbw run b q us gbps res=$(mktemp)
+    local size=$((4 << 20)) wbw run b q z sz bytes us gbps label zenv res=$(mktemp)
     echo "== bandwidth at 4 MiB on rxe0 (ratios only: software RDMA under emulation)"
     echo "load: $(cat /proc/loadavg)"
     for ((run = 1; run <= ${RDMA_PERF_PAIRS:-3}; run++)); do
@@ -219,15 +256,24 @@ part_perf() {
             wbw=$(write_bw $size -n 40 -q "$q")
             echo "ib_write_bw run $run -q $q: ${wbw:-?} Gb/s (BW average)"
             for b in ${RDMA_PERF_BUILDS:-$B}; do
-                echo "\$ WEFT_TRANSPORT=ib WEFT_IB_QPS=$q $b/bin/weft-bench sendrecv -n 2 --unidir --window 4 -b 4M -e 4M -w 1 -r 10"
-                # Field 6 of a row: out-of-place time (us) per message.
-                WEFT_TRANSPORT=ib WEFT_IB_QPS=$q timeout 300 "$b/bin/weft-bench" \
-                    sendrecv -n 2 --unidir --window 4 -b 4M -e 4M -w 1 -r 10 >"$LOG" 2>&1
-                grep -v '^#' "$LOG" | tail -3
-                us=$(awk '$1 == '"$size"' {print $6}' "$LOG")
-                gbps=$(awk -v us="$us" -v s=$size 'BEGIN { if (us > 0) printf "%.4f", s * 8 / us / 1e3 }')
-                echo "weft run $run ($b, $q QPs): ${gbps:-?} Gb/s"
-                [[ -n $gbps && -n $wbw ]] && echo "$b q=$q $gbps $wbw" >>"$res"
+                for z in ${RDMA_PERF_ZCOPY:-default}; do
+                    for sz in ${RDMA_PERF_SIZES:-4M}; do
+                        bytes=$(numfmt --from=iec "$sz")
+                        label=$b zenv=()
+                        [[ $z != default ]] && label+=":zcopy=$z" zenv=(WEFT_IB_ZCOPY_MIN=$z)
+                        [[ $sz != 4M ]] && label+=":$sz"
+                        echo "\$ WEFT_TRANSPORT=ib WEFT_IB_QPS=$q ${zenv[*]}${zenv:+ }$b/bin/weft-bench sendrecv -n 2 --unidir --window 4 -b $sz -e $sz -w 1 -r 10"
+                        # Field 6 of a row: out-of-place time (us) per message.
+                        env WEFT_TRANSPORT=ib WEFT_IB_QPS=$q "${zenv[@]}" \
+                            timeout 300 "$b/bin/weft-bench" sendrecv -n 2 --unidir \
+                            --window 4 -b "$sz" -e "$sz" -w 1 -r 10 >"$LOG" 2>&1
+                        grep -v '^#' "$LOG" | tail -3
+                        us=$(awk '$1 == '"$bytes"' {print $6}' "$LOG")
+                        gbps=$(awk -v us="$us" -v s="$bytes" 'BEGIN { if (us > 0) printf "%.4f", s * 8 / us / 1e3 }')
+                        echo "weft run $run ($label, $q QPs): ${gbps:-?} Gb/s"
+                        [[ -n $gbps && -n $wbw ]] && echo "$label q=$q $gbps $wbw" >>"$res"
+                    done
+                done
             done
         done
     done
@@ -306,6 +352,8 @@ part_qps() {
 # Gloo ring, Gloo halving-doubling and weft, alternating; then the median
 # busbw of each at 64 KiB, 256 KiB, 1 MiB and 4 MiB and weft's ratio to the
 # better Gloo.  Both run in place, float32 sum, a checked run first.
+# RDMA_GLOO_QPS (default "1") and RDMA_GLOO_ZCOPY (WEFT_IB_ZCOPY_MIN
+# values, default: the default) each give weft a column per value.
 # Numbers only; fails only when a run reports wrong results.
 part_gloo() {
     local g=$B/compare/gloo_allreduce n round a q res=$(mktemp)
@@ -327,11 +375,16 @@ part_gloo() {
                     "$LOG" >>"$res"
             done
             for q in ${RDMA_GLOO_QPS:-1}; do
-                echo "\$ WEFT_TRANSPORT=ib WEFT_IB_QPS=$q $BENCH allreduce -n $n ${sizes[*]} ${iters[*]} --csv"
-                # --csv fields: 14 variant, 15 size, 21 busbw, 22 wrong.
-                WEFT_TRANSPORT=ib WEFT_IB_QPS=$q timeout 120 "$BENCH" allreduce -n "$n" \
-                    "${sizes[@]}" "${iters[@]}" --csv 2>&1 | awk -F, -v n="$n" -v res="$res" -v k="weft-q$q" '
-                        $14 == "in-place" { print $15, $21, $22; print k, n, $15, $21, $22 >>res }'
+                for z in ${RDMA_GLOO_ZCOPY:-default}; do
+                    local zenv=() k="weft-q$q"
+                    [[ $z != default ]] && zenv=(WEFT_IB_ZCOPY_MIN=$z) k+="-z$z"
+                    echo "\$ WEFT_TRANSPORT=ib WEFT_IB_QPS=$q ${zenv[*]}${zenv:+ }$BENCH allreduce -n $n ${sizes[*]} ${iters[*]} --csv"
+                    # --csv fields: 14 variant, 15 size, 21 busbw, 22 wrong.
+                    env WEFT_TRANSPORT=ib WEFT_IB_QPS=$q "${zenv[@]}" timeout 120 "$BENCH" \
+                        allreduce -n "$n" "${sizes[@]}" "${iters[@]}" --csv 2>&1 |
+                        awk -F, -v n="$n" -v res="$res" -v k="$k" '
+                            $14 == "in-place" { print $15, $21, $22; print k, n, $15, $21, $22 >>res }'
+                done
             done
         done
     done
@@ -357,8 +410,8 @@ gloo_table() {
         for (i = 1; i <= nw; i++) for (j = i + 1; j <= nw; j++)
             if (ws[i] > ws[j]) { t = ws[i]; ws[i] = ws[j]; ws[j] = t }
         h = "| ranks | size | Gloo ring | Gloo halving-doubling |"; l = "| --- | --- | --- | --- |"
-        for (i = 1; i <= nw; i++) { q = ws[i]; sub("weft-q", "", q)
-            h = h " weft " q " QP | / best Gloo |"; l = l " --- | --- |" }
+        for (i = 1; i <= nw; i++) { q = ws[i]; sub("weft-q", "", q); sub("-z", " QP, zero-copy from ", q)
+            h = h " weft " q (q ~ /zero/ ? "" : " QP") " | / best Gloo |"; l = l " --- | --- |" }
         print h; print l
         n = 0; for (x in key) rows[++n] = x
         for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) {

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "tgroup.h"
 #include "weft_cuda.h"
 
@@ -214,6 +215,69 @@ static void run_same_tag(const wf_transport_ops_t *ops)
 WF_TEST(transport_same_tag_order, 30)
 {
     tg_each_transport(run_same_tag);
+}
+
+/* Sizes on both sides of any transport's large-message threshold (the
+ * verbs transport's WEFT_IB_ZCOPY_MIN, TCP's striping) share one tag:
+ * small and large messages must still match in posting order, the first
+ * half into receives posted before the sends, the second half late (kept
+ * unexpected), some of each truncated.  make test-rdma runs it with
+ * several thresholds. */
+static void run_mixed_one_tag(const wf_transport_ops_t *ops)
+{
+    static const size_t sizes[] = {100,       3 << 20, 0,   70000,
+                                   1 << 20,   5,       (2 << 20) + 3,
+                                   (1 << 20) - 1,      4096, 3 << 20};
+    enum { N = sizeof(sizes) / sizeof(sizes[0]) };
+    tg_group_t g;
+    uint8_t *sbuf[N], *rbuf[N];
+    wf_treq_t *sr[N], *rr[N];
+    wf_treq_info_t info;
+
+    tg_open(&g, ops, 2);
+    tg_connect_pair(&g, 0, 1);
+    for (int i = 0; i < N; i++) {
+        /* One byte past every receive buffer shows an overrun. */
+        sbuf[i] = malloc(sizes[i] + 1);
+        rbuf[i] = malloc(sizes[i] + 2);
+        ASSERT_TRUE(sbuf[i] && rbuf[i]);
+        memset(rbuf[i], 0xEE, sizes[i] + 2);
+        tg_fill(sbuf[i], sizes[i], 40 + (unsigned)i);
+    }
+    /* Every third receive is 7 bytes short (or 0 bytes). */
+#define CAP(i) ((i) % 3 == 1 ? sizes[i] - WF_MIN(sizes[i], 7) : sizes[i] + 1)
+    for (int i = 0; i < N / 2; i++)
+        ASSERT_OK(ops->irecv(g.ctx[1], 0, 77, rbuf[i], CAP(i), NULL, &rr[i]));
+    for (int i = 0; i < N; i++) {
+        uint64_t sig[2] = {(uint64_t)i, sizes[i]};
+        ASSERT_OK(ops->isend(g.ctx[0], 1, 77, sig, sbuf[i], sizes[i], NULL,
+                             &sr[i]));
+    }
+    tg_spin(&g, 20);
+    for (int i = N / 2; i < N; i++)
+        ASSERT_OK(ops->irecv(g.ctx[1], 0, 77, rbuf[i], CAP(i), NULL, &rr[i]));
+    for (int i = 0; i < N; i++) {
+        ASSERT_OK(tg_wait(&g, 1, rr[i], &info));
+        ASSERT_EQ(info.sig[0], i);
+        ASSERT_EQ(info.len, sizes[i]);
+        ASSERT_TRUE(info.truncated == (CAP(i) < sizes[i]));
+        ASSERT_TRUE(tg_check(rbuf[i], WF_MIN(sizes[i], CAP(i)),
+                             40 + (unsigned)i));
+        ASSERT_EQ(rbuf[i][WF_MIN(sizes[i], CAP(i))], 0xEE);
+    }
+#undef CAP
+    for (int i = 0; i < N; i++) {
+        ASSERT_OK(tg_wait(&g, 0, sr[i], &info));
+        ASSERT_EQ(info.len, sizes[i]);
+        free(sbuf[i]);
+        free(rbuf[i]);
+    }
+    tg_close(&g);
+}
+
+WF_TEST(transport_mixed_sizes_one_tag, 60)
+{
+    tg_each_transport(run_mixed_one_tag);
 }
 
 /* Different tags match independently: the receive for the later tag is

@@ -61,10 +61,13 @@ void tg_make_cfg(wf_tconfig_t *cfg, int rank, int size, const char *ifname,
     snprintf(cfg->ifname, sizeof(cfg->ifname), "%s", ifname);
     cfg->timeout_ms = timeout_ms;
     /* The verbs knobs come from the environment as in a communicator, so
-     * make test-rdma runs the suite with WEFT_IB_QPS=2 and 4 as well. */
+     * make test-rdma runs the suite with WEFT_IB_QPS=2 and 4 and with
+     * several WEFT_IB_ZCOPY_MIN thresholds as well. */
     wf_config_t c;
-    if (wf_config_load(&c, NULL) == WEFT_OK)
+    if (wf_config_load(&c, NULL) == WEFT_OK) {
         cfg->ib_qps = (int)c.ib_qps;
+        cfg->ib_zcopy_min = (size_t)c.ib_zcopy_min;
+    }
     cfg->tcp_streams = tg_tcp_streams;
     cfg->tcp_stripe_min = tg_tcp_streams > 1 ? TG_STRIPE_MIN : 0;
 }

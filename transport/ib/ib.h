@@ -13,6 +13,8 @@
  *   ib_recv.c  tag matching, unexpected messages, reassembly by offset
  *   ib_poll.c  progress (completion queue and channel) and the ops table
  *   ib_mr.c    the registration cache behind mem_reg/mem_dereg
+ *   ib_gdr.c   registering device memory (GPUDirect: dma-buf, peer memory)
+ *   ib_rndv.c  zero-copy rendezvous of large messages (RTS, RDMA READ, FIN)
  *
  * Data path: every peer pair has WEFT_IB_QPS reliable-connected QPs (1 to
  * WF_IB_QPS_MAX) that share the peer's registered memory: each QP owns
@@ -35,6 +37,12 @@
  * an RDMA WRITE of the QP's running count of posted receives into a word
  * of the sender's memory (which consumes no receive), so a fast sender
  * never meets an empty receive queue (no RNR retries, no overrun).
+ *
+ * Large messages (WEFT_IB_ZCOPY_MIN bytes and more) are not copied: the
+ * first fragment is an RTS carrying the registered user buffer's address
+ * and rkey instead of payload, the receiver pulls the bytes with RDMA
+ * READs into the receive buffer (or, unmatched, an unexpected buffer) and
+ * answers with a FIN fragment that takes no message number (ib_rndv.c).
  *
  * Bootstrap: the QP number of a pair exists only once both sides created
  * their QP, so it cannot be in the address blob published before connect.
@@ -64,6 +72,23 @@
 #define WF_IB_FRAME_MAGIC 0x314d415246424957ull /* "WIBFRAM1" */
 #define WF_IB_FRAG_MAGIC 0x4657u                 /* "WF" */
 #define WF_IB_FRAG_FIRST 1u /* fragment flag: the message header follows */
+/* With FIRST: the message is a rendezvous "ready to send" (RTS): after the
+ * message header come the sender's address u64, rkey u32 and 4 zero bytes,
+ * no payload; the receiver pulls the payload with RDMA READ (ib_rndv.c). */
+#define WF_IB_FRAG_RNDV 2u
+/* Alone: FIN of message `seq` of the other direction, which the receiver
+ * has finished reading; takes no message number. */
+#define WF_IB_FRAG_FIN 4u
+#define WF_IB_RTS_LEN 16
+/* Rendezvous reads: at most this many bytes per RDMA READ, and this many
+ * READs in flight per QP (each QP's send queue has room for them on top
+ * of its staging slots and credit writes, so reads never wait for a WQE). */
+#define WF_IB_READ_CHUNK (512 * 1024)
+#define WF_IB_READS_PER_QP 4
+/* The receiver registers a rendezvous destination this much at a time, so
+ * a message larger than the memlock limit still arrives (the window is
+ * read in full, deregistered, and the next one registered). */
+#define WF_IB_PULL_WINDOW (16u << 20)
 /* Every fragment: seq u32, magic u16, flags u16, offset u64. */
 #define WF_IB_FRAG_LEN 16
 /* The first fragment's message header after it: magic, tag, sig, len. */
@@ -160,6 +185,11 @@ typedef struct wf_ibv {
     int (*dealloc_pd)(struct ibv_pd *pd);
     struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t len,
                              int access);
+    /* Optional (rdma-core 34 and later; NULL when missing): registers
+     * memory another driver exports as a dma-buf (GPU memory). */
+    struct ibv_mr *(*reg_dmabuf_mr)(struct ibv_pd *pd, uint64_t offset,
+                                    size_t len, uint64_t iova, int fd,
+                                    int access);
     int (*dereg_mr)(struct ibv_mr *mr);
     struct ibv_comp_channel *(*create_comp_channel)(struct ibv_context *c);
     int (*destroy_comp_channel)(struct ibv_comp_channel *ch);
@@ -229,6 +259,10 @@ struct wf_treq {
     bool started;  /* send: the header fragment is posted */
     uint32_t seq;  /* send: the message's number on its peer */
     unsigned frags_out; /* send: fragments posted, not completed */
+    bool rndv;     /* send: goes by rendezvous (RTS, the peer reads) */
+    bool fin;      /* send: the peer's FIN arrived */
+    void *mh;      /* send: registration of buf taken for the rendezvous,
+                    * dropped when the request is released */
     weft_status_t status;
     wf_treq_info_t info;
 };
@@ -257,6 +291,24 @@ typedef struct wf_ib_rx {
     struct wf_treq *req;
     wf_ib_umsg_t *umsg;
 } wf_ib_rx_t;
+
+/* A rendezvous message being pulled with RDMA READ (ib_rndv.c). */
+typedef struct wf_ib_pull {
+    struct wf_ib_pull *next;
+    uint32_t seq;           /* the sender's number of the message: FIN */
+    uint64_t tag, sig[2];
+    size_t len;             /* message length */
+    uint64_t raddr;         /* the sender's buffer */
+    uint32_t rkey;
+    struct wf_treq *req;    /* the posted receive it goes to, or NULL */
+    wf_ib_umsg_t *umsg;     /* else the unexpected buffer */
+    bool started;           /* dst chosen and registered */
+    char *dst;
+    size_t dst_len;         /* bytes to read: min(len, capacity) */
+    void *mh;               /* registration of dst's current window */
+    size_t win_end;         /* end of that window */
+    size_t posted, done;    /* bytes whose READs were posted / completed */
+} wf_ib_pull_t;
 
 typedef enum {
     WF_IB_IDLE,     /* connect() not called yet */
@@ -291,6 +343,10 @@ typedef struct wf_ib_qp {
     uint64_t recvs_posted;   /* receives posted in total */
     uint64_t credit_sent;    /* recvs_posted value last written */
     int credit_writes;       /* credit writes in flight */
+    /* rendezvous READs in flight, by read slot */
+    wf_ib_pull_t *read_pull[WF_IB_READS_PER_QP];
+    uint32_t read_len[WF_IB_READS_PER_QP];
+    unsigned reads_out;
 } wf_ib_qp_t;
 
 /* A fragment that arrived before its message's header (another QP). */
@@ -324,6 +380,9 @@ typedef struct wf_ib_peer {
     uint32_t tx_seq;         /* number of the next message */
     int tx_next;             /* QP to try first for a non-first fragment */
     bool stalled;            /* sends wait for credits (see ib_poll.c) */
+    struct wf_treq *await;   /* rendezvous sends waiting for their FIN */
+    uint32_t *fins;          /* FINs to send (message numbers) */
+    unsigned nfins, fins_cap;
     /* receiving */
     struct wf_treq *posted, *posted_tail;
     wf_ib_umsg_t *unexp, *unexp_tail;
@@ -333,6 +392,8 @@ typedef struct wf_ib_peer {
     wf_ib_rx_t *rx;          /* messages arriving, found by seq */
     wf_ib_held_t *held;      /* nqp * nrecv entries */
     unsigned nheld;
+    wf_ib_pull_t *pulls, *pulls_tail; /* rendezvous messages, in order */
+    int rd_next;             /* QP to try first for the next READ */
     /* failure */
     weft_status_t fail_status;
     bool fail_unreported;
@@ -356,6 +417,9 @@ struct wf_tctx {
     wf_tconfig_t cfg;
     const wf_ibv_t *v;
     int nqp;               /* QPs per peer (WEFT_IB_QPS) */
+    size_t zcopy_min;      /* WEFT_IB_ZCOPY_MIN: rendezvous from; 0: never */
+    uint8_t rd_atom;       /* RDMA READs in flight per QP the device takes */
+    unsigned gdr_logged;   /* device-memory registration kinds logged */
     struct ibv_context *dev;
     wf_ib_port_t port;
     struct ibv_pd *pd;
@@ -395,7 +459,12 @@ void wf_ib_qp_slots(int nqp, unsigned *nrecv, unsigned *nsend);
 size_t wf_ib_peer_mem(int nqp);
 
 /* wr_id: peer << 32 | qp << 16 | kind << 8 | slot. */
-enum { WF_IB_WR_RECV = 1, WF_IB_WR_SEND = 2, WF_IB_WR_CREDIT = 3 };
+enum {
+    WF_IB_WR_RECV = 1,
+    WF_IB_WR_SEND = 2,
+    WF_IB_WR_CREDIT = 3,
+    WF_IB_WR_READ = 4 /* slot: the QP's read slot */
+};
 static inline uint64_t wf_ib_wrid(int peer, int qi, int kind, unsigned slot)
 {
     return ((uint64_t)(uint32_t)peer << 32) | ((uint64_t)qi << 16) |
@@ -453,6 +522,39 @@ wf_ib_umsg_t *wf_ib_unexp_take(wf_ib_peer_t *p, uint64_t tag);
 void wf_ib_unexp_deliver(struct wf_treq *r, wf_ib_umsg_t *m);
 /* Fails every message in progress and forgets held fragments. */
 void wf_ib_rx_fail_all(wf_ib_peer_t *p, weft_status_t st);
+/* Completes a receive with a message of `len` bytes. */
+void wf_ib_recv_finish(struct wf_treq *r, size_t len, const uint64_t sig[2]);
+/* Removes an unexpected message from the peer's list. */
+void wf_ib_unexp_unlink(wf_ib_peer_t *p, wf_ib_umsg_t *m);
+
+/* ---- ib_rndv.c --------------------------------------------------------- */
+
+/* Whether a send of `len` bytes goes by rendezvous; if so registers its
+ * buffer (`mh`: the caller's registration, or NULL) and marks it. */
+void wf_ib_rndv_send_prepare(wf_tctx_t *ctx, wf_ib_peer_t *p,
+                             struct wf_treq *r, void *mh);
+/* Writes the RTS body (address, rkey) of send `r` at `dst`. */
+void wf_ib_rndv_rts_put(const struct wf_treq *r, uint8_t *dst);
+/* An RTS arrived and was matched (req) or kept unexpected (umsg): the
+ * pull takes its place in the peer's queue and reads start. */
+weft_status_t wf_ib_rndv_pull_add(wf_tctx_t *ctx, wf_ib_peer_t *p,
+                                  wf_ib_pull_t *pl);
+/* Posts the READs that fit (read slots of every QP). */
+void wf_ib_rndv_progress(wf_tctx_t *ctx, wf_ib_peer_t *p);
+/* A READ completed. */
+void wf_ib_rndv_on_read(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
+                        unsigned slot);
+/* The peer's FIN of our message `seq` arrived. */
+void wf_ib_rndv_on_fin(wf_tctx_t *ctx, wf_ib_peer_t *p, uint32_t seq);
+/* A rendezvous send finished staging its RTS: it waits for the FIN. */
+void wf_ib_rndv_await(wf_ib_peer_t *p, struct wf_treq *r);
+/* Finishes send `r` when its fragments completed and its FIN came. */
+void wf_ib_send_maybe_done(struct wf_treq *r);
+/* Fails pulls and sends waiting for a FIN; forgets due FINs. */
+void wf_ib_rndv_fail(wf_tctx_t *ctx, wf_ib_peer_t *p, weft_status_t st);
+void wf_ib_rndv_free(wf_tctx_t *ctx, wf_ib_peer_t *p);
+/* Nothing rendezvous-related is pending with the peer. */
+bool wf_ib_rndv_idle(const wf_ib_peer_t *p);
 
 /* ---- ib_poll.c --------------------------------------------------------- */
 
@@ -479,5 +581,16 @@ weft_status_t wf_ib_mem_reg(wf_tctx_t *ctx, void *buf, size_t len,
                             int memtype, void **mh);
 void wf_ib_mem_dereg(wf_tctx_t *ctx, void *mh);
 void wf_ib_mrcache_free(wf_tctx_t *ctx);
+
+/* ---- ib_gdr.c ---------------------------------------------------------- */
+
+/* Registers device memory: dma-buf first, then peer memory (ibv_reg_mr on
+ * the device pointer); WEFT_ERR_UNSUPPORTED when neither works, and the
+ * engine stages through host memory.  *kind names the one used. */
+weft_status_t wf_ib_gdr_reg(wf_tctx_t *ctx, void *buf, size_t len,
+                            struct ibv_mr **mr, const char **kind);
+/* One line for weft-info --doctor: which GPUDirect registration this
+ * host's rdma-core and CUDA driver offer. */
+void wf_ib_gdr_describe(char *out, size_t len);
 
 #endif /* WF_IB_H */

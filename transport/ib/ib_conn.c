@@ -225,7 +225,8 @@ static void advance(wf_tctx_t *ctx, wf_ib_peer_t *p)
 
 static bool peer_idle(const wf_ib_peer_t *p)
 {
-    if (p->sendq || p->posted || p->rx_busy || p->nheld)
+    if (p->sendq || p->posted || p->rx_busy || p->nheld ||
+        !wf_ib_rndv_idle(p))
         return false;
     for (int i = 0; i < p->nqp; i++)
         if (p->qp[i].sends_done != p->qp[i].sends_posted)

@@ -108,8 +108,17 @@ static weft_status_t open_verbs(wf_tctx_t *ctx)
     wf_ib_qp_slots(ctx->nqp, &nrecv, &nsend);
     ctx->cq_depth = WF_MAX(WF_IB_CQ_MIN,
                            peers * ctx->nqp *
-                                   (int)(nrecv + nsend + WF_IB_CREDIT_WRITES) +
+                                   (int)(nrecv + nsend + WF_IB_CREDIT_WRITES +
+                                         WF_IB_READS_PER_QP) +
                                16);
+    /* READs in flight per QP, as initiator and as responder: more than
+     * the device takes would fail the move to RTR/RTS.  Peers on other
+     * devices may take fewer; the HCA then holds the surplus back. */
+    ctx->rd_atom = WF_IB_READS_PER_QP;
+    if (da.max_qp_rd_atom > 0 && da.max_qp_rd_atom < ctx->rd_atom)
+        ctx->rd_atom = (uint8_t)da.max_qp_rd_atom;
+    if (da.max_qp_init_rd_atom > 0 && da.max_qp_init_rd_atom < ctx->rd_atom)
+        ctx->rd_atom = (uint8_t)da.max_qp_init_rd_atom;
     if (da.max_cqe > 0 && ctx->cq_depth > da.max_cqe)
         ctx->cq_depth = da.max_cqe;
     ctx->cq = v->create_cq(ctx->dev, ctx->cq_depth, NULL, ctx->channel, 0);
@@ -194,13 +203,14 @@ weft_status_t wf_ib_init(const wf_tconfig_t *cfg, wf_tctx_t **out)
     ctx->cfg.ib_hca[sizeof(ctx->cfg.ib_hca) - 1] = '\0';
     ctx->epfd = ctx->timer_fd = -1;
     ctx->nqp = cfg->ib_qps > 0 ? cfg->ib_qps : 1;
+    ctx->zcopy_min = cfg->ib_zcopy_min;
     WEFT_CHECK_GOTO(open_context(ctx), st, err_fini);
     WEFT_DEBUG(NET, "ib: rank %d on %s:%d (%s, mtu %s, gid index %d, %d QP%s "
-               "per peer), bootstrap %s",
+               "per peer, zero-copy from %zu bytes), bootstrap %s",
                cfg->rank, ctx->port.dev_name, ctx->port.port,
                ctx->port.link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "IB",
                wf_ib_mtu_str(ctx->port.mtu), ctx->port.gid_index, ctx->nqp,
-               ctx->nqp == 1 ? "" : "s", ctx->local_str);
+               ctx->nqp == 1 ? "" : "s", ctx->zcopy_min, ctx->local_str);
     *out = ctx;
     return WEFT_OK;
 err_fini:

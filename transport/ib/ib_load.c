@@ -75,6 +75,12 @@ static void load_once(void)
         dlclose(lib);
         return;
     }
+    /* Optional: rdma-core before v34 has no dma-buf registration, and
+     * device memory then falls back to peer memory (ib_gdr.c). */
+    {
+        void *f = dlsym(lib, "ibv_reg_dmabuf_mr");
+        memcpy(&t->reg_dmabuf_mr, &f, sizeof(f));
+    }
     /* The library stays loaded for the life of the process: providers
      * keep state in it, and contexts may outlive any one caller. */
     wf_ibv_loaded = t;

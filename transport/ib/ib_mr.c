@@ -6,7 +6,11 @@
  * pinning the pages again (collectives register the same buffers over and
  * over); mem_dereg drops the reference and the last one deregisters, so a
  * freed buffer never stays pinned behind the caller's back.  The handle is
- * the cache entry.
+ * the cache entry.  No registration outlives its last reference: the
+ * transport cannot see free(), and a registration kept for a freed range
+ * that malloc hands out again would point the HCA at the old pages (see
+ * "Registration cache" in docs/design.md).  Device memory goes through
+ * GPUDirect (ib_gdr.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -74,20 +78,41 @@ static void remove_entry(wf_ib_mrcache_t *c, const wf_ib_reg_t *r)
     }
 }
 
+/* Pins host memory, or registers device memory through GPUDirect
+ * (ib_gdr.c); logs why not. */
+static weft_status_t reg_new(wf_tctx_t *ctx, wf_ib_reg_t *r, int memtype)
+{
+    const char *kind;
+    int err;
+
+    if (memtype == WF_MEM_DEVICE)
+        return wf_ib_gdr_reg(ctx, r->addr, r->len, &r->mr, &kind);
+    r->mr = ctx->v->reg_mr(ctx->pd, r->addr, r->len,
+                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                               IBV_ACCESS_REMOTE_READ);
+    if (r->mr)
+        return WEFT_OK;
+    err = errno;
+    WEFT_WARN(NET, "ib: %s: ibv_reg_mr of %zu bytes at %p failed: %s%s",
+              ctx->port.dev_name, r->len, (void *)r->addr, wf_errno_str(err),
+              err == ENOMEM || err == EPERM
+                  ? " (memlock limit too low? see `ulimit -l`)"
+                  : "");
+    return WEFT_ERR_TRANSPORT;
+}
+
 weft_status_t wf_ib_mem_reg(wf_tctx_t *ctx, void *buf, size_t len,
                             int memtype, void **mh)
 {
     wf_ib_mrcache_t *c;
     wf_ib_reg_t *r;
-    int err;
+    weft_status_t st;
 
     if (!ctx || !mh || (!buf && len))
         return WEFT_ERR_INVALID_ARG;
-    /* GPUDirect registration (dma-buf, peer memory) is not built: device
-     * buffers are staged through host memory by the engine. */
-    if (memtype == WF_MEM_DEVICE)
-        return WEFT_ERR_UNSUPPORTED;
     c = &ctx->mrc;
+    /* Host and device ranges never overlap (unified addressing), so one
+     * cache serves both. */
     r = find_cover(c, buf, WF_MAX(len, (size_t)1));
     if (r) {
         r->refs++;
@@ -100,18 +125,10 @@ weft_status_t wf_ib_mem_reg(wf_tctx_t *ctx, void *buf, size_t len,
     r->addr = buf;
     r->len = WF_MAX(len, (size_t)1);
     r->refs = 1;
-    r->mr = ctx->v->reg_mr(ctx->pd, buf, r->len,
-                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-                               IBV_ACCESS_REMOTE_READ);
-    if (!r->mr) {
-        err = errno;
-        WEFT_WARN(NET, "ib: %s: ibv_reg_mr of %zu bytes at %p failed: %s%s",
-                  ctx->port.dev_name, len, buf, wf_errno_str(err),
-                  err == ENOMEM || err == EPERM
-                      ? " (memlock limit too low? see `ulimit -l`)"
-                      : "");
+    st = reg_new(ctx, r, memtype);
+    if (st < 0) {
         free(r);
-        return WEFT_ERR_TRANSPORT;
+        return st;
     }
     if (insert(c, r) < 0) {
         ctx->v->dereg_mr(r->mr);

@@ -21,6 +21,7 @@ static const char *wr_kind_str(int kind)
     case WF_IB_WR_RECV: return "receive";
     case WF_IB_WR_SEND: return "send";
     case WF_IB_WR_CREDIT: return "credit write";
+    case WF_IB_WR_READ: return "rendezvous RDMA READ";
     default: return "work request";
     }
 }
@@ -73,6 +74,9 @@ static void handle_wc(wf_tctx_t *ctx, const struct ibv_wc *wc)
     case WF_IB_WR_CREDIT:
         p->qp[qi].credit_writes--;
         wf_ib_credit_flush(ctx, p, qi);
+        break;
+    case WF_IB_WR_READ:
+        wf_ib_rndv_on_read(ctx, p, qi, slot);
         break;
     }
 }

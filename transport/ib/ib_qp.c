@@ -107,7 +107,8 @@ static weft_status_t qp_init(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi)
     a.qp_state = IBV_QPS_INIT;
     a.pkey_index = 0;
     a.port_num = ctx->port.port;
-    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+    /* READ: the peer pulls rendezvous payloads from our buffers. */
+    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
     err = ctx->v->modify_qp(qp, &a,
                             IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
                                 IBV_QP_ACCESS_FLAGS);
@@ -139,7 +140,7 @@ static weft_status_t qp_open(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi)
     ia.send_cq = ctx->cq;
     ia.recv_cq = ctx->cq;
     ia.qp_type = IBV_QPT_RC;
-    ia.cap.max_send_wr = p->nsend + WF_IB_CREDIT_WRITES;
+    ia.cap.max_send_wr = p->nsend + WF_IB_CREDIT_WRITES + WF_IB_READS_PER_QP;
     ia.cap.max_recv_wr = p->nrecv;
     ia.cap.max_send_sge = 1;
     ia.cap.max_recv_sge = 1;
@@ -194,7 +195,7 @@ static weft_status_t qp_rtr(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
     a.path_mtu = (enum ibv_mtu)WF_MIN(ctx->port.mtu, p->rmtu);
     a.dest_qp_num = rqpn;
     a.rq_psn = rpsn;
-    a.max_dest_rd_atomic = 1;
+    a.max_dest_rd_atomic = ctx->rd_atom ? ctx->rd_atom : 1;
     a.min_rnr_timer = 12;
     a.ah_attr.port_num = ctx->port.port;
     a.ah_attr.dlid = p->rlid;
@@ -234,7 +235,7 @@ static weft_status_t qp_rts(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi)
     a.retry_cnt = WF_IB_QP_RETRY;
     a.rnr_retry = 7; /* credits make RNR impossible; never give up on it */
     a.sq_psn = q->psn;
-    a.max_rd_atomic = 1;
+    a.max_rd_atomic = ctx->rd_atom ? ctx->rd_atom : 1;
     err = ctx->v->modify_qp(q->qp, &a,
                             IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
                                 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |

@@ -16,8 +16,7 @@
 
 /* ---- matching ---------------------------------------------------------- */
 
-/* Completes a receive with a message of `len` bytes. */
-static void recv_finish(wf_treq_t *r, size_t len, const uint64_t sig[2])
+void wf_ib_recv_finish(wf_treq_t *r, size_t len, const uint64_t sig[2])
 {
     r->info.len = len;
     r->info.sig[0] = sig[0];
@@ -30,7 +29,7 @@ void wf_ib_unexp_deliver(wf_treq_t *r, wf_ib_umsg_t *m)
 {
     if (m->len && r->len)
         memcpy(r->buf, m->data, WF_MIN(m->len, r->len));
-    recv_finish(r, m->len, m->sig);
+    wf_ib_recv_finish(r, m->len, m->sig);
     free(m);
 }
 
@@ -70,6 +69,43 @@ wf_ib_umsg_t *wf_ib_unexp_take(wf_ib_peer_t *p, uint64_t tag)
     return NULL;
 }
 
+void wf_ib_unexp_unlink(wf_ib_peer_t *p, wf_ib_umsg_t *m)
+{
+    wf_ib_umsg_t **link = &p->unexp, *prev = NULL;
+
+    while (*link && *link != m) {
+        prev = *link;
+        link = &(*link)->next;
+    }
+    if (!*link)
+        return;
+    *link = m->next;
+    if (p->unexp_tail == m)
+        p->unexp_tail = prev;
+    m->next = NULL;
+}
+
+/* Keeps a message that no receive wants yet; NULL (peer failed) when out
+ * of memory. */
+static wf_ib_umsg_t *unexp_new(wf_tctx_t *ctx, wf_ib_peer_t *p, uint64_t tag,
+                               const uint64_t sig[2], size_t len)
+{
+    wf_ib_umsg_t *m = malloc(sizeof(*m) + len);
+
+    if (!m) {
+        wf_ib_peer_fail(ctx, p, WEFT_ERR_NO_MEMORY,
+                        "out of memory for an unexpected message of %zu "
+                        "bytes",
+                        len);
+        return NULL;
+    }
+    *m = (wf_ib_umsg_t){.tag = tag, .sig = {sig[0], sig[1]}, .len = len};
+    *(p->unexp_tail ? &p->unexp_tail->next : &p->unexp) = m;
+    p->unexp_tail = m;
+    ctx->unexp_arrivals++;
+    return m;
+}
+
 /* ---- fragments --------------------------------------------------------- */
 
 weft_status_t wf_ib_xfer_open(wf_tctx_t *ctx, wf_ib_peer_t *p)
@@ -94,7 +130,7 @@ weft_status_t wf_ib_xfer_open(wf_tctx_t *ctx, wf_ib_peer_t *p)
 static void rx_done(wf_ib_peer_t *p, wf_ib_rx_t *rx)
 {
     if (rx->req) {
-        recv_finish(rx->req, rx->len, rx->sig);
+        wf_ib_recv_finish(rx->req, rx->len, rx->sig);
     } else if (rx->umsg) {
         rx->umsg->complete = true;
         if (rx->umsg->waiter)
@@ -142,19 +178,9 @@ static wf_ib_rx_t *rx_begin(wf_tctx_t *ctx, wf_ib_peer_t *p, uint32_t seq,
         rx->dst_len = WF_MIN(rx->len, rx->req->len);
         return rx;
     }
-    rx->umsg = malloc(sizeof(*rx->umsg) + rx->len);
-    if (!rx->umsg) {
-        wf_ib_peer_fail(ctx, p, WEFT_ERR_NO_MEMORY,
-                        "out of memory for an unexpected message of %zu "
-                        "bytes",
-                        rx->len);
+    rx->umsg = unexp_new(ctx, p, rx->tag, rx->sig, rx->len);
+    if (!rx->umsg)
         return NULL;
-    }
-    *rx->umsg = (wf_ib_umsg_t){.tag = rx->tag, .sig = {rx->sig[0], rx->sig[1]},
-                               .len = rx->len};
-    *(p->unexp_tail ? &p->unexp_tail->next : &p->unexp) = rx->umsg;
-    p->unexp_tail = rx->umsg;
-    ctx->unexp_arrivals++;
     rx->dst = rx->umsg->data;
     rx->dst_len = rx->len;
     return rx;
@@ -181,6 +207,49 @@ static bool rx_place(wf_tctx_t *ctx, wf_ib_peer_t *p, wf_ib_rx_t *rx,
     return true;
 }
 
+/* A rendezvous RTS (message `seq`, header at `h`, `len` bytes from it):
+ * matched like any header, then pulled (ib_rndv.c). */
+static bool rts_begin(wf_tctx_t *ctx, wf_ib_peer_t *p, uint32_t seq,
+                      const uint8_t *h, size_t len)
+{
+    uint64_t magic = wf_ib_get64(h), mlen = wf_ib_get64(h + 32);
+    wf_ib_pull_t *pl;
+
+    if (len != WF_IB_HDR_LEN + WF_IB_RTS_LEN || magic != WF_IB_FRAME_MAGIC ||
+        mlen > (uint64_t)PTRDIFF_MAX) {
+        wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
+                        "protocol error: bad rendezvous header (magic "
+                        "0x%llx, length %llu, %zu bytes, seq %u)",
+                        (unsigned long long)magic, (unsigned long long)mlen,
+                        len, seq);
+        return false;
+    }
+    pl = calloc(1, sizeof(*pl));
+    if (!pl) {
+        wf_ib_peer_fail(ctx, p, WEFT_ERR_NO_MEMORY,
+                        "out of memory for a rendezvous message");
+        return false;
+    }
+    *pl = (wf_ib_pull_t){.seq = seq, .tag = wf_ib_get64(h + 8),
+                         .sig = {wf_ib_get64(h + 16), wf_ib_get64(h + 24)},
+                         .len = (size_t)mlen,
+                         .raddr = wf_ib_get64(h + WF_IB_HDR_LEN),
+                         .rkey = wf_ib_get32(h + WF_IB_HDR_LEN + 8)};
+    p->rx_next++;
+    pl->req = posted_take(p, pl->tag);
+    if (!pl->req) {
+        /* A receive that claims it before its reads begin gets it
+         * directly (ib_rndv.c); this buffer's pages are then never
+         * touched. */
+        pl->umsg = unexp_new(ctx, p, pl->tag, pl->sig, pl->len);
+        if (!pl->umsg) {
+            free(pl);
+            return false;
+        }
+    }
+    return wf_ib_rndv_pull_add(ctx, p, pl) == WEFT_OK;
+}
+
 typedef enum { WF_IB_RX_ERR, WF_IB_RX_DONE, WF_IB_RX_HELD } wf_ib_rx_res_t;
 
 /* Consumes one fragment of `len` bytes that arrived on QP `qi`. */
@@ -203,6 +272,11 @@ static wf_ib_rx_res_t rx_fragment(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
     seq = wf_ib_get32(data);
     first = data[6] & WF_IB_FRAG_FIRST;
     off = wf_ib_get64(data + 8);
+    if (data[6] & WF_IB_FRAG_FIN) {
+        /* Takes no message number: handled at once, on any QP. */
+        wf_ib_rndv_on_fin(ctx, p, seq);
+        return p->state == WF_IB_FAILED ? WF_IB_RX_ERR : WF_IB_RX_DONE;
+    }
     if (first) {
         if (qi != 0 || seq != p->rx_next || off != 0 ||
             len < WF_IB_FRAG_LEN + WF_IB_HDR_LEN) {
@@ -212,6 +286,11 @@ static wf_ib_rx_res_t rx_fragment(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
                             seq, qi + 1, p->rx_next);
             return WF_IB_RX_ERR;
         }
+        if (data[6] & WF_IB_FRAG_RNDV)
+            return rts_begin(ctx, p, seq, data + WF_IB_FRAG_LEN,
+                             len - WF_IB_FRAG_LEN)
+                       ? WF_IB_RX_DONE
+                       : WF_IB_RX_ERR;
         rx = rx_begin(ctx, p, seq, data + WF_IB_FRAG_LEN);
         data += WF_IB_FRAG_LEN + WF_IB_HDR_LEN;
         len -= WF_IB_FRAG_LEN + WF_IB_HDR_LEN;
@@ -296,18 +375,10 @@ static void rx_fail(wf_ib_peer_t *p, wf_ib_rx_t *rx, weft_status_t st)
         wf_ib_req_finish(rx->req, st);
     if (rx->umsg) {
         wf_ib_umsg_t *m = rx->umsg;
-        if (m->waiter) {
+        if (m->waiter)
             wf_ib_req_finish(m->waiter, st); /* claimed: in no list */
-        } else {
-            wf_ib_umsg_t **link = &p->unexp, *prev = NULL;
-            while (*link != m) {
-                prev = *link;
-                link = &(*link)->next;
-            }
-            *link = m->next;
-            if (p->unexp_tail == m)
-                p->unexp_tail = prev;
-        }
+        else
+            wf_ib_unexp_unlink(p, m);
         free(m);
     }
     memset(rx, 0, sizeof(*rx));

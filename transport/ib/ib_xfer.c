@@ -32,6 +32,9 @@ static wf_treq_t *req_new(wf_tctx_t *ctx, wf_ib_req_kind_t kind, int peer,
 
 static void req_release(wf_tctx_t *ctx, wf_treq_t *r)
 {
+    /* A rendezvous send's registration lives as long as its request. */
+    if (r->mh)
+        wf_ib_mem_dereg(ctx, r->mh);
     *(r->all_prev ? &r->all_prev->all_next : &ctx->all) = r->all_next;
     if (r->all_next)
         r->all_next->all_prev = r->all_prev;
@@ -60,7 +63,6 @@ weft_status_t wf_ib_isend(wf_tctx_t *ctx, int peer, uint64_t tag,
     wf_ib_peer_t *p;
     wf_treq_t *r;
 
-    (void)mh; /* payloads go through the staging slots */
     if (!ctx || !req || (!buf && len))
         return WEFT_ERR_INVALID_ARG;
     WEFT_CHECK(peer_get(ctx, peer, &p));
@@ -71,6 +73,7 @@ weft_status_t wf_ib_isend(wf_tctx_t *ctx, int peer, uint64_t tag,
         return WEFT_ERR_NO_MEMORY;
     r->sig[0] = sig ? sig[0] : 0;
     r->sig[1] = sig ? sig[1] : 0;
+    wf_ib_rndv_send_prepare(ctx, p, r, mh);
     *(p->sendq_tail ? &p->sendq_tail->next : &p->sendq) = r;
     p->sendq_tail = r;
     if (p->state == WF_IB_UP)
@@ -135,15 +138,33 @@ static uint64_t credit_limit(const wf_ib_peer_t *p, const wf_ib_qp_t *q)
     return granted > p->nrecv ? granted : p->nrecv;
 }
 
+static void frag_header(uint8_t *dst, uint32_t seq, uint16_t flags,
+                        uint64_t off)
+{
+    wf_ib_put32(dst, seq);
+    dst[4] = (uint8_t)(WF_IB_FRAG_MAGIC & 0xff);
+    dst[5] = (uint8_t)(WF_IB_FRAG_MAGIC >> 8);
+    dst[6] = (uint8_t)flags;
+    dst[7] = 0;
+    wf_ib_put64(dst + 8, off);
+}
+
+static uint8_t *slot_addr(wf_ib_qp_t *q, unsigned slot)
+{
+    return (uint8_t *)q->send + (size_t)slot * WF_IB_SLOT_LEN;
+}
+
 /* Copies the next fragment of `r` into slot `slot` of `q`: the fragment
- * header, on the first fragment the message header, then payload; returns
- * its length. */
+ * header, on the first fragment the message header, then payload (or, for
+ * a rendezvous send, the RTS body in place of all of it); returns its
+ * length. */
 static size_t stage(wf_ib_peer_t *p, wf_ib_qp_t *q, wf_treq_t *r,
                     unsigned slot)
 {
-    uint8_t *dst = (uint8_t *)q->send + (size_t)slot * WF_IB_SLOT_LEN;
+    uint8_t *dst = slot_addr(q, slot);
     size_t n = WF_IB_FRAG_LEN, chunk;
     uint16_t flags = 0;
+    uint64_t off = r->staged;
 
     if (!r->started) {
         r->seq = p->tx_seq++;
@@ -156,17 +177,20 @@ static size_t stage(wf_ib_peer_t *p, wf_ib_qp_t *q, wf_treq_t *r,
         n += WF_IB_HDR_LEN;
         r->started = true;
     }
-    wf_ib_put32(dst, r->seq);
-    dst[4] = (uint8_t)(WF_IB_FRAG_MAGIC & 0xff);
-    dst[5] = (uint8_t)(WF_IB_FRAG_MAGIC >> 8);
-    dst[6] = (uint8_t)flags;
-    dst[7] = 0;
-    wf_ib_put64(dst + 8, r->staged);
-    chunk = WF_MIN(r->len - r->staged, WF_IB_SLOT_LEN - n);
-    if (chunk)
-        memcpy(dst + n, r->buf + r->staged, chunk);
-    r->staged += chunk;
-    return n + chunk;
+    if (r->rndv) {
+        flags |= WF_IB_FRAG_RNDV;
+        wf_ib_rndv_rts_put(r, dst + n);
+        n += WF_IB_RTS_LEN;
+        r->staged = r->len; /* the peer reads the payload */
+    } else {
+        chunk = WF_MIN(r->len - r->staged, WF_IB_SLOT_LEN - n);
+        if (chunk)
+            memcpy(dst + n, r->buf + r->staged, chunk);
+        r->staged += chunk;
+        n += chunk;
+    }
+    frag_header(dst, r->seq, flags, off);
+    return n;
 }
 
 static weft_status_t post_send(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
@@ -174,7 +198,7 @@ static weft_status_t post_send(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
 {
     wf_ib_qp_t *q = &p->qp[qi];
     struct ibv_sge sge = {
-        .addr = (uintptr_t)(q->send + (size_t)slot * WF_IB_SLOT_LEN),
+        .addr = (uintptr_t)slot_addr(q, slot),
         .length = (uint32_t)len,
         .lkey = p->b.mr->lkey};
     struct ibv_send_wr wr = {
@@ -233,10 +257,11 @@ static int pick_qp(wf_ib_peer_t *p, bool first, bool *short_credit)
  * refused on its one read, and it stalls when any was refused. */
 void wf_ib_pump(wf_tctx_t *ctx, wf_ib_peer_t *p)
 {
-    while (p->state == WF_IB_UP && p->sendq) {
-        wf_treq_t *r = p->sendq;
+    /* FINs go first: each one lets the peer complete a send. */
+    while (p->state == WF_IB_UP && (p->nfins || p->sendq)) {
+        wf_treq_t *r = p->nfins ? NULL : p->sendq;
         bool short_credit;
-        int qi = pick_qp(p, !r->started, &short_credit);
+        int qi = pick_qp(p, r && !r->started, &short_credit);
         wf_ib_qp_t *q;
         unsigned slot;
         size_t n;
@@ -248,6 +273,15 @@ void wf_ib_pump(wf_tctx_t *ctx, wf_ib_peer_t *p)
         }
         q = &p->qp[qi];
         slot = (unsigned)(q->sends_posted % p->nsend);
+        if (!r) {
+            frag_header(slot_addr(q, slot), p->fins[0], WF_IB_FRAG_FIN, 0);
+            if (post_send(ctx, p, qi, slot, WF_IB_FRAG_LEN) < 0)
+                return;
+            q->slot_req[slot] = NULL;
+            memmove(p->fins, p->fins + 1, --p->nfins * sizeof(*p->fins));
+            p->tx_next = (qi + 1) % p->nqp;
+            continue;
+        }
         n = stage(p, q, r, slot);
         if (post_send(ctx, p, qi, slot, n) < 0)
             return;
@@ -256,11 +290,14 @@ void wf_ib_pump(wf_tctx_t *ctx, wf_ib_peer_t *p)
         r->frags_out++;
         if (r->staged < r->len)
             continue;
-        /* Staged in full: it completes when its last fragment does. */
+        /* Staged in full: it completes when its last fragment does (and a
+         * rendezvous send when the peer's FIN came too). */
         p->sendq = r->next;
         if (!p->sendq)
             p->sendq_tail = NULL;
         r->next = NULL;
+        if (r->rndv)
+            wf_ib_rndv_await(p, r);
     }
 }
 
@@ -274,9 +311,9 @@ void wf_ib_on_send_done(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
     q->slot_req[slot] = NULL;
     /* A send leaves the queue once staged in full, and only then may its
      * last completion finish it. */
-    if (r && --r->frags_out == 0 && r->staged == r->len) {
-        r->info.len = r->len;
-        wf_ib_req_finish(r, WEFT_OK);
+    if (r) {
+        r->frags_out--;
+        wf_ib_send_maybe_done(r);
     }
     wf_ib_pump(ctx, p);
 }
@@ -335,7 +372,10 @@ void wf_ib_xfer_fail(wf_tctx_t *ctx, wf_ib_peer_t *p)
 {
     weft_status_t st = p->fail_status;
 
-    (void)ctx;
+    /* Sends waiting for a FIN first: finishing a request clears its next
+     * link, and one whose RTS is still in a staging slot would cut the
+     * list of those waiting (ib_rndv_fail_while_awaiting). */
+    wf_ib_rndv_fail(ctx, p, st);
     fail_list(p->sendq, st);
     p->sendq = p->sendq_tail = NULL;
     for (int i = 0; i < p->nqp; i++) {
@@ -356,6 +396,7 @@ void wf_ib_xfer_free_all(wf_tctx_t *ctx)
 {
     for (int i = 0; ctx->peers && i < ctx->cfg.size; i++) {
         wf_ib_peer_t *p = &ctx->peers[i];
+        wf_ib_rndv_free(ctx, p); /* before the unexpected list it points into */
         for (unsigned k = 0; p->rx && k < p->rx_cap; k++)
             if (p->rx[k].umsg && p->rx[k].umsg->waiter)
                 free(p->rx[k].umsg);
