@@ -377,6 +377,51 @@ WF_TEST(transport_tcp_quiet_close, 20)
     tg_close(&g);
 }
 
+/* A peer's last message is delivered even when this side learns of the
+ * peer's departure from a failed send rather than from reading: the
+ * engine's failure notices travel that way (a failing rank sends its
+ * notice and leaves; a rank still sending to it saw its send fail with
+ * "connection lost" first, and the notice, already in its socket, went
+ * unread: the mismatch tests then saw WEFT_ERR_REMOTE instead of the
+ * notice's WEFT_ERR_MISMATCH). */
+WF_TEST(transport_tcp_reads_before_a_failed_send, 20)
+{
+    tg_group_t g;
+    wf_treq_t *r0, *s1, *r1;
+    wf_treq_info_t info;
+    weft_status_t st;
+    char last[16] = {0};
+
+    tg_open(&g, &wf_tcp_transport, 2);
+    tg_connect_pair(&g, 0, 1);
+    tg_xfer(&g, 0, 1, 1, 10);
+    /* Rank 0's last words go out at once (a small send completes in
+     * isend); rank 1 reads nothing from here on. */
+    ASSERT_OK(g.ops->isend(g.ctx[0], 1, 7, NULL, "last words", 10, NULL,
+                           &r0));
+    while ((st = g.ops->test(g.ctx[0], r0, &info)) == WEFT_INPROGRESS)
+        g.ops->progress(g.ctx[0]);
+    ASSERT_OK(st);
+    tg_fini(&g, 0);
+    /* Rank 1 sends on: the first send reaches the closed socket, whose
+     * kernel answers with a reset; a later one fails. */
+    for (int i = 0; i < 50; i++) {
+        st = g.ops->isend(g.ctx[1], 0, 8, NULL, "x", 1, NULL, &s1);
+        if (st != WEFT_OK)
+            break;
+        st = g.ops->test(g.ctx[1], s1, &info);
+        if (st != WEFT_OK && st != WEFT_INPROGRESS)
+            break;
+        usleep(10000);
+    }
+    ASSERT_STATUS(st, WEFT_ERR_REMOTE);
+    ASSERT_OK(g.ops->irecv(g.ctx[1], 0, 7, last, sizeof(last), NULL, &r1));
+    ASSERT_OK(tg_wait(&g, 1, r1, &info));
+    ASSERT_EQ(info.len, 10);
+    ASSERT_STR_CONTAINS(last, "last words");
+    tg_close(&g);
+}
+
 /* A connection that knows the protocol but not the job secret is turned
  * away after its proof, logged with its address; the job goes on. */
 WF_TEST(transport_tcp_reject_wrong_secret, 20)

@@ -312,9 +312,18 @@ void wf_tcp_flush(wf_tctx_t *ctx, wf_tcp_stream_t *s)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK)
                 break;
-            wf_tcp_stream_fail(ctx, s, WEFT_ERR_REMOTE,
-                               "connection lost while sending: %s",
-                               wf_errno_str(errno));
+            /* The peer left.  What it sent before, maybe the failure
+             * notice that says why, may still wait in its sockets: read
+             * that first, so that it is delivered rather than dropped
+             * with the connection. */
+            int err = errno;
+            for (int k = 0; k < ctx->nstreams; k++)
+                if (s->peer->state != WF_TCP_FAILED)
+                    wf_tcp_read(ctx, &s->peer->streams[k]);
+            if (s->peer->state != WF_TCP_FAILED)
+                wf_tcp_stream_fail(ctx, s, WEFT_ERR_REMOTE,
+                                   "connection lost while sending: %s",
+                                   wf_errno_str(err));
             return;
         }
         send_advance(s, (size_t)n);
