@@ -111,7 +111,7 @@ static void run_variant(const bench_ctx_t *c, bench_bufs_t *b, void *send,
                                       WEFT_SUM, c->comm);
     if (st != WEFT_OK)
         die(c, "barrier", st);
-    double start = now_us(), t = start, synced = 0;
+    double t = now_us(), total = 0;
     for (int i = 0; i < iters; i++) {
         bench_progress(c, "%s: iteration %d/%d", label, i + 1, iters);
         if (c->o->sync) { /* the barrier is not timed */
@@ -122,10 +122,9 @@ static void run_variant(const bench_ctx_t *c, bench_bufs_t *b, void *send,
         run_once(c, send, recv, count);
         double t1 = now_us();
         b->times[i] = t1 - t;
-        synced += b->times[i];
+        total += b->times[i];
         t = t1;
     }
-    double total = c->o->sync ? synced : t - start;
     if ((st = weft_allreduce(&total, &total, 1, WEFT_FLOAT64, WEFT_MAX,
                              c->comm)) != WEFT_OK ||
         (st = weft_allreduce(b->times, b->times, (size_t)iters, WEFT_FLOAT64,

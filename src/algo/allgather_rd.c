@@ -156,14 +156,11 @@ static bool rd_supports(const wf_coll_args_t *a)
 
 static void rd_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 {
-    double n = a->size, block = (double)a->count * (double)a->elem_size;
-    double grid = (double)wf_unr_grid(a), msgs = 0;
-    int p = 1;
-    while (p * 2 <= a->size)
-        p *= 2;
-    double e = n - p, lg = wf_ceil_log2(p);
-    for (int d = 1; d < p; d *= 2)
-        msgs += wf_unr_group_msgs(p, (int)e, d, d * n * block, grid);
+    wf_unr_fold_t f = wf_unr_fold(a);
+    double n = f.n, block = (double)f.block, e = f.e;
+    double grid = (double)wf_unr_grid(a), msgs = 0, lg = wf_ceil_log2(f.p);
+    for (int d = 1; d < f.p; d *= 2)
+        msgs += wf_unr_group_msgs(&f, d, d * n * block, grid);
     /* The fold: one block in; back everything but that block, 2e runs in
      * the buffer. */
     msgs += e * (wf_msgs(block, grid) +

@@ -240,15 +240,13 @@ static bool rhd_supports(const wf_coll_args_t *a)
 
 static void rhd_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 {
-    double n = a->size, block = (double)a->count * (double)a->elem_size;
-    double grid = (double)wf_unr_grid(a), msgs = 0;
-    int p = 1;
-    while (p * 2 <= a->size)
-        p *= 2;
-    double e = n - p, lg = wf_ceil_log2(p), moved = (n - 1) * block;
+    wf_unr_fold_t f = wf_unr_fold(a);
+    double n = f.n, block = (double)f.block, e = f.e;
+    double grid = (double)wf_unr_grid(a), msgs = 0, lg = wf_ceil_log2(f.p);
+    double moved = (n - 1) * block;
     /* Each of the p ranks sends half of what it still holds each round. */
-    for (int d = p / 2; d >= 1; d /= 2)
-        msgs += wf_unr_group_msgs(p, (int)e, d, d * n * block, grid);
+    for (int d = f.p / 2; d >= 1; d /= 2)
+        msgs += wf_unr_group_msgs(&f, d, d * n * block, grid);
     /* The fold: a whole input in (2e + 1 runs in the buffer), one
      * finished block out. */
     msgs += e * (wf_unr_runs_msgs(2 * e + 1, n * block, grid) +

@@ -50,20 +50,6 @@ static inline double wf_unr_runs_msgs(double runs, double bytes, double grid)
     return runs > 0 ? runs * wf_msgs(bytes / runs, grid) : 0;
 }
 
-/*
- * For the cost model: the messages all p ranks of a fold (e folded
- * ranks, wf_unr_fold) send in one round where each sends an aligned group
- * of d virtual ranks, `bytes` in all.  A virtual rank v < e stands for
- * blocks v and v + p, which breaks the run in the buffer twice; the
- * virtual ranks from e on are one run.  Every group is sent by d ranks.
- */
-static inline double wf_unr_group_msgs(int p, int e, int d, double bytes,
-                                       double grid)
-{
-    double runs = 2.0 * e * d + p - (double)d * (e / d);
-    return wf_unr_runs_msgs(runs, bytes, grid);
-}
-
 /* The chunk size in bytes, a whole number of elements, at least one. */
 static inline uint64_t wf_unr_grid(const wf_coll_args_t *a)
 {
@@ -171,6 +157,20 @@ typedef struct {
 } wf_unr_fold_t;
 
 wf_unr_fold_t wf_unr_fold(const wf_coll_args_t *a);
+
+/*
+ * For the cost model: the messages all p ranks of fold f send in one
+ * round where each sends an aligned group of d virtual ranks, `bytes` in
+ * all.  A virtual rank v < e stands for blocks v and v + p, which breaks
+ * the run in the buffer twice; the virtual ranks from e on are one run.
+ * Every group is sent by d ranks.
+ */
+static inline double wf_unr_group_msgs(const wf_unr_fold_t *f, int d,
+                                       double bytes, double grid)
+{
+    double runs = 2.0 * f->e * d + f->p - (double)d * (f->e / d);
+    return wf_unr_runs_msgs(runs, bytes, grid);
+}
 
 /* First virtual block of virtual rank v (v <= p; v == p gives n). */
 static inline uint64_t wf_unr_vstart(const wf_unr_fold_t *f, int v)
