@@ -74,7 +74,7 @@ static bool handshake(wf_tctx_t *ctx, int fd, const wf_tconfig_t *cfg)
         !read_n(ctx, fd, c, sizeof(c)) ||
         wf_tcp_hs_mac(secret, WF_TCP_ROLE_DIALER, h, c + 16, mac) != WEFT_OK)
         return false;
-    wf_tcp_proof_encode(proof, mac);
+    wf_tcp_proof_encode(proof, mac, false);
     return send(fd, proof, sizeof(proof), MSG_NOSIGNAL) ==
                (ssize_t)sizeof(proof) &&
            read_n(ctx, fd, reply, sizeof(reply)) &&

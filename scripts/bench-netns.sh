@@ -26,6 +26,10 @@
 #                 for the collective), auto is always added
 #   NETNS_OUT     directory for the raw CSV (BUILD_DIR/bench-netns)
 set -euo pipefail
+# The namespaces stand for hosts but share one kernel, where weft would
+# copy large messages straight between the processes (WEFT_TCP_CMA_MIN)
+# instead of sending them over the veths under test.
+export WEFT_TCP_CMA_MIN=0
 # shellcheck source=scripts/netns-lib.sh
 . "$(dirname "$0")/netns-lib.sh"
 

@@ -125,6 +125,7 @@ static weft_status_t open_transport(wf_comm_impl_t *c,
     wf_strlcpy(tc.ifname, c->cfg.socket_ifname, sizeof(tc.ifname));
     tc.tcp_streams = (int)c->cfg.tcp_streams;
     tc.tcp_stripe_min = (size_t)c->cfg.tcp_stripe_min;
+    tc.tcp_cma_min = (size_t)c->cfg.tcp_cma_min;
     wf_strlcpy(tc.ib_hca, c->cfg.ib_hca, sizeof(tc.ib_hca));
     tc.ib_gid_index = c->cfg.ib_gid_index;
     tc.ib_gid_set = c->cfg.ib_gid_index >= 0;

@@ -87,6 +87,8 @@ typedef struct wf_tconfig {
                            * bytes or more go by zero-copy rendezvous;
                            * 0: never */
     int tcp_streams;      /* WEFT_TCP_STREAMS: connections per peer (0: 1) */
+    size_t tcp_cma_min;    /* WEFT_TCP_CMA_MIN: single copy between ranks
+                            * on one machine from this size; 0: never */
     size_t tcp_stripe_min; /* WEFT_TCP_STRIPE_MIN: striped from this size
                             * (0: the transport's default) */
 } wf_tconfig_t;

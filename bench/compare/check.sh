@@ -1,8 +1,10 @@
 #!/bin/bash
 # check.sh - `make bench-check`: a short `make compare` at 64 MiB on 2 and
-# 4 ranks, failing when weft's allreduce busbw falls below the best peer
-# over loopback TCP (Open MPI's TCP path and Gloo's three algorithms;
-# Open MPI's shared-memory path is shown but not counted, it is not TCP).
+# 4 ranks, failing when weft's allreduce busbw over TCP (weft-tcp, every
+# byte through the sockets) falls below the best peer over loopback TCP
+# (Open MPI's TCP path and Gloo's three algorithms; Open MPI's
+# shared-memory path and weft's single copy are shown but not counted,
+# they are not TCP).
 # A regression guard for the TCP transport, not a unit test: on a shared
 # machine a burst of load can fail it, so it takes the best of
 # COMPARE_REPEAT rounds (default 3).
@@ -23,18 +25,19 @@ if [ -z "$report" ]; then
         "$(dirname "$0")/compare.sh" "$build" | tee "$report"
 fi
 
-# Table rows: | ranks | size | weft | peers... | weft / best tcp | weft / best |
+# Table rows: | ranks | size | weft-tcp | weft-cma | peers... |
+#             weft-tcp / best tcp | weft-cma / best |
 awk -F'|' -v min="$min" '
     /^\| [0-9]+ \| 67108864 \|/ {
         ranks = $2 + 0; ratio = $(NF - 2)
         gsub(/ /, "", ratio)
         rows++
         if (ratio == "-" || ratio + 0 < min + 0) {
-            printf "bench-check: FAIL: %d ranks, 64 MiB: weft / best TCP " \
+            printf "bench-check: FAIL: %d ranks, 64 MiB: weft-tcp / best TCP " \
                    "peer = %s (needs >= %s)\n", ranks, ratio, min
             bad++
         } else
-            printf "bench-check: ok: %d ranks, 64 MiB: weft / best TCP " \
+            printf "bench-check: ok: %d ranks, 64 MiB: weft-tcp / best TCP " \
                    "peer = %s\n", ranks, ratio
     }
     /^WARNING/ { print "bench-check: FAIL: " $0; bad++ }

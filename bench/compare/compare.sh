@@ -3,8 +3,12 @@
 # MPI_Allreduce (TCP on loopback, and its default shared-memory path) and
 # Gloo's ring, ring-chunked and halving-doubling allreduce (TCP on
 # 127.0.0.1), on the same sizes, iterations and rank counts, run back to
-# back.  Prints one table per rank count: busbw (GB/s) of each and weft's
-# ratio to the best peer over TCP and to the best peer of all.
+# back.  weft runs twice: weft-tcp with every byte through its TCP sockets
+# (WEFT_TCP_CMA_MIN=0), the same wire as the TCP peers, and weft-cma with
+# its default single copy between ranks on one machine, the counterpart
+# of Open MPI's shared-memory path.  Prints one table per rank count:
+# busbw (GB/s) of each, weft-tcp's ratio to the best peer over TCP and
+# weft-cma's to the best peer of all.
 #
 # The whole round (every harness on every rank count) runs COMPARE_REPEAT
 # times, interleaved, and each cell is the best of its rounds: on a small
@@ -29,11 +33,12 @@ mpirun_base=(mpirun --oversubscribe --allow-run-as-root --bind-to none)
 peers="mpi-tcp mpi-shm gloo-ring gloo-ringchunked gloo-hd"
 
 # Each runner writes "size busbw wrong" lines to stdout.
-run_weft() {
+run_weft() { # N single-copy-threshold
     # Fields of weft-bench --csv: 14 variant, 15 size, 21 busbw, 22 wrong
     # (hosts, field 5, is one name here, so no quoted comma shifts them).
     # shellcheck disable=SC2086
-    "$build/bin/weft-bench" allreduce -n "$1" $sizes $iters --csv |
+    WEFT_TCP_CMA_MIN=$2 "$build/bin/weft-bench" allreduce -n "$1" $sizes \
+        $iters --csv |
         awk -F, '$14 == "out-of-place" { print $15, $21, $22 }'
 }
 
@@ -55,7 +60,8 @@ run_gloo() { # N algorithm
 
 run_one() { # name N
     case $1 in
-    weft) run_weft "$2" ;;
+    weft-tcp) run_weft "$2" 0 ;;
+    weft-cma) run_weft "$2" "${WEFT_TCP_CMA_MIN:-64k}" ;;
     mpi-tcp) run_mpi "$2" tcp ;;
     mpi-shm) run_mpi "$2" shm ;;
     gloo-ring) run_gloo "$2" ring ;;
@@ -69,7 +75,7 @@ run_one() { # name N
 table() { # N
     awk -v n="$1" -v peers="$peers" -v dir="$out" '
     BEGIN {
-        np = split("weft " peers, names, " ")
+        np = split("weft-tcp weft-cma " peers, names, " ")
         for (i = 1; i <= np; i++) {
             f = dir "/" names[i] "-" n ".txt"
             while ((getline line < f) > 0) {
@@ -83,7 +89,7 @@ table() { # N
         }
         printf "| ranks | size (B) |"
         for (i = 1; i <= np; i++) printf " %s |", names[i]
-        printf " weft / best tcp | weft / best |\n|---|---:|"
+        printf " weft-tcp / best tcp | weft-cma / best |\n|---|---:|"
         for (i = 1; i <= np + 2; i++) printf "---:|"
         printf "\n"
         for (s = 1; s <= ns; s++) {
@@ -93,13 +99,14 @@ table() { # N
                 k = names[i] SUBSEP size
                 fmt = (k in bw) ? " %.3g |" : " - |"
                 printf fmt, bw[k]
-                if (i == 1 || !(k in bw)) continue
+                if (i <= 2 || !(k in bw)) continue
                 if (bw[k] + 0 > best) best = bw[k]
                 if (names[i] != "mpi-shm" && bw[k] + 0 > btcp) btcp = bw[k]
             }
-            w = bw["weft" SUBSEP size]
+            w = bw["weft-tcp" SUBSEP size]
             fmt = (btcp > 0) ? " %.2f |" : " - |"
             printf fmt, w / (btcp > 0 ? btcp : 1)
+            w = bw["weft-cma" SUBSEP size]
             fmt = (best > 0) ? " %.2f |\n" : " - |\n"
             printf fmt, w / (best > 0 ? best : 1)
         }
@@ -116,13 +123,13 @@ echo "# $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 |
 echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# raw outputs in $out"
 for n in $ranks; do
-    for name in weft $peers; do
+    for name in weft-tcp weft-cma $peers; do
         : > "$out/$name-$n.txt"
     done
 done
 for round in $(seq "$repeat"); do
     for n in $ranks; do
-        for name in weft $peers; do
+        for name in weft-tcp weft-cma $peers; do
             echo "# round $round: $name on $n ranks" >&2
             if ! run_one "$name" "$n" >> "$out/$name-$n.txt"; then
                 echo "# $name on $n ranks failed in round $round" >&2
@@ -138,4 +145,6 @@ for n in $ranks; do
 done
 echo "busbw in GB/s (nccl-tests definition: algbw * 2(n-1)/n), best of"
 echo "$repeat rounds; weft is out-of-place, Gloo in place; mpi-shm is Open"
-echo "MPI's shared-memory path, the only peer not on TCP."
+echo "MPI's shared-memory path, the only peer not on TCP; weft-cma is weft"
+echo "with its single copy between ranks on one machine (WEFT_TCP_CMA_MIN),"
+echo "weft-tcp the same with every byte through its sockets."

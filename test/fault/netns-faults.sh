@@ -19,6 +19,10 @@
 #
 # usage: netns-faults.sh BUILD_DIR [loss|netem]
 set -uo pipefail
+# The namespaces stand for hosts but share one kernel, where weft would
+# copy large messages straight between the processes (WEFT_TCP_CMA_MIN)
+# instead of sending them over the veths under test.
+export WEFT_TCP_CMA_MIN=0
 # shellcheck source=scripts/netns-lib.sh
 . "$(dirname "$0")/../../scripts/netns-lib.sh"
 

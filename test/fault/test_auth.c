@@ -291,7 +291,7 @@ static void probe(const scan_arg_t *s, int fd, int kind)
                         nonce);
     (void)!send(fd, h, sizeof(h), MSG_NOSIGNAL);
     memset(mac, 0x42, sizeof(mac));
-    wf_tcp_proof_encode(proof, mac);
+    wf_tcp_proof_encode(proof, mac, false);
     usleep(2000);
     (void)!send(fd, proof, sizeof(proof), MSG_NOSIGNAL);
 }

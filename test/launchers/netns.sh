@@ -21,6 +21,10 @@
 # Addresses exist only inside the namespaces; an EXIT trap kills the ranks
 # and deletes the namespaces.  Needs root and iproute2.
 set -uo pipefail
+# The namespaces stand for hosts but share one kernel, where weft would
+# copy large messages straight between the processes (WEFT_TCP_CMA_MIN)
+# instead of sending them over the veths under test.
+export WEFT_TCP_CMA_MIN=0
 here=$(dirname "$(readlink -f "$0")")
 . "$here/lib.sh"
 

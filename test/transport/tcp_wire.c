@@ -204,23 +204,19 @@ WF_TEST(transport_tcp_reject_stalled_hello, 20)
 
 /* Two contexts whose configs differ (rank 1 gets `differ` applied): rank
  * 0 dials, its send fails; returns that status with the log kept. */
+static void differ_on_rank_1(wf_tconfig_t *cfg, int rank, void *differ)
+{
+    if (rank == 1)
+        ((void (*)(wf_tconfig_t *))differ)(cfg);
+}
+
 static weft_status_t dial_mismatched(tg_group_t *g,
                                      void (*differ)(wf_tconfig_t *cfg))
 {
-    wf_tconfig_t cfg;
     wf_treq_t *sr;
     wf_treq_info_t info;
 
-    memset(g, 0, sizeof(*g));
-    g->ops = &wf_tcp_transport;
-    g->n = 2;
-    weft_set_logger(tg_log_capture, NULL);
-    for (int r = 0; r < 2; r++) {
-        tg_make_cfg(&cfg, r, 2, "lo", 5000);
-        if (r == 1)
-            differ(&cfg);
-        tg_open_one(g, r, &cfg);
-    }
+    tg_open_tcp_with(g, 2, 5000, differ_on_rank_1, (void *)differ);
     tg_connect_pair(g, 0, 1);
     ASSERT_OK(g->ops->isend(g->ctx[0], 1, 1, NULL, "x", 1, NULL, &sr));
     return tg_wait(g, 0, sr, &info);
@@ -273,15 +269,19 @@ static void raw_read_n(tg_group_t *g, int fd, uint8_t *buf, size_t n)
 /* Runs the dialer's side of the handshake as rank 0 towards rank 1 with
  * `secret`; returns the final verdict.  With `replay` set, sends that
  * proof instead of computing one; with `keep` set, stores the computed
- * proof there and stops before sending it. */
-static uint32_t raw_handshake_ex(tg_group_t *g, int fd, const uint8_t *secret,
-                                 const uint8_t *replay, uint8_t *keep)
+ * proof there and stops before sending it.  `offer` (or NULL) goes in the
+ * hello, and *reads (when not NULL) gets the reply's answer to it. */
+static uint32_t raw_handshake_offer(tg_group_t *g, int fd,
+                                    const uint8_t *secret,
+                                    const uint8_t *replay, uint8_t *keep,
+                                    const uint8_t *offer, uint64_t *reads)
 {
     uint8_t h[WF_TCP_HELLO_LEN], chall[WF_TCP_CHALL_LEN];
     uint8_t mac[WF_TCP_MAC_LEN], proof[WF_TCP_PROOF_LEN];
     uint8_t reply[WF_TCP_REPLY_LEN];
 
-    wf_tcp_hello_encode(h, TG_JOB_KEY, TG_COMM_KEY, 0, 1, test_nonce);
+    wf_tcp_hello_encode_stream(h, TG_JOB_KEY, TG_COMM_KEY, 0, 1, 0, 1,
+                               test_nonce, offer);
     ASSERT_EQ(send(fd, h, sizeof(h), MSG_NOSIGNAL), sizeof(h));
     raw_read_n(g, fd, chall, sizeof(chall));
     ASSERT_EQ(wf_tcp_get64(chall), WF_TCP_CHALL_MAGIC);
@@ -295,17 +295,36 @@ static uint32_t raw_handshake_ex(tg_group_t *g, int fd, const uint8_t *secret,
         memcpy(keep, mac, sizeof(mac));
         return WF_TCP_ACCEPT;
     }
-    wf_tcp_proof_encode(proof, replay ? replay : mac);
+    wf_tcp_proof_encode(proof, replay ? replay : mac, false);
     ASSERT_EQ(send(fd, proof, sizeof(proof), MSG_NOSIGNAL), sizeof(proof));
     raw_read_n(g, fd, reply, sizeof(reply));
     ASSERT_EQ(wf_tcp_get64(reply), WF_TCP_REPLY_MAGIC);
+    if (reads)
+        *reads = wf_tcp_get64(reply + 16);
     return wf_tcp_get32(reply + 12);
+}
+
+static uint32_t raw_handshake_ex(tg_group_t *g, int fd, const uint8_t *secret,
+                                 const uint8_t *replay, uint8_t *keep)
+{
+    return raw_handshake_offer(g, fd, secret, replay, keep, NULL, NULL);
 }
 
 static uint32_t raw_handshake(tg_group_t *g, int fd, const uint8_t *secret,
                               const uint8_t *replay)
 {
     return raw_handshake_ex(g, fd, secret, replay, NULL);
+}
+
+/* Rank 1 closed the raw peer's connection; ranks 1 and 2 still exchange
+ * `len` bytes.  Closes the group. */
+static void closed_and_others_carry_on(tg_group_t *g, int fd, size_t len)
+{
+    ASSERT_TRUE(raw_wait_closed(g, fd, 2000, NULL, NULL));
+    close(fd);
+    tg_connect_pair(g, 1, 2);
+    tg_xfer(g, 2, 1, 9, len);
+    tg_close(g);
 }
 
 /* A raw socket that passes the handshake as rank 0 and then breaks the
@@ -341,11 +360,7 @@ WF_TEST(transport_tcp_bad_frame, 20)
     ASSERT_STATUS(tg_wait(&g, 1, r2, &info), WEFT_ERR_TRANSPORT);
     ASSERT_STR_CONTAINS(tg_log_text(), "protocol error");
     ASSERT_STR_CONTAINS(tg_log_text(), "peer 0");
-    ASSERT_TRUE(raw_wait_closed(&g, fd, 2000, NULL, NULL));
-    close(fd);
-    tg_connect_pair(&g, 1, 2);
-    tg_xfer(&g, 2, 1, 9, 1000);
-    tg_close(&g);
+    closed_and_others_carry_on(&g, fd, 1000);
 }
 
 /* A peer that leaves while nothing is pending with it is not an error yet:
@@ -548,6 +563,89 @@ WF_TEST(transport_tcp_huge_claimed_length, 20)
     ASSERT_TRUE(tg_check(dst, len, 9));
     free(msg);
     free(dst);
+    close(fd);
+    tg_close(&g);
+}
+
+/* `n` contexts with single copy from 4 KiB, rank 1 waiting for rank 0 to
+ * dial; returns a raw socket connected to rank 1 for the test to play
+ * rank 0. */
+static int cma_group_with_raw_peer(tg_group_t *g, int n)
+{
+    tg_tcp_cma_min = 4096;
+    tg_open(g, &wf_tcp_transport, n);
+    tg_tcp_cma_min = 0;
+    tg_connect(g, 1, 0);
+    return raw_connect(g, 1);
+}
+
+/* Sends an RTS for tag 5 of `len` bytes at `addr` in this process and
+ * returns what rank 1's receive of that tag, posted before, ends with. */
+static weft_status_t raw_rts(tg_group_t *g, int fd, size_t len,
+                             uint64_t addr)
+{
+    uint8_t hdr[WF_TCP_HDR_LEN + WF_TCP_CMA_TRAILER] = {0};
+    static uint8_t got[4096];
+    wf_treq_t *rr;
+    wf_treq_info_t info;
+
+    ASSERT_TRUE(len <= sizeof(got));
+    ASSERT_OK(g->ops->irecv(g->ctx[1], 0, 5, got, len, NULL, &rr));
+    wf_tcp_put64(hdr, WF_TCP_CMA_RTS_MAGIC);
+    wf_tcp_put64(hdr + 8, 5);
+    wf_tcp_put64(hdr + 32, len);
+    wf_tcp_put64(hdr + WF_TCP_HDR_LEN, addr);
+    tg_log_clear();
+    ASSERT_EQ(send(fd, hdr, sizeof(hdr), MSG_NOSIGNAL), sizeof(hdr));
+    return tg_wait(g, 1, rr, &info);
+}
+
+/* A peer on this machine offers single copy, then sends an RTS whose
+ * buffer address is not mapped in its process: the receive fails with
+ * WEFT_ERR_TRANSPORT and a message that names the read, the pid and the
+ * errno, the sender is told why in the FIN, and the other peers carry
+ * on. */
+WF_TEST(transport_tcp_cma_bad_address, 20)
+{
+    static volatile uint64_t cookie = 0x5eed5eed5eed5eedull;
+    uint8_t offer[WF_TCP_OFFER_LEN], fin[WF_TCP_HDR_LEN];
+    uint64_t reads = 0;
+    tg_group_t g;
+    int fd = cma_group_with_raw_peer(&g, 3);
+
+    wf_tcp_put64(offer, (uint64_t)getpid());
+    wf_tcp_put64(offer + 8, (uint64_t)(uintptr_t)&cookie);
+    wf_tcp_put64(offer + 16, cookie);
+    wf_tcp_put64(offer + 24, wf_node_key());
+    ASSERT_EQ(raw_handshake_offer(&g, fd, tg_secret, NULL, NULL, offer,
+                                  &reads),
+              WF_TCP_ACCEPT);
+    ASSERT_EQ(reads, 1); /* rank 1 read our cookie */
+    /* Address 8: the first page, never mapped. */
+    ASSERT_STATUS(raw_rts(&g, fd, 4096, 8), WEFT_ERR_TRANSPORT);
+    ASSERT_STR_CONTAINS(tg_log_text(), "peer 0");
+    ASSERT_STR_CONTAINS(tg_log_text(), "single-copy read of 4096 bytes");
+    ASSERT_STR_CONTAINS(tg_log_text(), "Bad address");
+    raw_read_n(&g, fd, fin, sizeof(fin));
+    ASSERT_EQ(wf_tcp_get64(fin), WF_TCP_CMA_FIN_MAGIC);
+    ASSERT_EQ(wf_tcp_get64(fin + 8), 0);
+    ASSERT_EQ(wf_tcp_get64(fin + 16), EFAULT);
+    closed_and_others_carry_on(&g, fd, 100000);
+}
+
+/* An RTS from a peer that was never told it may send one (it offered
+ * nothing) is a protocol error, not a read of its memory. */
+WF_TEST(transport_tcp_cma_unoffered_rts, 20)
+{
+    static uint8_t payload[4096];
+    tg_group_t g;
+    int fd = cma_group_with_raw_peer(&g, 2);
+
+    ASSERT_EQ(raw_handshake(&g, fd, tg_secret, NULL), WF_TCP_ACCEPT);
+    ASSERT_STATUS(raw_rts(&g, fd, sizeof(payload),
+                          (uint64_t)(uintptr_t)payload),
+                  WEFT_ERR_TRANSPORT);
+    ASSERT_STR_CONTAINS(tg_log_text(), "never offered");
     close(fd);
     tg_close(&g);
 }

@@ -48,6 +48,7 @@ void tg_log_capture(void *ctx, weft_log_level_t level, const char *subsys,
 const uint8_t tg_secret[32] = "tgroup test secret, 32 bytes...";
 
 int tg_tcp_streams = 1;
+size_t tg_tcp_cma_min;
 
 void tg_make_cfg(wf_tconfig_t *cfg, int rank, int size, const char *ifname,
                  int64_t timeout_ms)
@@ -70,6 +71,7 @@ void tg_make_cfg(wf_tconfig_t *cfg, int rank, int size, const char *ifname,
     }
     cfg->tcp_streams = tg_tcp_streams;
     cfg->tcp_stripe_min = tg_tcp_streams > 1 ? TG_STRIPE_MIN : 0;
+    cfg->tcp_cma_min = tg_tcp_cma_min;
 }
 
 void tg_open_one(tg_group_t *g, int r, const wf_tconfig_t *cfg)
@@ -91,6 +93,23 @@ void tg_open_ex(tg_group_t *g, const wf_transport_ops_t *ops, int n,
     weft_set_logger(tg_log_capture, NULL);
     for (int r = 0; r < n; r++) {
         tg_make_cfg(&cfg, r, n, ifname, timeout_ms);
+        tg_open_one(g, r, &cfg);
+    }
+}
+
+void tg_open_tcp_with(tg_group_t *g, int n, int64_t timeout_ms,
+                      void (*adjust)(wf_tconfig_t *cfg, int rank, void *arg),
+                      void *arg)
+{
+    wf_tconfig_t cfg;
+
+    memset(g, 0, sizeof(*g));
+    g->ops = &wf_tcp_transport;
+    g->n = n;
+    weft_set_logger(tg_log_capture, NULL);
+    for (int r = 0; r < n; r++) {
+        tg_make_cfg(&cfg, r, n, "lo", timeout_ms);
+        adjust(&cfg, r, arg);
         tg_open_one(g, r, &cfg);
     }
 }
@@ -225,6 +244,12 @@ void tg_each_transport(void (*fn)(const wf_transport_ops_t *ops))
             fn(ops);
         }
         tg_tcp_streams = 1;
+        /* And with every message a single copy between the contexts
+         * (one process: process_vm_readv of its own memory). */
+        tg_tcp_cma_min = 1;
+        printf("transport tcp, single copy\n");
+        fn(ops);
+        tg_tcp_cma_min = 0;
     }
 }
 

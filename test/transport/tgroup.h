@@ -21,6 +21,9 @@
  * TG_STRIPE_MIN bytes or more are striped. */
 extern int tg_tcp_streams;
 #define TG_STRIPE_MIN 4096
+/* WEFT_TCP_CMA_MIN of those contexts: 0 (off) unless tg_each_transport
+ * runs its single-copy pass, where every non-empty message is one. */
+extern size_t tg_tcp_cma_min;
 
 /* The job secret every context of a test group shares. */
 extern const uint8_t tg_secret[32];
@@ -50,6 +53,11 @@ void tg_open_one(tg_group_t *g, int r, const wf_tconfig_t *cfg);
 /* Creates `n` contexts on `ifname` with a connection timeout. */
 void tg_open_ex(tg_group_t *g, const wf_transport_ops_t *ops, int n,
                 const char *ifname, int64_t timeout_ms);
+/* `n` TCP contexts on "lo", each config passed through adjust(cfg, rank,
+ * arg) before its context is created. */
+void tg_open_tcp_with(tg_group_t *g, int n, int64_t timeout_ms,
+                      void (*adjust)(wf_tconfig_t *cfg, int rank, void *arg),
+                      void *arg);
 /* tg_open_ex on "lo" with a 10 s timeout. */
 void tg_open(tg_group_t *g, const wf_transport_ops_t *ops, int n);
 void tg_fini(tg_group_t *g, int r);

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "common.h"
 #include "transport.h"
@@ -35,8 +36,10 @@
 
 /* Version 2: the handshake proves the job secret (version 1 did not).
  * Version 3: several streams per peer (the hello's flags name the stream),
- * striped frames, and an address blob with one address per interface. */
-#define WF_TCP_VERSION 3u
+ * striped frames, and an address blob with one address per interface.
+ * Version 4: single-copy messages between ranks on one machine: memory
+ * offers in the handshake, RTS and FIN frames (tcp_cma.c). */
+#define WF_TCP_VERSION 4u
 #define WF_TCP_HELLO_MAGIC 0x324f4c4c45485457ull /* "WTHELLO2" */
 #define WF_TCP_CHALL_MAGIC 0x324c4c4148435457ull /* "WTCHALL2" */
 #define WF_TCP_PROOF_MAGIC 0x32464f4f52505457ull /* "WTPROOF2" */
@@ -49,18 +52,32 @@
  * striped message's number between this pair of ranks, in post order),
  * offset u64, len u64, 0 u64; `len` payload bytes follow. */
 #define WF_TCP_PIECE_MAGIC 0x31434549505457ull /* "WTPIEC1\0" */
+/* Single copy on one machine (tcp_cma.c), stream 0 only, 40-byte headers:
+ * RTS {tag, sig[0], sig[1], message length} and a 16-byte trailer
+ * {buffer address, sequence number}, FIN {sequence number, errno, 0, 0}. */
+#define WF_TCP_CMA_RTS_MAGIC 0x315354525f4d43ull  /* "CM_RTS1\0" */
+#define WF_TCP_CMA_FIN_MAGIC 0x314e49465f4d43ull  /* "CM_FIN1\0" */
+#define WF_TCP_CMA_TRAILER 16
 
 /*
  * The handshake, dialer D (lower rank) to acceptor A:
  *   D->A hello:     magic u64, version u32, flags u32 (bits 0-7: stream
  *                   index, 8-15: streams per peer - 1), job_key u64,
- *                   comm_key u64, src_rank u32, dst_rank u32, nonce_d[16]
+ *                   comm_key u64, src_rank u32, dst_rank u32, nonce_d[16],
+ *                   offer_d[32]
  *   A->D challenge: magic u64, version u32, verdict u32, nonce_a[16],
  *                   mac_a[32] = HMAC(secret, "weft-tcp-acceptor" || hello
- *                   || nonce_a)
+ *                   || nonce_a), offer_a[32]
  *   D->A proof:     magic u64, mac_d[32] = HMAC(secret, "weft-tcp-dialer"
- *                   || hello || nonce_a)
- *   A->D reply:     magic u64, version u32, verdict u32
+ *                   || hello || nonce_a), reads u64
+ *   A->D reply:     magic u64, version u32, verdict u32, reads u64
+ * An offer (stream 0 only, zero elsewhere or when off) lets the other side
+ * read this process's memory: pid u64, cookie address u64, cookie value
+ * u64, node key u64; `reads` is 1 when the sender of the proof or reply
+ * read the other side's cookie, so the other side may send it RTS frames
+ * (tcp_cma.c).  The offers and `reads` are outside the MACs: a forged one
+ * can only make a side read into its own receive buffers what the
+ * unauthenticated data stream could carry anyway (design.md).
  * Each side proves the job secret bound to this connection's ranks,
  * communicator and fresh nonces, so a recorded handshake cannot be
  * replayed and the secret never travels.  A challenge with a verdict other
@@ -68,10 +85,12 @@
  */
 #define WF_TCP_NONCE_LEN 16
 #define WF_TCP_MAC_LEN 32
-#define WF_TCP_HELLO_LEN (40 + WF_TCP_NONCE_LEN)
-#define WF_TCP_CHALL_LEN (16 + WF_TCP_NONCE_LEN + WF_TCP_MAC_LEN)
-#define WF_TCP_PROOF_LEN (8 + WF_TCP_MAC_LEN)
-#define WF_TCP_REPLY_LEN 16
+#define WF_TCP_OFFER_LEN 32
+#define WF_TCP_HELLO_LEN (40 + WF_TCP_NONCE_LEN + WF_TCP_OFFER_LEN)
+#define WF_TCP_CHALL_LEN (16 + WF_TCP_NONCE_LEN + WF_TCP_MAC_LEN + \
+                          WF_TCP_OFFER_LEN)
+#define WF_TCP_PROOF_LEN (16 + WF_TCP_MAC_LEN)
+#define WF_TCP_REPLY_LEN 24
 /* frame header: magic u64, tag u64, sig[0] u64, sig[1] u64, len u64 */
 #define WF_TCP_HDR_LEN 40
 
@@ -178,6 +197,9 @@ struct wf_treq {
     int units_left;         /* send: frames not yet written whole */
     wf_tcp_sunit_t unit0;   /* send: the frame (or striped header) */
     wf_tcp_sunit_t *pieces; /* send: striped pieces, NULL when not */
+    bool cma_wait;          /* send: RTS out, waiting for the reader's FIN */
+    uint64_t cma_seq;       /* send: the RTS's sequence number */
+    uint8_t cma_trailer[WF_TCP_CMA_TRAILER]; /* send: the RTS's trailer */
     weft_status_t status;   /* WEFT_INPROGRESS until complete */
     wf_treq_info_t info;
 };
@@ -225,6 +247,9 @@ typedef struct wf_tcp_rx {
     struct wf_treq *req;
     wf_tcp_umsg_t *umsg;
     wf_tcp_smsg_t *smsg;
+    bool cma;       /* reading an RTS's trailer */
+    size_t cma_len; /* the RTS's message length */
+    uint8_t cma_trailer[WF_TCP_CMA_TRAILER];
 }  wf_tcp_rx_t;
 
 typedef enum {
@@ -283,6 +308,12 @@ typedef struct wf_tcp_peer {
     wf_tcp_smsg_t *smsgs; /* striped messages being received */
     uint64_t send_seq;    /* striped messages posted to the peer */
     uint64_t recv_seq;    /* striped headers received from it */
+    bool cma_readable;    /* this side can read the peer's memory */
+    bool cma_ok;          /* the peer can read ours: large sends are RTS */
+    int cma_pid;          /* the peer's pid, when cma_readable */
+    uint64_t cma_send_seq;     /* RTS sent to the peer */
+    struct wf_treq *cma_sends; /* RTS sent, waiting for their FIN */
+    uint64_t cma_bytes_read;   /* payload read from the peer's memory */
     wf_tcp_stream_t *streams; /* ctx->nstreams */
 } wf_tcp_peer_t;
 
@@ -315,6 +346,8 @@ struct wf_tctx {
     int epfd;
     int nstreams;       /* per peer (WEFT_TCP_STREAMS) */
     size_t stripe_min;  /* messages of this size and more are striped */
+    size_t cma_min;     /* single copy on one machine from this size, 0 off */
+    uint64_t cma_cookie; /* read by peers to prove they can (tcp_cma.c) */
     int nlocal;         /* local interfaces (listeners) */
     wf_tcp_listener_t listen[WF_TCP_IF_MAX];
     wf_tcp_ev_t timer_ev;
@@ -355,16 +388,18 @@ bool wf_tcp_blob_decode(const void *blob, size_t len,
 
 /* ---- tcp_hs.c ---------------------------------------------------------- */
 
-/* Encodes a hello; shared with the tests. */
+/* Encodes a hello without an offer; shared with the tests. */
 void wf_tcp_hello_encode(uint8_t out[WF_TCP_HELLO_LEN], uint64_t job_key,
                          uint64_t comm_key, int src_rank, int dst_rank,
                          const uint8_t nonce[WF_TCP_NONCE_LEN]);
-/* The hello of stream `idx` of `nstreams` (the above is stream 0 of 1). */
+/* The hello of stream `idx` of `nstreams` (the above is stream 0 of 1),
+ * with a memory offer (NULL: none). */
 void wf_tcp_hello_encode_stream(uint8_t out[WF_TCP_HELLO_LEN],
                                 uint64_t job_key, uint64_t comm_key,
                                 int src_rank, int dst_rank, int idx,
                                 int nstreams,
-                                const uint8_t nonce[WF_TCP_NONCE_LEN]);
+                                const uint8_t nonce[WF_TCP_NONCE_LEN],
+                                const uint8_t *offer);
 /* mac = HMAC(secret, role || hello || nonce_a), role WF_TCP_ROLE_*. */
 #define WF_TCP_ROLE_ACCEPTOR "weft-tcp-acceptor"
 #define WF_TCP_ROLE_DIALER "weft-tcp-dialer"
@@ -372,12 +407,16 @@ weft_status_t wf_tcp_hs_mac(const uint8_t secret[32], const char *role,
                             const uint8_t hello[WF_TCP_HELLO_LEN],
                             const uint8_t nonce_a[WF_TCP_NONCE_LEN],
                             uint8_t mac[WF_TCP_MAC_LEN]);
-/* A challenge (nonce and mac NULL for a rejection), a proof, a reply. */
+/* A challenge (nonce, mac and offer NULL for a rejection; offer NULL for
+ * none), a proof, a reply; `reads`: this side can read the other's
+ * memory. */
 void wf_tcp_chall_encode(uint8_t out[WF_TCP_CHALL_LEN], uint32_t verdict,
-                         const uint8_t *nonce, const uint8_t *mac);
+                         const uint8_t *nonce, const uint8_t *mac,
+                         const uint8_t *offer);
 void wf_tcp_proof_encode(uint8_t out[WF_TCP_PROOF_LEN],
-                         const uint8_t mac[WF_TCP_MAC_LEN]);
-void wf_tcp_reply_encode(uint8_t out[WF_TCP_REPLY_LEN], uint32_t verdict);
+                         const uint8_t mac[WF_TCP_MAC_LEN], bool reads);
+void wf_tcp_reply_encode(uint8_t out[WF_TCP_REPLY_LEN], uint32_t verdict,
+                         bool reads);
 /* "job key mismatch (...)" etc. */
 const char *wf_tcp_verdict_str(uint32_t verdict);
 
@@ -481,6 +520,47 @@ weft_status_t wf_tcp_stream_stats(wf_tctx_t *ctx, int peer, int idx,
                                   char *remote, size_t size);
 /* Logs every stream's counters at debug level (from fini). */
 void wf_tcp_stream_log(wf_tctx_t *ctx);
+
+/* One frame of a send queue: header words and payload; `r` NULL for a
+ * control frame (freed once written). */
+void wf_tcp_unit_init(wf_tcp_sunit_t *u, wf_treq_t *r, uint64_t magic,
+                      uint64_t w1, uint64_t w2, uint64_t w3, uint64_t w4,
+                      const char *buf, size_t len);
+void wf_tcp_unit_queue(wf_tcp_stream_t *s, wf_tcp_sunit_t *u);
+
+/* ---- tcp_cma.c --------------------------------------------------------- */
+
+/* The random cookie peers read to prove they can; WEFT_OK when off. */
+weft_status_t wf_tcp_cma_init(wf_tctx_t *ctx);
+/* This process's memory offer for the handshake of stream `idx` (zeros:
+ * none, when off or not stream 0). */
+void wf_tcp_cma_offer(const wf_tctx_t *ctx, int idx,
+                      uint8_t out[WF_TCP_OFFER_LEN]);
+/* The peer's offer from its handshake: reads its cookie, and on success
+ * reads its single-copy messages from now on.  True when it can. */
+bool wf_tcp_cma_take_offer(wf_tctx_t *ctx, wf_tcp_peer_t *p, int idx,
+                           const uint8_t offer[WF_TCP_OFFER_LEN]);
+/* The handshake's `reads` from the peer: it can read this process. */
+void wf_tcp_cma_peer_reads(wf_tctx_t *ctx, wf_tcp_peer_t *p, int idx,
+                           uint64_t reads);
+/* Reads the 8-byte cookie at `addr` in process `pid`: 0 when it reads
+ * `want`, else the errno (EPERM for another value). */
+int wf_tcp_cma_probe(pid_t pid, uint64_t addr, uint64_t want);
+/* Queues send r as an RTS when the peer can read this process and r is
+ * large enough; false when it goes the usual way. */
+bool wf_tcp_cma_queue(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_treq_t *r,
+                      const uint64_t sig[2]);
+/* A header on stream 0 that may be one of ours: 1 handled (an RTS's
+ * trailer follows as payload), 0 the peer failed, -1 not a CMA frame. */
+int wf_tcp_cma_header(wf_tctx_t *ctx, wf_tcp_stream_t *s);
+/* The RTS trailer in s->rx is whole; false when the peer failed. */
+bool wf_tcp_cma_trailer_done(wf_tctx_t *ctx, wf_tcp_stream_t *s);
+/* Fails the sends still waiting for their FIN. */
+void wf_tcp_cma_fail(wf_tcp_peer_t *p, weft_status_t st);
+/* Bytes read from `peer` by single copy, and whether each side can read
+ * the other; for tests. */
+weft_status_t wf_tcp_cma_stats(wf_tctx_t *ctx, int peer, uint64_t *read,
+                               bool *readable, bool *ok);
 
 /* ---- tcp_poll.c -------------------------------------------------------- */
 

@@ -239,12 +239,14 @@ static void hello_check(wf_tctx_t *ctx, wf_tcp_pending_t *pc)
                        pc->nonce, mac) != WEFT_OK))
         verdict = WF_TCP_REJ_BUSY; /* logged by auth.c */
     if (verdict != WF_TCP_ACCEPT) {
-        wf_tcp_chall_encode(chall, verdict, NULL, NULL);
+        wf_tcp_chall_encode(chall, verdict, NULL, NULL, NULL);
         send_small(pc, chall, sizeof(chall));
         reject(ctx, pc, verdict);
         return;
     }
-    wf_tcp_chall_encode(chall, verdict, pc->nonce, mac);
+    uint8_t offer[WF_TCP_OFFER_LEN];
+    wf_tcp_cma_offer(ctx, (int)(wf_tcp_get32(pc->hello + 12) & 0xff), offer);
+    wf_tcp_chall_encode(chall, verdict, pc->nonce, mac, offer);
     if (!send_small(pc, chall, sizeof(chall))) {
         wf_tcp_pending_close(ctx, pc);
         return;
@@ -266,7 +268,16 @@ static void proof_check(wf_tctx_t *ctx, wf_tcp_pending_t *pc)
         verdict = WF_TCP_REJ_AUTH;
     if (verdict == WF_TCP_ACCEPT)
         verdict = hello_verdict(ctx, pc->hello, &pc->src);
-    wf_tcp_reply_encode(reply, verdict);
+    int idx = (int)(wf_tcp_get32(pc->hello + 12) & 0xff);
+    bool reads = false;
+    if (verdict == WF_TCP_ACCEPT) {
+        wf_tcp_peer_t *p = &ctx->peers[pc->src];
+        reads = wf_tcp_cma_take_offer(ctx, p, idx,
+                                      pc->hello + 40 + WF_TCP_NONCE_LEN);
+        wf_tcp_cma_peer_reads(ctx, p, idx,
+                              wf_tcp_get64(pc->proof + 8 + WF_TCP_MAC_LEN));
+    }
+    wf_tcp_reply_encode(reply, verdict, reads);
     bool sent = send_small(pc, reply, sizeof(reply));
     if (verdict != WF_TCP_ACCEPT) {
         reject(ctx, pc, verdict);

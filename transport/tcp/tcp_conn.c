@@ -226,9 +226,11 @@ static void send_hello(wf_tctx_t *ctx, wf_tcp_stream_t *s)
                            "no random handshake nonce");
         return;
     }
+    uint8_t offer[WF_TCP_OFFER_LEN];
+    wf_tcp_cma_offer(ctx, s->idx, offer);
     wf_tcp_hello_encode_stream(s->hello, ctx->cfg.job_key, ctx->cfg.comm_key,
                                ctx->cfg.rank, s->peer->rank, s->idx,
-                               ctx->nstreams, nonce);
+                               ctx->nstreams, nonce, offer);
     /* A fresh socket's send buffer always holds a hello, so a short write
      * means the connection is already broken. */
     n = send(s->fd, s->hello, sizeof(s->hello), MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -358,8 +360,10 @@ static void challenge_check(wf_tctx_t *ctx, wf_tcp_stream_t *s)
         wf_tcp_stream_fail(ctx, s, WEFT_ERR_INTERNAL, "handshake MAC failed");
         return;
     }
-    wf_tcp_proof_encode(proof, want);
-    /* 40 bytes into a socket that has sent only the hello: a short write
+    bool reads = wf_tcp_cma_take_offer(
+        ctx, s->peer, s->idx, c + 16 + WF_TCP_NONCE_LEN + WF_TCP_MAC_LEN);
+    wf_tcp_proof_encode(proof, want, reads);
+    /* 48 bytes into a socket that has sent only the hello: a short write
      * means it broke. */
     ssize_t n = send(s->fd, proof, sizeof(proof), MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n != (ssize_t)sizeof(proof)) {
@@ -387,6 +391,7 @@ static void reply_check(wf_tctx_t *ctx, wf_tcp_stream_t *s)
         rejected(ctx, s, verdict);
         return;
     }
+    wf_tcp_cma_peer_reads(ctx, s->peer, s->idx, wf_tcp_get64(s->reply + 16));
     wf_tcp_stream_up(ctx, s);
 }
 

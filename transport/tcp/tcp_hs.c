@@ -35,14 +35,15 @@ void wf_tcp_hello_encode(uint8_t out[WF_TCP_HELLO_LEN], uint64_t job_key,
                          const uint8_t nonce[WF_TCP_NONCE_LEN])
 {
     wf_tcp_hello_encode_stream(out, job_key, comm_key, src_rank, dst_rank, 0,
-                               1, nonce);
+                               1, nonce, NULL);
 }
 
 void wf_tcp_hello_encode_stream(uint8_t out[WF_TCP_HELLO_LEN],
                                 uint64_t job_key, uint64_t comm_key,
                                 int src_rank, int dst_rank, int idx,
                                 int nstreams,
-                                const uint8_t nonce[WF_TCP_NONCE_LEN])
+                                const uint8_t nonce[WF_TCP_NONCE_LEN],
+                                const uint8_t *offer)
 {
     /* Flags: stream index, and streams - 1 so that 0 is "stream 0 of 1". */
     uint32_t flags = (uint32_t)(idx & 0xff) |
@@ -56,6 +57,10 @@ void wf_tcp_hello_encode_stream(uint8_t out[WF_TCP_HELLO_LEN],
     wf_tcp_put32(out + 32, (uint32_t)src_rank);
     wf_tcp_put32(out + 36, (uint32_t)dst_rank);
     memcpy(out + 40, nonce, WF_TCP_NONCE_LEN);
+    if (offer)
+        memcpy(out + 40 + WF_TCP_NONCE_LEN, offer, WF_TCP_OFFER_LEN);
+    else
+        memset(out + 40 + WF_TCP_NONCE_LEN, 0, WF_TCP_OFFER_LEN);
 }
 
 weft_status_t wf_tcp_hs_mac(const uint8_t secret[32], const char *role,
@@ -73,7 +78,8 @@ weft_status_t wf_tcp_hs_mac(const uint8_t secret[32], const char *role,
 }
 
 void wf_tcp_chall_encode(uint8_t out[WF_TCP_CHALL_LEN], uint32_t verdict,
-                         const uint8_t *nonce, const uint8_t *mac)
+                         const uint8_t *nonce, const uint8_t *mac,
+                         const uint8_t *offer)
 {
     memset(out, 0, WF_TCP_CHALL_LEN);
     wf_tcp_put64(out, WF_TCP_CHALL_MAGIC);
@@ -83,18 +89,24 @@ void wf_tcp_chall_encode(uint8_t out[WF_TCP_CHALL_LEN], uint32_t verdict,
         memcpy(out + 16, nonce, WF_TCP_NONCE_LEN);
     if (mac)
         memcpy(out + 16 + WF_TCP_NONCE_LEN, mac, WF_TCP_MAC_LEN);
+    if (offer)
+        memcpy(out + 16 + WF_TCP_NONCE_LEN + WF_TCP_MAC_LEN, offer,
+               WF_TCP_OFFER_LEN);
 }
 
 void wf_tcp_proof_encode(uint8_t out[WF_TCP_PROOF_LEN],
-                         const uint8_t mac[WF_TCP_MAC_LEN])
+                         const uint8_t mac[WF_TCP_MAC_LEN], bool reads)
 {
     wf_tcp_put64(out, WF_TCP_PROOF_MAGIC);
     memcpy(out + 8, mac, WF_TCP_MAC_LEN);
+    wf_tcp_put64(out + 8 + WF_TCP_MAC_LEN, reads ? 1 : 0);
 }
 
-void wf_tcp_reply_encode(uint8_t out[WF_TCP_REPLY_LEN], uint32_t verdict)
+void wf_tcp_reply_encode(uint8_t out[WF_TCP_REPLY_LEN], uint32_t verdict,
+                         bool reads)
 {
     wf_tcp_put64(out, WF_TCP_REPLY_MAGIC);
     wf_tcp_put32(out + 8, WF_TCP_VERSION);
     wf_tcp_put32(out + 12, verdict);
+    wf_tcp_put64(out + 16, reads ? 1 : 0);
 }

@@ -461,6 +461,8 @@ weft_status_t wf_tcp_init(const wf_tconfig_t *cfg, wf_tctx_t **out)
     ctx->nstreams = cfg->tcp_streams > 0 ? cfg->tcp_streams : 1;
     ctx->stripe_min = cfg->tcp_stripe_min ? cfg->tcp_stripe_min
                                           : WF_TCP_STRIPE_DEFAULT;
+    ctx->cma_min = cfg->tcp_cma_min;
+    WEFT_CHECK_GOTO(wf_tcp_cma_init(ctx), st, err_fini);
     WEFT_CHECK_GOTO(open_context(ctx), st, err_fini);
     /* Info, not debug: which interface carries the data is the first
      * thing to check on a multi-homed host. */

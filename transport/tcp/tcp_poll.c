@@ -30,7 +30,9 @@ static void stream_event(wf_tctx_t *ctx, wf_tcp_stream_t *s, uint32_t events)
         return;
     if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
         wf_tcp_read(ctx, s);
-    if (s->peer->state == WF_TCP_UP && (events & EPOLLOUT))
+    /* Also after a read that queued a control frame (a FIN): the reader
+     * does not write, and the FIN is what the sender waits for. */
+    if (s->peer->state == WF_TCP_UP && ((events & EPOLLOUT) || s->sendq))
         wf_tcp_flush(ctx, s);
 }
 

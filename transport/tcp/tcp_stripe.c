@@ -29,7 +29,7 @@
  * reductions that follow stay aligned. */
 #define WF_TCP_PIECE_ALIGN 64u
 
-static void unit_init(wf_tcp_sunit_t *u, wf_treq_t *r, uint64_t magic,
+void wf_tcp_unit_init(wf_tcp_sunit_t *u, wf_treq_t *r, uint64_t magic,
                       uint64_t w1, uint64_t w2, uint64_t w3, uint64_t w4,
                       const char *buf, size_t len)
 {
@@ -45,7 +45,7 @@ static void unit_init(wf_tcp_sunit_t *u, wf_treq_t *r, uint64_t magic,
     wf_tcp_put64(u->hdr + 32, w4);
 }
 
-static void unit_queue(wf_tcp_stream_t *s, wf_tcp_sunit_t *u)
+void wf_tcp_unit_queue(wf_tcp_stream_t *s, wf_tcp_sunit_t *u)
 {
     if (s->sendq_tail)
         s->sendq_tail->next = u;
@@ -62,10 +62,10 @@ bool wf_tcp_stripe_queue(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_treq_t *r,
     int n = ctx->nstreams;
 
     if (n == 1 || len < ctx->stripe_min) {
-        unit_init(&r->unit0, r, WF_TCP_FRAME_MAGIC, r->tag, s0, s1, len,
+        wf_tcp_unit_init(&r->unit0, r, WF_TCP_FRAME_MAGIC, r->tag, s0, s1, len,
                   r->buf, len);
         r->units_left = 1;
-        unit_queue(&p->streams[0], &r->unit0);
+        wf_tcp_unit_queue(&p->streams[0], &r->unit0);
         return true;
     }
     /* Equal pieces, one per stream, rounded up to the alignment: the last
@@ -81,14 +81,14 @@ bool wf_tcp_stripe_queue(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_treq_t *r,
         return false;
     }
     uint64_t seq = p->send_seq++;
-    unit_init(&r->unit0, r, WF_TCP_STRIPE_MAGIC, r->tag, s0, s1, len, NULL,
+    wf_tcp_unit_init(&r->unit0, r, WF_TCP_STRIPE_MAGIC, r->tag, s0, s1, len, NULL,
               0);
-    unit_queue(&p->streams[0], &r->unit0);
+    wf_tcp_unit_queue(&p->streams[0], &r->unit0);
     for (int i = 0; i < n; i++) {
         size_t off = (size_t)i * piece, plen = WF_MIN(piece, len - off);
-        unit_init(&r->pieces[i], r, WF_TCP_PIECE_MAGIC, seq, off, plen, 0,
+        wf_tcp_unit_init(&r->pieces[i], r, WF_TCP_PIECE_MAGIC, seq, off, plen, 0,
                   r->buf + off, plen);
-        unit_queue(&p->streams[i], &r->pieces[i]);
+        wf_tcp_unit_queue(&p->streams[i], &r->pieces[i]);
     }
     r->units_left = 1 + n;
     return true;

@@ -179,7 +179,8 @@ weft_status_t wf_tcp_isend(wf_tctx_t *ctx, int peer, uint64_t tag,
     r = req_new(ctx, WF_TCP_REQ_SEND, peer, tag, buf, len);
     if (!r)
         return WEFT_ERR_NO_MEMORY;
-    if (!wf_tcp_stripe_queue(ctx, p, r, sig)) {
+    if (!wf_tcp_cma_queue(ctx, p, r, sig) &&
+        !wf_tcp_stripe_queue(ctx, p, r, sig)) {
         req_free(ctx, r);
         return WEFT_ERR_NO_MEMORY;
     }
@@ -263,7 +264,12 @@ static void send_advance(wf_tcp_stream_t *s, size_t n)
         s->sendq = u->next;
         if (!s->sendq)
             s->sendq_tail = NULL;
-        if (--u->req->units_left == 0) {
+        if (!u->req) {
+            free(u); /* a control frame */
+            continue;
+        }
+        /* An RTS is done when the reader says so (its FIN), not here. */
+        if (--u->req->units_left == 0 && !u->req->cma_wait) {
             u->req->info.len = u->req->len;
             wf_tcp_req_done(u->req, WEFT_OK);
         }
@@ -344,6 +350,7 @@ static void rx_reset(wf_tcp_rx_t *rx)
     rx->req = NULL;
     rx->umsg = NULL;
     rx->smsg = NULL;
+    rx->cma = false;
     rx->dst = NULL;
     rx->got = rx->dst_len = rx->len = 0;
 }
@@ -366,15 +373,21 @@ void wf_tcp_msg_done(wf_treq_t *r, wf_tcp_umsg_t *m, size_t len,
     }
 }
 
-static void rx_msg_done(wf_tcp_stream_t *s)
+static bool rx_msg_done(wf_tctx_t *ctx, wf_tcp_stream_t *s)
 {
     wf_tcp_rx_t *rx = &s->rx;
 
+    if (rx->cma) {
+        bool ok = wf_tcp_cma_trailer_done(ctx, s);
+        rx_reset(rx);
+        return ok;
+    }
     if (rx->smsg)
         wf_tcp_piece_done(s);
     else
         wf_tcp_msg_done(rx->req, rx->umsg, rx->len, rx->sig);
     rx_reset(rx);
+    return true;
 }
 
 wf_tcp_umsg_t *wf_tcp_umsg_new(wf_tctx_t *ctx, wf_tcp_peer_t *p,
@@ -415,6 +428,9 @@ static bool rx_start(wf_tctx_t *ctx, wf_tcp_stream_t *s)
     rx->hdr_got = 0;
     if (magic == WF_TCP_PIECE_MAGIC && ctx->nstreams > 1)
         return wf_tcp_piece_start(ctx, s);
+    int cma = s->idx == 0 ? wf_tcp_cma_header(ctx, s) : -1;
+    if (cma >= 0)
+        return cma > 0;
     if (!header || s->idx != 0 || len > (uint64_t)PTRDIFF_MAX) {
         wf_tcp_stream_fail(ctx, s, WEFT_ERR_TRANSPORT,
                            "protocol error: bad frame header (magic 0x%llx, "
@@ -452,7 +468,7 @@ static bool rx_start(wf_tctx_t *ctx, wf_tcp_stream_t *s)
         rx->dst_len = cap;
     }
     if (rx->len == 0)
-        rx_msg_done(s);
+        return rx_msg_done(ctx, s);
     return true;
 }
 
@@ -520,7 +536,8 @@ static bool rx_consume(wf_tctx_t *ctx, wf_tcp_stream_t *s, size_t n)
         n -= take;
         if (rx->got < rx->len)
             return true;
-        rx_msg_done(s);
+        if (!rx_msg_done(ctx, s))
+            return false;
     }
     rx->hdr_got += n;
     if (rx->hdr_got < WF_TCP_HDR_LEN)
@@ -531,7 +548,7 @@ static bool rx_consume(wf_tctx_t *ctx, wf_tcp_stream_t *s, size_t n)
 /* Nothing in flight with the peer: a close now is a normal goodbye. */
 static bool peer_quiet(wf_tctx_t *ctx, wf_tcp_peer_t *p)
 {
-    if (p->posted || p->smsgs)
+    if (p->posted || p->smsgs || p->cma_sends)
         return false;
     for (int k = 0; k < ctx->nstreams; k++) {
         const wf_tcp_stream_t *s = &p->streams[k];
@@ -614,7 +631,10 @@ static void fail_units(wf_tcp_sunit_t *u, weft_status_t st)
     while (u) {
         wf_tcp_sunit_t *next = u->next;
         u->next = NULL;
-        wf_tcp_req_done(u->req, st);
+        if (u->req)
+            wf_tcp_req_done(u->req, st);
+        else
+            free(u); /* a control frame */
         u = next;
     }
 }
@@ -656,6 +676,9 @@ void wf_tcp_xfer_fail(wf_tctx_t *ctx, wf_tcp_peer_t *p)
 {
     weft_status_t st = p->fail_status;
 
+    /* First: the sends waiting for a FIN are chained through r->next,
+     * which completing them below would cut. */
+    wf_tcp_cma_fail(p, st);
     for (int k = 0; k < ctx->nstreams; k++) {
         wf_tcp_stream_t *s = &p->streams[k];
         fail_units(s->sendq, st);
@@ -673,6 +696,14 @@ void wf_tcp_xfer_free_all(wf_tctx_t *ctx)
         wf_tcp_peer_t *p = &ctx->peers[i];
         for (int k = 0; k < ctx->nstreams; k++) {
             wf_tcp_rx_t *rx = &p->streams[k].rx;
+            /* Control frames are the queue's own; the rest belong to
+             * requests, freed below. */
+            for (wf_tcp_sunit_t *u = p->streams[k].sendq, *next; u; u = next) {
+                next = u->next;
+                if (!u->req)
+                    free(u);
+            }
+            p->streams[k].sendq = p->streams[k].sendq_tail = NULL;
             /* A claimed, half-read message is in no list. */
             if (!rx->smsg && rx->umsg && rx->umsg->waiter)
                 wf_tcp_umsg_free(rx->umsg);

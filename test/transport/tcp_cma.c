@@ -1,0 +1,225 @@
+/*
+ * tcp_cma.c - tests of the TCP transport's single-copy path between ranks
+ * on one machine (transport/tcp/tcp_cma.c): the probe, that large
+ * messages really take it (its byte counter), that either side can turn
+ * it off, and two real processes.  The wire-level fault (an RTS pointing
+ * at memory the sender does not have) is in tcp_wire.c.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tcp/tcp.h"
+#include "tgroup.h"
+
+WF_TEST(transport_tcp_cma_probe, 10)
+{
+    static volatile uint64_t cookie = 0x1234567890abcdefull;
+    uint64_t addr = (uint64_t)(uintptr_t)&cookie;
+
+    ASSERT_EQ(wf_tcp_cma_probe(getpid(), addr, cookie), 0);
+    /* Another value at that address: not the process that offered it. */
+    ASSERT_EQ(wf_tcp_cma_probe(getpid(), addr, cookie + 1), EPERM);
+    ASSERT_EQ(wf_tcp_cma_probe(getpid(), 8, cookie), EFAULT);
+    pid_t child = fork();
+    ASSERT_TRUE(child >= 0);
+    if (child == 0)
+        _exit(0);
+    ASSERT_EQ(waitpid(child, NULL, 0), child);
+    ASSERT_EQ(wf_tcp_cma_probe(child, addr, cookie), ESRCH);
+}
+
+static void set_cma_min(wf_tconfig_t *cfg, int rank, void *mins)
+{
+    cfg->tcp_cma_min = ((const size_t *)mins)[rank];
+}
+
+/* Opens two TCP contexts with the given thresholds and connects them. */
+static void open_pair(tg_group_t *g, size_t min0, size_t min1)
+{
+    size_t mins[2] = {min0, min1};
+
+    tg_open_tcp_with(g, 2, 10000, set_cma_min, mins);
+    tg_connect_pair(g, 0, 1);
+}
+
+static uint64_t cma_read_from(tg_group_t *g, int r, bool *readable, bool *ok)
+{
+    uint64_t n;
+    ASSERT_OK(wf_tcp_cma_stats(g->ctx[r], 1 - r, &n, readable, ok));
+    return n;
+}
+
+/* Connects the pair with a small message each way: the handshake has
+ * settled single copy by then. */
+static void wait_offered(tg_group_t *g)
+{
+    bool readable, ok;
+
+    tg_xfer(g, 0, 1, 1, 8);
+    tg_xfer(g, 1, 0, 1, 8);
+    for (int r = 0; r < 2; r++) {
+        cma_read_from(g, r, &readable, &ok);
+        ASSERT_TRUE(readable && ok);
+    }
+}
+
+/* Every message of at least the threshold is read from the sender's
+ * memory, posted before or after it arrives, truncated or whole; smaller
+ * ones go through the socket. */
+WF_TEST(transport_tcp_cma_used, 30)
+{
+    tg_group_t g;
+    bool readable, ok;
+    wf_treq_t *sr, *rr;
+    wf_treq_info_t info;
+    size_t big = 3u << 20;
+    uint8_t *sbuf = malloc(big), *rbuf = malloc(big);
+
+    ASSERT_TRUE(sbuf && rbuf);
+    open_pair(&g, 4096, 4096);
+    wait_offered(&g);
+    ASSERT_EQ(cma_read_from(&g, 1, &readable, &ok), 0);
+    ASSERT_TRUE(readable && ok);
+    tg_xfer(&g, 0, 1, 2, big);
+    ASSERT_EQ(cma_read_from(&g, 1, &readable, &ok), big);
+    tg_xfer(&g, 1, 0, 3, 4096);
+    ASSERT_EQ(cma_read_from(&g, 0, &readable, &ok), 4096);
+    tg_xfer(&g, 1, 0, 4, 4095); /* below the threshold: the socket */
+    ASSERT_EQ(cma_read_from(&g, 0, &readable, &ok), 4096);
+
+    /* Unexpected: the send completes before any receive is posted. */
+    tg_fill(sbuf, big, 7);
+    ASSERT_OK(g.ops->isend(g.ctx[0], 1, 5, NULL, sbuf, big, NULL, &sr));
+    ASSERT_OK(tg_wait(&g, 0, sr, &info));
+    memset(sbuf, 0, big); /* the receiver has its own copy by now */
+    ASSERT_OK(g.ops->irecv(g.ctx[1], 0, 5, rbuf, big, NULL, &rr));
+    ASSERT_OK(tg_wait(&g, 1, rr, &info));
+    ASSERT_TRUE(info.len == big && !info.truncated);
+    ASSERT_TRUE(tg_check(rbuf, big, 7));
+    ASSERT_EQ(cma_read_from(&g, 1, &readable, &ok), 2 * big);
+
+    /* Truncated: only what fits is read, the length is the message's. */
+    tg_fill(sbuf, big, 8);
+    memset(rbuf, 0xEE, big);
+    ASSERT_OK(g.ops->irecv(g.ctx[1], 0, 6, rbuf, 5000, NULL, &rr));
+    ASSERT_OK(g.ops->isend(g.ctx[0], 1, 6, NULL, sbuf, big, NULL, &sr));
+    ASSERT_OK(tg_wait(&g, 0, sr, &info));
+    ASSERT_OK(tg_wait(&g, 1, rr, &info));
+    ASSERT_TRUE(info.len == big && info.truncated);
+    ASSERT_TRUE(tg_check(rbuf, 5000, 8));
+    ASSERT_EQ(rbuf[5000], 0xEE);
+    ASSERT_EQ(cma_read_from(&g, 1, &readable, &ok), 2 * big + 5000);
+    tg_close(&g);
+    free(sbuf);
+    free(rbuf);
+}
+
+/* A side with WEFT_TCP_CMA_MIN=0 neither offers its memory nor reads the
+ * peer's: everything goes through the socket, in both directions. */
+WF_TEST(transport_tcp_cma_off_on_one_side, 30)
+{
+    tg_group_t g;
+    bool readable, ok;
+
+    open_pair(&g, 1, 0);
+    for (int i = 0; i < 20; i++) {
+        tg_xfer(&g, 0, 1, 1, 100000);
+        tg_xfer(&g, 1, 0, 2, 100000);
+    }
+    for (int r = 0; r < 2; r++) {
+        ASSERT_EQ(cma_read_from(&g, r, &readable, &ok), 0);
+        ASSERT_TRUE(!readable && !ok);
+    }
+    tg_close(&g);
+}
+
+/* Two processes, as in a real job: the child receives 8 MiB from the
+ * parent and says through its exit status whether it arrived intact and
+ * by single copy. */
+static int child_receive(int addr_out, int addr_in, size_t len)
+{
+    wf_tconfig_t cfg;
+    wf_tctx_t *ctx;
+    uint8_t addr[WF_TADDR_MAX];
+    size_t alen = sizeof(addr);
+    wf_treq_t *rr;
+    wf_treq_info_t info;
+    uint8_t *buf = malloc(len);
+    weft_status_t st;
+    uint64_t n;
+    bool readable, ok;
+
+    tg_make_cfg(&cfg, 1, 2, "lo", 10000);
+    cfg.tcp_cma_min = 64 << 10;
+    if (!buf || wf_tcp_transport.init(&cfg, &ctx) != WEFT_OK ||
+        wf_tcp_transport.get_address(ctx, addr, &alen) != WEFT_OK ||
+        write(addr_out, &alen, sizeof(alen)) != sizeof(alen) ||
+        write(addr_out, addr, alen) != (ssize_t)alen ||
+        read(addr_in, &alen, sizeof(alen)) != sizeof(alen) ||
+        read(addr_in, addr, alen) != (ssize_t)alen)
+        return 10;
+    wf_tcp_transport.connect(ctx, 0, addr, alen);
+    /* Two messages: a small one, then the single copy. */
+    for (int tag = 1; tag <= 2; tag++) {
+        if (wf_tcp_transport.irecv(ctx, 0, (uint64_t)tag, buf, len, NULL,
+                                   &rr) != WEFT_OK)
+            return 11;
+        while ((st = wf_tcp_transport.test(ctx, rr, &info)) ==
+               WEFT_INPROGRESS)
+            wf_tcp_transport.progress(ctx);
+        if (st != WEFT_OK)
+            return 12;
+    }
+    if (info.len != len || !tg_check(buf, len, 9))
+        return 13;
+    wf_tcp_cma_stats(ctx, 0, &n, &readable, &ok);
+    wf_tcp_transport.fini(ctx);
+    return n == len ? 0 : 14;
+}
+
+WF_TEST(transport_tcp_cma_two_processes, 30)
+{
+    int to_parent[2], to_child[2];
+    size_t len = 8u << 20, alen;
+    uint8_t addr[WF_TADDR_MAX], *buf = malloc(len);
+    wf_tconfig_t cfg;
+    wf_tctx_t *ctx;
+    wf_treq_t *sr;
+    wf_treq_info_t info;
+    weft_status_t st;
+    int status;
+
+    ASSERT_TRUE(buf && pipe(to_parent) == 0 && pipe(to_child) == 0);
+    pid_t child = fork();
+    ASSERT_TRUE(child >= 0);
+    if (child == 0)
+        _exit(child_receive(to_parent[1], to_child[0], len));
+    tg_make_cfg(&cfg, 0, 2, "lo", 10000);
+    cfg.tcp_cma_min = 64 << 10;
+    ASSERT_OK(wf_tcp_transport.init(&cfg, &ctx));
+    ASSERT_EQ(read(to_parent[0], &alen, sizeof(alen)), sizeof(alen));
+    ASSERT_EQ(read(to_parent[0], addr, alen), alen);
+    st = wf_tcp_transport.connect(ctx, 1, addr, alen);
+    ASSERT_TRUE(st == WEFT_OK || st == WEFT_INPROGRESS);
+    alen = sizeof(addr);
+    ASSERT_OK(wf_tcp_transport.get_address(ctx, addr, &alen));
+    ASSERT_EQ(write(to_child[1], &alen, sizeof(alen)), sizeof(alen));
+    ASSERT_EQ(write(to_child[1], addr, alen), alen);
+    tg_fill(buf, len, 9);
+    for (int tag = 1; tag <= 2; tag++) {
+        ASSERT_OK(wf_tcp_transport.isend(ctx, 1, (uint64_t)tag, NULL, buf,
+                                         tag == 1 ? 8 : len, NULL, &sr));
+        while ((st = wf_tcp_transport.test(ctx, sr, &info)) ==
+               WEFT_INPROGRESS)
+            wf_tcp_transport.progress(ctx);
+        ASSERT_OK(st);
+    }
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status));
+    ASSERT_EQ(WEXITSTATUS(status), 0);
+    wf_tcp_transport.fini(ctx);
+    free(buf);
+}
