@@ -108,6 +108,34 @@ weft_status_t wf_bootstrap_exchange(wf_store_t *store, int rank, int size,
     return WEFT_OK;
 }
 
+weft_status_t wf_bootstrap_node_rank(wf_store_t *store, int rank, int size,
+                                     bool read, int64_t timeout_ms,
+                                     int *local_rank, int *local_size)
+{
+    char key[32];
+    uint64_t mine = wf_node_key(), other;
+    snprintf(key, sizeof(key), "node/%d", rank);
+    WEFT_CHECK(wf_store_set(store, key, &mine, sizeof(mine)));
+    if (!read)
+        return WEFT_OK;
+    uint64_t deadline = wf_deadline_after(timeout_ms);
+    int lr = 0, ls = 0;
+    for (int r = 0; r < size; r++) {
+        size_t len = 0;
+        snprintf(key, sizeof(key), "node/%d", r);
+        int64_t left = deadline ? wf_deadline_remaining_ms(deadline, -1) : 0;
+        WEFT_CHECK(wf_store_get(store, key, &other, sizeof(other), &len,
+                                deadline ? WF_MAX(left, 1) : INT32_MAX));
+        if (len == sizeof(other) && other == mine) {
+            lr += r < rank;
+            ls++;
+        }
+    }
+    *local_rank = lr;
+    *local_size = ls;
+    return WEFT_OK;
+}
+
 weft_status_t wf_bootstrap_ready(wf_store_t *store, int rank, int size,
                                  bool wait_all, int64_t timeout_ms)
 {

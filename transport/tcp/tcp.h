@@ -2,8 +2,8 @@
  * tcp.h - private structures of the TCP transport.
  *
  * The transport is split by lifecycle phase:
- *   tcp_init.c  context create/fini, interface and address choice, listen
- *               socket, address blob, query
+ *   tcp_init.c  context create/fini, listen sockets, address blob, query
+ *   tcp_addr.c  which local addresses (interface list, topology, hint)
  *   tcp_conn.c  dialing with retries, accepting, the handshake, timers,
  *               peer failure
  *   tcp_xfer.c  isend/irecv/test, framing, tag matching, unexpected
@@ -352,6 +352,25 @@ void wf_tcp_format_addr(const struct sockaddr *sa, char *out, size_t size);
 bool wf_tcp_blob_decode(const void *blob, size_t len,
                         struct sockaddr_storage *ss, socklen_t *ss_len,
                         int *count);
+
+/* ---- tcp_addr.c -------------------------------------------------------- */
+
+/* Chooses ctx->local[0..nlocal) and ctx->ifname (see tcp_addr.c). */
+weft_status_t wf_tcp_choose_addr(wf_tctx_t *ctx);
+/* Parses a literal IPv4/IPv6 address (port 0). */
+bool wf_tcp_parse_ip(const char *text, struct sockaddr_storage *ss,
+                     socklen_t *len);
+struct ifaddrs;
+/* The addresses a comma list of interface names yields from `list`, at
+ * most WF_TCP_IF_MAX, all of the first one's family, IPv4 preferred per
+ * interface, IPv6 link-local never; returns how many, the first one's
+ * interface name in `first`.  With `what` (the knob's name, for warnings)
+ * it is the user's list: literal IPs are taken and interfaces need not be
+ * up.  Without, it is the topology's list: only interfaces that are up
+ * and not loopback count, quietly.  Pure: tests pass a made-up list. */
+int wf_tcp_addrs_from_list(const struct ifaddrs *list, const char *spec,
+                           const char *what, struct sockaddr_storage *ss,
+                           socklen_t *len, char *first, size_t first_size);
 
 /* ---- tcp_hs.c ---------------------------------------------------------- */
 

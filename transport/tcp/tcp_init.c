@@ -1,6 +1,6 @@
 /*
- * tcp_init.c - TCP context creation and release: which local address to
- * use, the listening socket, the address blob and query().
+ * tcp_init.c - TCP context creation and release: the listening sockets
+ * (on the addresses tcp_addr.c chose), the address blob and query().
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -33,190 +33,6 @@ void wf_tcp_format_addr(const struct sockaddr *sa, char *out, size_t size)
     } else {
         snprintf(out, size, "(family %d)", sa->sa_family);
     }
-}
-
-/* Parses a literal IPv4/IPv6 address (port 0). */
-static bool parse_ip(const char *text, struct sockaddr_storage *ss,
-                     socklen_t *len)
-{
-    struct sockaddr_in *in = (struct sockaddr_in *)ss;
-    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
-
-    memset(ss, 0, sizeof(*ss));
-    if (inet_pton(AF_INET, text, &in->sin_addr) == 1) {
-        in->sin_family = AF_INET;
-        *len = sizeof(*in);
-        return true;
-    }
-    if (inet_pton(AF_INET6, text, &in6->sin6_addr) == 1) {
-        in6->sin6_family = AF_INET6;
-        *len = sizeof(*in6);
-        return true;
-    }
-    return false;
-}
-
-/* Link-local IPv6 addresses need a scope id that means nothing on the
- * remote host, so they are never published. */
-static bool usable_addr(const struct sockaddr *sa)
-{
-    if (!sa)
-        return false;
-    if (sa->sa_family == AF_INET)
-        return true;
-    if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-        return !IN6_IS_ADDR_LINKLOCAL(&in6->sin6_addr);
-    }
-    return false;
-}
-
-static void take_addr(const struct ifaddrs *ifa, struct sockaddr_storage *ss,
-                      socklen_t *len, char *ifname, size_t ifname_size)
-{
-    size_t n = ifa->ifa_addr->sa_family == AF_INET
-                   ? sizeof(struct sockaddr_in)
-                   : sizeof(struct sockaddr_in6);
-    memset(ss, 0, sizeof(*ss));
-    memcpy(ss, ifa->ifa_addr, n);
-    *len = (socklen_t)n;
-    wf_strlcpy(ifname, ifa->ifa_name, ifname_size);
-}
-
-/* Finds an address of interface `name` (IPv4 preferred), or with name NULL
- * the first up, non-loopback interface. */
-static bool find_if_addr(const struct ifaddrs *list, const char *name,
-                         struct sockaddr_storage *ss, socklen_t *len,
-                         char *ifname, size_t ifname_size)
-{
-    const struct ifaddrs *v6 = NULL;
-
-    for (const struct ifaddrs *ifa = list; ifa; ifa = ifa->ifa_next) {
-        if (!usable_addr(ifa->ifa_addr))
-            continue;
-        if (name && strcmp(ifa->ifa_name, name) != 0)
-            continue;
-        if (!name &&
-            (!(ifa->ifa_flags & IFF_UP) || (ifa->ifa_flags & IFF_LOOPBACK)))
-            continue;
-        if (ifa->ifa_addr->sa_family == AF_INET) {
-            take_addr(ifa, ss, len, ifname, ifname_size);
-            return true;
-        }
-        if (!v6)
-            v6 = ifa;
-    }
-    if (!v6)
-        return false;
-    take_addr(v6, ss, len, ifname, ifname_size);
-    return true;
-}
-
-/* The interface that owns `ss`, for query(); empty when none does. */
-static void name_of_addr(const struct ifaddrs *list,
-                         const struct sockaddr_storage *ss, char *ifname,
-                         size_t size)
-{
-    for (const struct ifaddrs *ifa = list; ifa; ifa = ifa->ifa_next) {
-        const struct sockaddr *sa = ifa->ifa_addr;
-        if (!sa || sa->sa_family != ss->ss_family)
-            continue;
-        bool same =
-            sa->sa_family == AF_INET
-                ? !memcmp(&((const struct sockaddr_in *)sa)->sin_addr,
-                          &((const struct sockaddr_in *)ss)->sin_addr, 4)
-                : !memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr,
-                          &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
-        if (same) {
-            wf_strlcpy(ifname, ifa->ifa_name, size);
-            return;
-        }
-    }
-}
-
-/* WEFT_SOCKET_IFNAME: a comma list of interface names or literal IPs.
- * Every entry that yields an address of the first one's family is used
- * (up to WF_TCP_IF_MAX): streams bind to them round-robin, so several NICs
- * carry a peer's traffic. */
-static int addrs_from_ifname(wf_tctx_t *ctx, const struct ifaddrs *list,
-                             const char *spec)
-{
-    char buf[sizeof(((wf_tconfig_t *)0)->ifname)], name[64];
-    char *save = NULL;
-    int n = 0;
-
-    wf_strlcpy(buf, spec, sizeof(buf));
-    for (char *tok = strtok_r(buf, ", ", &save); tok;
-         tok = strtok_r(NULL, ", ", &save)) {
-        struct sockaddr_storage *ss = &ctx->local[n];
-        bool ok;
-        name[0] = '\0';
-        if (n == WF_TCP_IF_MAX) {
-            WEFT_WARN(NET, "tcp: WEFT_SOCKET_IFNAME: using the first %d "
-                      "entries, ignoring '%s' and later", WF_TCP_IF_MAX, tok);
-            break;
-        }
-        ok = parse_ip(tok, ss, &ctx->local_len[n]);
-        if (ok)
-            name_of_addr(list, ss, name, sizeof(name));
-        else
-            ok = find_if_addr(list, tok, ss, &ctx->local_len[n], name,
-                              sizeof(name));
-        if (!ok)
-            continue;
-        if (n > 0 && ss->ss_family != ctx->local[0].ss_family) {
-            WEFT_WARN(NET, "tcp: WEFT_SOCKET_IFNAME: skipping '%s': not the "
-                      "address family of the first entry", tok);
-            continue;
-        }
-        if (n == 0)
-            wf_strlcpy(ctx->ifname, name, sizeof(ctx->ifname));
-        n++;
-    }
-    return n;
-}
-
-/* Chooses the local addresses: ifname, then bind_hint, then the first up
- * non-loopback interface, then loopback. */
-static weft_status_t choose_addr(wf_tctx_t *ctx)
-{
-    const wf_tconfig_t *cfg = &ctx->cfg;
-    struct ifaddrs *list = NULL;
-    weft_status_t st = WEFT_OK;
-
-    if (getifaddrs(&list) != 0) {
-        WEFT_WARN(NET, "tcp: getifaddrs failed: %s", wf_errno_str(errno));
-        return WEFT_ERR_SYSTEM;
-    }
-    ctx->nlocal = 1;
-    if (cfg->ifname[0]) {
-        ctx->nlocal = addrs_from_ifname(ctx, list, cfg->ifname);
-        if (ctx->nlocal == 0) {
-            WEFT_WARN(NET,
-                      "tcp: WEFT_SOCKET_IFNAME=%s: no interface or address "
-                      "in the list has a usable address",
-                      cfg->ifname);
-            st = WEFT_ERR_INVALID_ARG;
-        }
-        goto out;
-    }
-    if (cfg->bind_hint[0]) {
-        if (parse_ip(cfg->bind_hint, &ctx->local[0], &ctx->local_len[0])) {
-            name_of_addr(list, &ctx->local[0], ctx->ifname,
-                         sizeof(ctx->ifname));
-            goto out;
-        }
-        WEFT_WARN(NET, "tcp: ignoring bind hint '%s': not an IP address",
-                  cfg->bind_hint);
-    }
-    if (find_if_addr(list, NULL, &ctx->local[0], &ctx->local_len[0],
-                     ctx->ifname, sizeof(ctx->ifname)))
-        goto out;
-    parse_ip("127.0.0.1", &ctx->local[0], &ctx->local_len[0]);
-    name_of_addr(list, &ctx->local[0], ctx->ifname, sizeof(ctx->ifname));
-out:
-    freeifaddrs(list);
-    return st;
 }
 
 static void set_port(struct sockaddr_storage *ss, int port)
@@ -427,7 +243,7 @@ static weft_status_t open_context(wf_tctx_t *ctx)
             s->fd = -1;
         }
     }
-    WEFT_CHECK(choose_addr(ctx));
+    WEFT_CHECK(wf_tcp_choose_addr(ctx));
     for (int i = 0; i < ctx->nlocal; i++) {
         WEFT_CHECK(open_listen(ctx, i));
         ctx->listen[i].ev.kind = WF_TCP_EV_LISTEN;
