@@ -58,3 +58,12 @@ WF_TEST(netns_topo_nics_both_carry, 120)
 {
     run_script("netns-topo.sh", "both");
 }
+
+/* The same topology, but host a's eth1 cannot reach host b (b's eth1 in
+ * another subnet; b's end of eth1 down): the streams that would use it
+ * fall back to the addresses that reached the rendezvous server, the job
+ * passes within 15 s and the info log says why. */
+WF_TEST(netns_topo_unreachable_nic_falls_back, 120)
+{
+    run_script("netns-topo.sh", "unreach");
+}

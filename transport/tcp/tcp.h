@@ -92,14 +92,23 @@ typedef enum {
 } wf_tcp_verdict_t;
 
 /* Address blob: version u8, count u8, 0 u16, then `count` entries of
- * family u8 (4 or 6), 0 u8, port u16 (big endian), 16 bytes of IP (IPv4
- * in the first 4): one per local interface, in WEFT_SOCKET_IFNAME order. */
+ * family u8 (4 or 6), flags u8, port u16 (big endian), 16 bytes of IP
+ * (IPv4 in the first 4): one per local interface, in WEFT_SOCKET_IFNAME
+ * (or topology) order, then, when the interfaces came from the topology,
+ * one more flagged WF_TCP_ADDR_FALLBACK: the address that reached the
+ * rendezvous server, which streams fall back to when a topology address
+ * does not connect (tcp_conn.c). */
 #define WF_TCP_ADDR_HDR 4
 #define WF_TCP_ADDR_ENTRY 20
-/* Interfaces (listening addresses) per context, streams per peer. */
+#define WF_TCP_ADDR_FALLBACK 1u
+/* Interfaces (listening addresses) per context, besides the fallback;
+ * streams per peer. */
 #define WF_TCP_IF_MAX 4
 #define WF_TCP_STREAMS_MAX 16
 #define WF_TCP_ADDR_LEN(n) ((size_t)(WF_TCP_ADDR_HDR + WF_TCP_ADDR_ENTRY * (n)))
+/* A dial over a topology-chosen address that has not connected after
+ * this long (at most a quarter of the connect timeout) falls back. */
+#define WF_TCP_PROBE_MS 2000
 /* Striped messages are cut in pieces of at least this many bytes. */
 #define WF_TCP_STRIPE_DEFAULT (64u << 10)
 
@@ -253,6 +262,9 @@ typedef struct wf_tcp_stream {
     uint64_t retry_at;    /* next dial attempt, state RETRY */
     int retry_ms;
     int last_errno;
+    bool on_fallback;     /* dialer: gave up on the topology's address */
+    uint64_t probe_at;    /* dialer: fall back if not connected by then */
+    char fb_note[300];    /* why it fell back, for a later failure */
     uint8_t hello[WF_TCP_HELLO_LEN]; /* dialer: the hello it sent */
     uint8_t reply[WF_TCP_CHALL_LEN]; /* challenge, then the final reply */
     size_t reply_got;
@@ -270,14 +282,15 @@ typedef struct wf_tcp_peer {
     int neof; /* streams the peer closed cleanly (between frames) */
     bool connect_called;
     bool have_addr;
-    int naddr; /* the peer's listening addresses */
-    struct sockaddr_storage addr[WF_TCP_IF_MAX];
-    socklen_t addr_len[WF_TCP_IF_MAX];
+    int naddr; /* the peer's listening addresses, then its fallback */
+    bool has_fallback; /* addr[naddr] is the peer's fallback address */
+    struct sockaddr_storage addr[WF_TCP_IF_MAX + 1];
+    socklen_t addr_len[WF_TCP_IF_MAX + 1];
     char desc[128];    /* "peer 3 (127.0.0.1:40211)" */
     uint64_t deadline; /* establishment deadline (0 = none) */
     weft_status_t fail_status;
     bool fail_unreported; /* failed quietly; warn on the next post */
-    char fail_msg[200];
+    char fail_msg[400];
     struct wf_treq *posted, *posted_tail;
     wf_tcp_umsg_t *unexp, *unexp_tail;
     wf_tcp_smsg_t *smsgs; /* striped messages being received */
@@ -315,8 +328,11 @@ struct wf_tctx {
     int epfd;
     int nstreams;       /* per peer (WEFT_TCP_STREAMS) */
     size_t stripe_min;  /* messages of this size and more are striped */
-    int nlocal;         /* local interfaces (listeners) */
-    wf_tcp_listener_t listen[WF_TCP_IF_MAX];
+    int nlocal;         /* local interfaces streams bind to */
+    int nlisten;        /* listeners: nlocal, +1 for a separate fallback */
+    int fallback;       /* local[] index of the fallback address, -1 none */
+    unsigned fb_logged; /* local indexes whose fallback was logged */
+    wf_tcp_listener_t listen[WF_TCP_IF_MAX + 1];
     wf_tcp_ev_t timer_ev;
     int timer_fd;
     uint64_t timer_due;     /* earliest timed event, 0 = none */
@@ -324,11 +340,12 @@ struct wf_tctx {
     bool timer_fired;       /* timer_fd expired in this progress() batch */
     uint64_t listen_resume; /* accept paused (out of fds) until then */
     bool listen_warned;
-    struct sockaddr_storage local[WF_TCP_IF_MAX]; /* listening addresses */
-    socklen_t local_len[WF_TCP_IF_MAX];
+    struct sockaddr_storage local[WF_TCP_IF_MAX + 1]; /* listening */
+    socklen_t local_len[WF_TCP_IF_MAX + 1];
+    char local_name[WF_TCP_IF_MAX + 1][32]; /* their interfaces, or "" */
     char ifname[64];    /* the first interface's name */
     char local_str[80]; /* "127.0.0.1:40211" (the first; "+N" more) */
-    uint8_t blob[WF_TCP_ADDR_LEN(WF_TCP_IF_MAX)];
+    uint8_t blob[WF_TCP_ADDR_LEN(WF_TCP_IF_MAX + 1)];
     size_t blob_len;
     wf_tcp_peer_t *peers; /* cfg.size entries */
     wf_tcp_pending_t *pending;
@@ -347,11 +364,12 @@ weft_status_t wf_tcp_query(wf_tctx_t *ctx, wf_tdev_attr_t *attr);
 weft_status_t wf_tcp_get_address(wf_tctx_t *ctx, void *addr, size_t *len);
 /* Formats an address as "1.2.3.4:5" or "[::1]:5". */
 void wf_tcp_format_addr(const struct sockaddr *sa, char *out, size_t size);
-/* Decodes an address blob into at most WF_TCP_IF_MAX addresses; false
- * when malformed. */
+/* Decodes an address blob into at most WF_TCP_IF_MAX addresses (*count)
+ * and, with *fallback set, the fallback address after them (arrays of
+ * WF_TCP_IF_MAX + 1); false when malformed. */
 bool wf_tcp_blob_decode(const void *blob, size_t len,
                         struct sockaddr_storage *ss, socklen_t *ss_len,
-                        int *count);
+                        int *count, bool *fallback);
 
 /* ---- tcp_addr.c -------------------------------------------------------- */
 

@@ -176,12 +176,45 @@ static void describe_locals(const wf_tctx_t *ctx, const struct ifaddrs *list,
     }
 }
 
+static bool same_ip(const struct sockaddr_storage *a,
+                    const struct sockaddr_storage *b)
+{
+    if (a->ss_family != b->ss_family)
+        return false;
+    if (a->ss_family == AF_INET)
+        return !memcmp(&((const struct sockaddr_in *)a)->sin_addr,
+                       &((const struct sockaddr_in *)b)->sin_addr, 4);
+    return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+                   &((const struct sockaddr_in6 *)b)->sin6_addr, 16);
+}
+
+/* The topology's choice is a guess from the PCI tree; the bind hint is
+ * known to route to the rendezvous server, so it is kept as the fallback
+ * (a listener of its own unless a chosen NIC has that address). */
+static void keep_fallback(wf_tctx_t *ctx)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    if (!ctx->cfg.bind_hint[0] ||
+        !wf_tcp_parse_ip(ctx->cfg.bind_hint, &ss, &len) ||
+        ss.ss_family != ctx->local[0].ss_family)
+        return;
+    for (int i = 0; i < ctx->nlocal; i++)
+        if (same_ip(&ss, &ctx->local[i])) {
+            ctx->fallback = i;
+            return;
+        }
+    ctx->fallback = ctx->nlocal;
+    ctx->local[ctx->nlocal] = ss;
+    ctx->local_len[ctx->nlocal] = len;
+}
+
 /* The topology's NICs that are up with an address; false (and the
  * reason at info) when none is. */
 static bool topo_addrs(wf_tctx_t *ctx, const struct ifaddrs *list)
 {
     const wf_tconfig_t *cfg = &ctx->cfg;
-    char desc[300];
+    char desc[300], fb[80] = "none (no bind hint of that family)";
     int n = wf_tcp_addrs_from_list(list, cfg->topo_ifname, NULL, ctx->local,
                                    ctx->local_len, ctx->ifname,
                                    sizeof(ctx->ifname));
@@ -192,9 +225,16 @@ static bool topo_addrs(wf_tctx_t *ctx, const struct ifaddrs *list)
         return false;
     }
     ctx->nlocal = n;
+    keep_fallback(ctx);
     describe_locals(ctx, list, desc, sizeof(desc));
-    WEFT_INFO(NET, "tcp: rank %d: %s chosen: %s", cfg->rank, desc,
-              cfg->topo_why[0] ? cfg->topo_why : "the topology's choice");
+    if (ctx->fallback >= 0) {
+        wf_tcp_format_addr((struct sockaddr *)&ctx->local[ctx->fallback], fb,
+                           sizeof(fb));
+        *strrchr(fb, ':') = '\0';
+    }
+    WEFT_INFO(NET, "tcp: rank %d: %s chosen: %s; fallback %s (reached the "
+              "rendezvous server)", cfg->rank, desc,
+              cfg->topo_why[0] ? cfg->topo_why : "the topology's choice", fb);
     return true;
 }
 
@@ -241,6 +281,10 @@ weft_status_t wf_tcp_choose_addr(wf_tctx_t *ctx)
     wf_tcp_parse_ip("127.0.0.1", &ctx->local[0], &ctx->local_len[0]);
     name_of_addr(list, &ctx->local[0], ctx->ifname, sizeof(ctx->ifname));
 out:
+    ctx->nlisten = ctx->nlocal + (ctx->fallback == ctx->nlocal);
+    for (int i = 0; i < ctx->nlisten; i++)
+        name_of_addr(list, &ctx->local[i], ctx->local_name[i],
+                     sizeof(ctx->local_name[i]));
     freeifaddrs(list);
     return st;
 }

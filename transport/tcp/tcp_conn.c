@@ -8,7 +8,13 @@
  * sides calling connect() at the same time never produce extra sockets.
  * Stream k binds to local interface k mod (local count) and dials the
  * peer's interface k mod (its count), so with WEFT_SOCKET_IFNAME=a,b two
- * streams take two paths.  The peer is up when every stream is.  The dialer retries refused
+ * streams take two paths.  When those addresses came from the topology
+ * (a guess from the PCI tree) both ends also publish a fallback, the
+ * address that reached the rendezvous server: a stream whose dial fails,
+ * or has not connected within WF_TCP_PROBE_MS, redials from our fallback
+ * to the peer's (fall_back), so a NIC that cannot reach the peer costs a
+ * short delay and an info line, never the job.
+ * The peer is up when every stream is.  The dialer retries refused
  * connections (the peer may not listen yet) with a doubling back-off until
  * cfg.timeout_ms; the acceptor waits without a deadline because the peer may
  * legitimately use the connection much later (the engine's operation
@@ -85,7 +91,7 @@ void wf_tcp_peer_fail(wf_tctx_t *ctx, wf_tcp_peer_t *p, weft_status_t st,
 void wf_tcp_stream_fail(wf_tctx_t *ctx, wf_tcp_stream_t *s, weft_status_t st,
                         const char *fmt, ...)
 {
-    char msg[160];
+    char msg[360];
     va_list ap;
 
     va_start(ap, fmt);
@@ -140,6 +146,7 @@ static void due_min(uint64_t *due, uint64_t when)
 }
 
 static void dial_start(wf_tctx_t *ctx, wf_tcp_stream_t *s);
+static void fall_back(wf_tctx_t *ctx, wf_tcp_stream_t *s, const char *why);
 
 /* Runs one peer's due retries or deadline; returns its next due time. */
 static uint64_t peer_timer(wf_tctx_t *ctx, wf_tcp_peer_t *p, uint64_t now)
@@ -155,18 +162,22 @@ static uint64_t peer_timer(wf_tctx_t *ctx, wf_tcp_peer_t *p, uint64_t now)
         while (s->state == WF_TCP_UP && s + 1 < p->streams + ctx->nstreams)
             s++;
         wf_tcp_stream_fail(ctx, s, WEFT_ERR_REMOTE,
-                           "cannot connect within %lld ms: %s",
+                           "cannot connect within %lld ms: %s%s",
                            (long long)ctx->cfg.timeout_ms,
                            s->last_errno ? wf_errno_str(s->last_errno)
-                                         : "no answer");
+                                         : "no answer", s->fb_note);
         return 0;
     }
     for (int k = 0; k < ctx->nstreams && p->state == WF_TCP_DIALING; k++) {
         wf_tcp_stream_t *s = &p->streams[k];
+        if (s->state == WF_TCP_DIALING && s->probe_at && now >= s->probe_at)
+            fall_back(ctx, s, "no answer in time");
         if (s->state == WF_TCP_RETRY && now >= s->retry_at)
             dial_start(ctx, s);
         if (s->state == WF_TCP_RETRY)
             due_min(&due, s->retry_at);
+        if (s->state == WF_TCP_DIALING)
+            due_min(&due, s->probe_at);
     }
     if (p->state != WF_TCP_DIALING)
         return 0;
@@ -199,12 +210,17 @@ static void dial_error(wf_tctx_t *ctx, wf_tcp_stream_t *s, int err)
 {
     wf_tcp_peer_t *p = s->peer;
 
+    if (s->probe_at) {
+        fall_back(ctx, s, wf_errno_str(err));
+        return;
+    }
     close_stream_fd(ctx, s);
     s->last_errno = err;
     if (wf_deadline_passed(p->deadline)) {
         wf_tcp_stream_fail(ctx, s, WEFT_ERR_REMOTE,
-                           "cannot connect within %lld ms: %s",
-                           (long long)ctx->cfg.timeout_ms, wf_errno_str(err));
+                           "cannot connect within %lld ms: %s%s",
+                           (long long)ctx->cfg.timeout_ms, wf_errno_str(err),
+                           s->fb_note);
         return;
     }
     WEFT_TRACE(NET, "tcp: %s stream %d: connect failed (%s), retrying in "
@@ -221,6 +237,7 @@ static void send_hello(wf_tctx_t *ctx, wf_tcp_stream_t *s)
     ssize_t n;
 
     s->last_errno = 0; /* connected: older refusals are history */
+    s->probe_at = 0;   /* the path works: no falling back from here */
     if (wf_auth_random(nonce, sizeof(nonce)) != WEFT_OK) {
         wf_tcp_stream_fail(ctx, s, WEFT_ERR_SYSTEM,
                            "no random handshake nonce");
@@ -241,14 +258,32 @@ static void send_hello(wf_tctx_t *ctx, wf_tcp_stream_t *s)
     wf_tcp_stream_watch(ctx, s, false);
 }
 
-/* Binds a dialing socket to local interface idx mod nlocal when there are
- * several, so the stream leaves through that interface's address. */
+/* The local address stream s dials from: interface idx mod nlocal when
+ * there are several, the fallback once it fell back; -1: let the kernel
+ * choose (one interface). */
+static int local_index(const wf_tctx_t *ctx, const wf_tcp_stream_t *s)
+{
+    if (s->on_fallback && ctx->fallback >= 0)
+        return ctx->fallback;
+    return ctx->nlocal < 2 ? -1 : s->idx % ctx->nlocal;
+}
+
+/* The peer address stream s dials: its interface idx mod naddr, or its
+ * fallback once the stream fell back. */
+static int remote_index(const wf_tcp_stream_t *s)
+{
+    const wf_tcp_peer_t *p = s->peer;
+    return s->on_fallback && p->has_fallback ? p->naddr : s->idx % p->naddr;
+}
+
+/* Binds a dialing socket to its local address (local_index), so the
+ * stream leaves through that interface's address. */
 static int bind_local(wf_tctx_t *ctx, wf_tcp_stream_t *s, int fd)
 {
     struct sockaddr_storage ss;
-    int i = s->idx % ctx->nlocal;
+    int i = local_index(ctx, s);
 
-    if (ctx->nlocal < 2)
+    if (i < 0)
         return 0;
     ss = ctx->local[i];
     if (ss.ss_family == AF_INET)
@@ -258,10 +293,72 @@ static int bind_local(wf_tctx_t *ctx, wf_tcp_stream_t *s, int fd)
     return bind(fd, (struct sockaddr *)&ss, ctx->local_len[i]);
 }
 
+/* Whether falling back would change the path: either end has a fallback
+ * address that this stream does not use already. */
+static bool can_fall_back(const wf_tctx_t *ctx, const wf_tcp_stream_t *s)
+{
+    const wf_tcp_peer_t *p = s->peer;
+    int a = s->idx % p->naddr;
+    bool remote = p->has_fallback &&
+                  (p->addr_len[p->naddr] != p->addr_len[a] ||
+                   memcmp(&p->addr[p->naddr], &p->addr[a], p->addr_len[a]));
+    return !s->on_fallback &&
+           (remote || (ctx->fallback >= 0 &&
+                       local_index(ctx, s) != ctx->fallback));
+}
+
+/* "eth1 10.0.1.2" (no port) of local address i, or "the default route". */
+static void local_desc(const wf_tctx_t *ctx, int i, char *out, size_t size)
+{
+    char ip[80];
+    if (i < 0) {
+        wf_strlcpy(out, "the default route", size);
+        return;
+    }
+    wf_tcp_format_addr((const struct sockaddr *)&ctx->local[i], ip,
+                       sizeof(ip));
+    *strrchr(ip, ':') = '\0';
+    snprintf(out, size, "%s%s%s", ctx->local_name[i],
+             ctx->local_name[i][0] ? " " : "", ip);
+}
+
+/* The topology's address did not connect (`why`): redial stream s from
+ * our fallback to the peer's.  The first such switch per local address
+ * is logged at info, the rest at debug (a big job has many peers). */
+static void fall_back(wf_tctx_t *ctx, wf_tcp_stream_t *s, const char *why)
+{
+    wf_tcp_peer_t *p = s->peer;
+    int li = local_index(ctx, s);
+    char from[120], to[80], via[120];
+    unsigned bit = 1u << (li + 1);
+
+    close_stream_fd(ctx, s);
+    local_desc(ctx, li, from, sizeof(from));
+    s->on_fallback = true;
+    s->probe_at = 0;
+    local_desc(ctx, local_index(ctx, s), via, sizeof(via));
+    wf_tcp_format_addr((struct sockaddr *)&p->addr[remote_index(s)], to,
+                       sizeof(to));
+    snprintf(s->fb_note, sizeof(s->fb_note), " (fell back after %s "
+             "could not reach %s: %s)", from, s->where, why);
+    if (!(ctx->fb_logged & bit))
+        WEFT_INFO(NET, "tcp: %s cannot reach peer %d (%s: %s): stream %d "
+                  "of %d uses %s -> %s (reached the rendezvous server)",
+                  from, p->rank, s->where, why, s->idx, ctx->nstreams, via,
+                  to);
+    else
+        WEFT_DEBUG(NET, "tcp: %s cannot reach peer %d (%s: %s): stream %d "
+                   "uses %s -> %s", from, p->rank, s->where, why, s->idx,
+                   via, to);
+    ctx->fb_logged |= bit;
+    s->retry_ms = WF_TCP_RETRY_MIN_MS;
+    dial_start(ctx, s);
+}
+
 static void dial_start(wf_tctx_t *ctx, wf_tcp_stream_t *s)
 {
     wf_tcp_peer_t *p = s->peer;
-    int a = s->idx % p->naddr;
+    int a = remote_index(s);
     struct epoll_event e = {.events = EPOLLOUT, .data.ptr = &s->ev};
     int fd = socket(p->addr[a].ss_family,
                     SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -286,6 +383,13 @@ static void dial_start(wf_tctx_t *ctx, wf_tcp_stream_t *s)
     s->fd = fd;
     s->events = EPOLLOUT;
     s->state = WF_TCP_DIALING;
+    if (can_fall_back(ctx, s)) {
+        int64_t t = ctx->cfg.timeout_ms;
+        s->probe_at = wf_time_ms() +
+                      (uint64_t)(t > 0 ? WF_MIN(WF_TCP_PROBE_MS, t / 4)
+                                       : WF_TCP_PROBE_MS);
+        wf_tcp_timer_schedule(ctx, s->probe_at);
+    }
     wf_tcp_timer_schedule(ctx, p->deadline);
     if (connect(fd, (struct sockaddr *)&p->addr[a], p->addr_len[a]) == 0)
         send_hello(ctx, s);
@@ -442,7 +546,8 @@ static weft_status_t peer_addr(wf_tcp_peer_t *p, const void *addr, size_t len)
 
     if (p->have_addr)
         return WEFT_OK;
-    if (!wf_tcp_blob_decode(addr, len, p->addr, p->addr_len, &p->naddr)) {
+    if (!wf_tcp_blob_decode(addr, len, p->addr, p->addr_len, &p->naddr,
+                            &p->has_fallback)) {
         WEFT_WARN(NET, "tcp: malformed address of peer %d (%zu bytes; a "
                   "rank of another weft version?)", p->rank, len);
         return WEFT_ERR_INVALID_ARG;

@@ -107,29 +107,38 @@ static weft_status_t open_listen(wf_tctx_t *ctx, int i)
     return WEFT_OK;
 }
 
+static void entry_encode(uint8_t *e, const struct sockaddr_storage *ss)
+{
+    uint16_t port;
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+        e[0] = 4;
+        port = in->sin_port;
+        memcpy(e + 4, &in->sin_addr, 4);
+    } else {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+        e[0] = 6;
+        port = in6->sin6_port;
+        memcpy(e + 4, &in6->sin6_addr, 16);
+    }
+    memcpy(e + 2, &port, 2); /* already network order */
+}
+
 static void blob_encode(wf_tctx_t *ctx)
 {
     uint8_t *b = ctx->blob;
+    int n = ctx->nlocal + (ctx->fallback >= 0);
 
-    ctx->blob_len = WF_TCP_ADDR_LEN(ctx->nlocal);
+    ctx->blob_len = WF_TCP_ADDR_LEN(n);
     memset(b, 0, ctx->blob_len);
     b[0] = (uint8_t)WF_TCP_VERSION;
-    b[1] = (uint8_t)ctx->nlocal;
-    for (int i = 0; i < ctx->nlocal; i++) {
-        uint8_t *e = b + WF_TCP_ADDR_LEN(i);
-        uint16_t port;
-        if (ctx->local[i].ss_family == AF_INET) {
-            struct sockaddr_in *in = (struct sockaddr_in *)&ctx->local[i];
-            e[0] = 4;
-            port = in->sin_port;
-            memcpy(e + 4, &in->sin_addr, 4);
-        } else {
-            struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ctx->local[i];
-            e[0] = 6;
-            port = in6->sin6_port;
-            memcpy(e + 4, &in6->sin6_addr, 16);
-        }
-        memcpy(e + 2, &port, 2); /* already network order */
+    b[1] = (uint8_t)n;
+    for (int i = 0; i < ctx->nlocal; i++)
+        entry_encode(b + WF_TCP_ADDR_LEN(i), &ctx->local[i]);
+    if (ctx->fallback >= 0) {
+        uint8_t *e = b + WF_TCP_ADDR_LEN(ctx->nlocal);
+        entry_encode(e, &ctx->local[ctx->fallback]);
+        e[1] = WF_TCP_ADDR_FALLBACK;
     }
 }
 
@@ -160,17 +169,22 @@ static bool entry_decode(const uint8_t *e, struct sockaddr_storage *ss,
 
 bool wf_tcp_blob_decode(const void *blob, size_t len,
                         struct sockaddr_storage *ss, socklen_t *ss_len,
-                        int *count)
+                        int *count, bool *fallback)
 {
     const uint8_t *b = blob;
 
     if (!blob || len < WF_TCP_ADDR_LEN(1) || b[0] != WF_TCP_VERSION ||
-        b[1] < 1 || b[1] > WF_TCP_IF_MAX || len != WF_TCP_ADDR_LEN(b[1]))
+        b[1] < 1 || b[1] > WF_TCP_IF_MAX + 1 || len != WF_TCP_ADDR_LEN(b[1]))
+        return false;
+    /* Only the last entry may be the fallback, and not the only one. */
+    *fallback = b[1] > 1 &&
+                (b[WF_TCP_ADDR_LEN(b[1] - 1) + 1] & WF_TCP_ADDR_FALLBACK);
+    if (b[1] - *fallback > WF_TCP_IF_MAX)
         return false;
     for (int i = 0; i < b[1]; i++)
         if (!entry_decode(b + WF_TCP_ADDR_LEN(i), &ss[i], &ss_len[i]))
             return false;
-    *count = b[1];
+    *count = b[1] - *fallback;
     return true;
 }
 
@@ -244,7 +258,7 @@ static weft_status_t open_context(wf_tctx_t *ctx)
         }
     }
     WEFT_CHECK(wf_tcp_choose_addr(ctx));
-    for (int i = 0; i < ctx->nlocal; i++) {
+    for (int i = 0; i < ctx->nlisten; i++) {
         WEFT_CHECK(open_listen(ctx, i));
         ctx->listen[i].ev.kind = WF_TCP_EV_LISTEN;
         WEFT_CHECK(epoll_add(ctx, ctx->listen[i].fd, &ctx->listen[i].ev));
@@ -272,8 +286,9 @@ weft_status_t wf_tcp_init(const wf_tconfig_t *cfg, wf_tctx_t **out)
     ctx->cfg.ifname[sizeof(ctx->cfg.ifname) - 1] = '\0';
     ctx->cfg.bind_hint[sizeof(ctx->cfg.bind_hint) - 1] = '\0';
     ctx->epfd = ctx->timer_fd = -1;
-    for (int i = 0; i < WF_TCP_IF_MAX; i++)
+    for (int i = 0; i <= WF_TCP_IF_MAX; i++)
         ctx->listen[i].fd = -1;
+    ctx->fallback = -1;
     ctx->nstreams = cfg->tcp_streams > 0 ? cfg->tcp_streams : 1;
     ctx->stripe_min = cfg->tcp_stripe_min ? cfg->tcp_stripe_min
                                           : WF_TCP_STRIPE_DEFAULT;
@@ -282,11 +297,12 @@ weft_status_t wf_tcp_init(const wf_tconfig_t *cfg, wf_tctx_t **out)
      * thing to check on a multi-homed host. */
     WEFT_INFO(NET, "tcp: rank %d listening on %s (%s)", cfg->rank,
                ctx->local_str, ctx->ifname[0] ? ctx->ifname : "?");
-    for (int i = 1; i < ctx->nlocal; i++) {
+    for (int i = 1; i < ctx->nlisten; i++) {
         char where[80];
         wf_tcp_format_addr((struct sockaddr *)&ctx->local[i], where,
                            sizeof(where));
-        WEFT_INFO(NET, "tcp: rank %d also listening on %s", cfg->rank, where);
+        WEFT_INFO(NET, "tcp: rank %d also listening on %s%s", cfg->rank,
+                  where, i == ctx->fallback ? " (fallback)" : "");
     }
     if (ctx->nstreams > 1)
         WEFT_INFO(NET, "tcp: %d streams per peer, messages of %zu bytes or "
@@ -324,7 +340,7 @@ void wf_tcp_fini(wf_tctx_t *ctx)
         }
     }
     wf_tcp_xfer_free_all(ctx);
-    for (int i = 0; i < WF_TCP_IF_MAX; i++)
+    for (int i = 0; i <= WF_TCP_IF_MAX; i++)
         close_fd(&ctx->listen[i].fd);
     close_fd(&ctx->timer_fd);
     close_fd(&ctx->epfd);
