@@ -9,7 +9,8 @@
 #            allreduce of 1-16 MiB (weft-bench's element-wise check) puts
 #            more than 16 MiB on eth0 AND eth1 of both hosts
 #            (/sys/class/net/IF/statistics/tx_bytes), and the info log says
-#            the topology chose both;
+#            the topology chose both; then WEFT_SOCKET_IFNAME=eth0 wins over
+#            the topology: eth1 stays idle;
 #   unreach  host a's eth1 cannot reach host b: (subnet) host b's eth1 is
 #            in a subnet host a has no route to (connect fails at once),
 #            (down) host b's end of eth1 is down (no answer at all).  The
@@ -40,19 +41,21 @@ trap 'wf_netns_delete "$prefix"; rm -rf "$out"' EXIT
 trap 'exit 130' INT TERM
 
 fail=0
-# Runs both ranks (tag $1) with the topology and WEFT_SOCKET_IFNAME unset.
+# Runs both ranks with the topology: tag $1, then extra environment.
 run() {
-    local status=0
-    wf_netns_allreduce "$prefix" "$build" "$out/$1" WEFT_JOB_ID="topo$1" WEFT_TOPO_FILE="$topo" WEFT_TCP_STREAMS=2 \
+    local status=0 tag=$1
+    shift
+    wf_netns_allreduce "$prefix" "$build" "$out/$tag" "$@" \
+        WEFT_JOB_ID="topo$tag" WEFT_TOPO_FILE="$topo" WEFT_TCP_STREAMS=2 \
         WEFT_TIMEOUT=20s WEFT_LOG=info || status=$?
     if [ "$status" != 0 ]; then
-        echo "FAIL: $1: a rank exited with $status after $WF_SECS s"
-        grep -h -E 'tcp:|FAIL|error' "$out/$1".* | head -n 20
+        echo "FAIL: $tag: a rank exited with $status after $WF_SECS s"
+        grep -h -E 'tcp:|FAIL|error' "$out/$tag".* | head -n 20
         exit 1
     fi
-    echo "$1: $WF_SECS s; tx MiB host0 eth0 ${WF_TX[0,0]} eth1" \
+    echo "$tag: $WF_SECS s; tx MiB host0 eth0 ${WF_TX[0,0]} eth1" \
         "${WF_TX[0,1]}, host1 eth0 ${WF_TX[1,0]} eth1 ${WF_TX[1,1]}"
-    grep -h 'tcp:.*\(chosen\|reach\)' "$out/$1".*
+    grep -h 'tcp:.*\(chosen\|reach\)' "$out/$tag".*
 }
 check_log() { # tag pattern what
     grep -q "$2" "$out/$1".* || { echo "FAIL: $1: no '$2' ($3)"; fail=1; }
@@ -68,6 +71,13 @@ both)
     done; done
     check_log both "eth0 10.79.0.1, eth1 10.79.1.1 chosen: nearest NIC" \
         "host a's info line naming both NICs"
+    run ifname WEFT_SOCKET_IFNAME=eth0
+    for h in 0 1; do
+        [ "${WF_TX[$h,0]}" -gt 16 ] && [ "${WF_TX[$h,1]}" -lt 1 ] ||
+            { echo "FAIL: WEFT_SOCKET_IFNAME=eth0 did not win on host $h"; fail=1; }
+    done
+    ! grep -q "chosen:" "$out"/ifname.* ||
+        { echo "FAIL: the topology chose with WEFT_SOCKET_IFNAME set"; fail=1; }
     ;;
 unreach)
     for variant in subnet down; do

@@ -332,6 +332,7 @@ struct wf_tctx {
     int nlisten;        /* listeners: nlocal, +1 for a separate fallback */
     int fallback;       /* local[] index of the fallback address, -1 none */
     unsigned fb_logged; /* local indexes whose fallback was logged */
+    int probe_ms;       /* WF_TCP_PROBE_MS, at most timeout_ms / 4 */
     wf_tcp_listener_t listen[WF_TCP_IF_MAX + 1];
     wf_tcp_ev_t timer_ev;
     int timer_fd;

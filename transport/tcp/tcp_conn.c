@@ -170,8 +170,12 @@ static uint64_t peer_timer(wf_tctx_t *ctx, wf_tcp_peer_t *p, uint64_t now)
     }
     for (int k = 0; k < ctx->nstreams && p->state == WF_TCP_DIALING; k++) {
         wf_tcp_stream_t *s = &p->streams[k];
-        if (s->state == WF_TCP_DIALING && s->probe_at && now >= s->probe_at)
-            fall_back(ctx, s, "no answer in time");
+        if (s->state == WF_TCP_DIALING && s->probe_at && now >= s->probe_at) {
+            char why[48];
+            snprintf(why, sizeof(why), "no answer within %d ms",
+                     ctx->probe_ms);
+            fall_back(ctx, s, why);
+        }
         if (s->state == WF_TCP_RETRY && now >= s->retry_at)
             dial_start(ctx, s);
         if (s->state == WF_TCP_RETRY)
@@ -384,10 +388,7 @@ static void dial_start(wf_tctx_t *ctx, wf_tcp_stream_t *s)
     s->events = EPOLLOUT;
     s->state = WF_TCP_DIALING;
     if (can_fall_back(ctx, s)) {
-        int64_t t = ctx->cfg.timeout_ms;
-        s->probe_at = wf_time_ms() +
-                      (uint64_t)(t > 0 ? WF_MIN(WF_TCP_PROBE_MS, t / 4)
-                                       : WF_TCP_PROBE_MS);
+        s->probe_at = wf_time_ms() + (uint64_t)ctx->probe_ms;
         wf_tcp_timer_schedule(ctx, s->probe_at);
     }
     wf_tcp_timer_schedule(ctx, p->deadline);

@@ -289,6 +289,9 @@ weft_status_t wf_tcp_init(const wf_tconfig_t *cfg, wf_tctx_t **out)
     for (int i = 0; i <= WF_TCP_IF_MAX; i++)
         ctx->listen[i].fd = -1;
     ctx->fallback = -1;
+    ctx->probe_ms = cfg->timeout_ms > 0
+                        ? (int)WF_MIN(WF_TCP_PROBE_MS, cfg->timeout_ms / 4)
+                        : WF_TCP_PROBE_MS;
     ctx->nstreams = cfg->tcp_streams > 0 ? cfg->tcp_streams : 1;
     ctx->stripe_min = cfg->tcp_stripe_min ? cfg->tcp_stripe_min
                                           : WF_TCP_STRIPE_DEFAULT;
