@@ -4,6 +4,8 @@
  * The transport is split by lifecycle phase:
  *   tcp_init.c  context create/fini, listen sockets, address blob, query
  *   tcp_addr.c  which local addresses (interface list, topology, hint)
+ *   tcp_fallback.c  which address pair a dialing stream uses; falling
+ *               back from a topology address that does not connect
  *   tcp_conn.c  dialing with retries, accepting, the handshake, timers,
  *               peer failure
  *   tcp_xfer.c  isend/irecv/test, framing, tag matching, unexpected
@@ -462,6 +464,20 @@ void wf_tcp_stream_fail(wf_tctx_t *ctx, wf_tcp_stream_t *s, weft_status_t st,
 /* Sets the stream's epoll interest: EPOLLIN unless its reader waits for a
  * striped header, plus EPOLLOUT when `out`. */
 void wf_tcp_stream_watch(wf_tctx_t *ctx, wf_tcp_stream_t *s, bool out);
+
+/* ---- tcp_fallback.c ---------------------------------------------------- */
+
+/* The local address stream s dials from (index into ctx->local; -1: the
+ * kernel chooses) and the peer address it dials (index into its addr). */
+int wf_tcp_local_index(const wf_tctx_t *ctx, const wf_tcp_stream_t *s);
+int wf_tcp_remote_index(const wf_tcp_stream_t *s);
+/* Whether falling back would change s's path (it has not yet, and either
+ * end has a fallback this stream does not use already). */
+bool wf_tcp_can_fall_back(const wf_tctx_t *ctx, const wf_tcp_stream_t *s);
+/* Marks s as on the fallback (its fd already closed), keeps `why` for a
+ * later failure message and logs the switch; the caller redials. */
+void wf_tcp_fallback_switch(wf_tctx_t *ctx, wf_tcp_stream_t *s,
+                            const char *why);
 
 /* ---- tcp_xfer.c -------------------------------------------------------- */
 

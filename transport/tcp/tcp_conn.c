@@ -8,12 +8,8 @@
  * sides calling connect() at the same time never produce extra sockets.
  * Stream k binds to local interface k mod (local count) and dials the
  * peer's interface k mod (its count), so with WEFT_SOCKET_IFNAME=a,b two
- * streams take two paths.  When those addresses came from the topology
- * (a guess from the PCI tree) both ends also publish a fallback, the
- * address that reached the rendezvous server: a stream whose dial fails,
- * or has not connected within WF_TCP_PROBE_MS, redials from our fallback
- * to the peer's (fall_back), so a NIC that cannot reach the peer costs a
- * short delay and an info line, never the job.
+ * streams take two paths.  A stream from a topology-chosen address that
+ * does not connect falls back (tcp_fallback.c).
  * The peer is up when every stream is.  The dialer retries refused
  * connections (the peer may not listen yet) with a doubling back-off until
  * cfg.timeout_ms; the acceptor waits without a deadline because the peer may
@@ -262,30 +258,12 @@ static void send_hello(wf_tctx_t *ctx, wf_tcp_stream_t *s)
     wf_tcp_stream_watch(ctx, s, false);
 }
 
-/* The local address stream s dials from: interface idx mod nlocal when
- * there are several, the fallback once it fell back; -1: let the kernel
- * choose (one interface). */
-static int local_index(const wf_tctx_t *ctx, const wf_tcp_stream_t *s)
-{
-    if (s->on_fallback && ctx->fallback >= 0)
-        return ctx->fallback;
-    return ctx->nlocal < 2 ? -1 : s->idx % ctx->nlocal;
-}
-
-/* The peer address stream s dials: its interface idx mod naddr, or its
- * fallback once the stream fell back. */
-static int remote_index(const wf_tcp_stream_t *s)
-{
-    const wf_tcp_peer_t *p = s->peer;
-    return s->on_fallback && p->has_fallback ? p->naddr : s->idx % p->naddr;
-}
-
-/* Binds a dialing socket to its local address (local_index), so the
+/* Binds a dialing socket to its local address (wf_tcp_local_index), so the
  * stream leaves through that interface's address. */
 static int bind_local(wf_tctx_t *ctx, wf_tcp_stream_t *s, int fd)
 {
     struct sockaddr_storage ss;
-    int i = local_index(ctx, s);
+    int i = wf_tcp_local_index(ctx, s);
 
     if (i < 0)
         return 0;
@@ -297,72 +275,19 @@ static int bind_local(wf_tctx_t *ctx, wf_tcp_stream_t *s, int fd)
     return bind(fd, (struct sockaddr *)&ss, ctx->local_len[i]);
 }
 
-/* Whether falling back would change the path: either end has a fallback
- * address that this stream does not use already. */
-static bool can_fall_back(const wf_tctx_t *ctx, const wf_tcp_stream_t *s)
-{
-    const wf_tcp_peer_t *p = s->peer;
-    int a = s->idx % p->naddr;
-    bool remote = p->has_fallback &&
-                  (p->addr_len[p->naddr] != p->addr_len[a] ||
-                   memcmp(&p->addr[p->naddr], &p->addr[a], p->addr_len[a]));
-    return !s->on_fallback &&
-           (remote || (ctx->fallback >= 0 &&
-                       local_index(ctx, s) != ctx->fallback));
-}
-
-/* "eth1 10.0.1.2" (no port) of local address i, or "the default route". */
-static void local_desc(const wf_tctx_t *ctx, int i, char *out, size_t size)
-{
-    char ip[80];
-    if (i < 0) {
-        wf_strlcpy(out, "the default route", size);
-        return;
-    }
-    wf_tcp_format_addr((const struct sockaddr *)&ctx->local[i], ip,
-                       sizeof(ip));
-    *strrchr(ip, ':') = '\0';
-    snprintf(out, size, "%s%s%s", ctx->local_name[i],
-             ctx->local_name[i][0] ? " " : "", ip);
-}
-
 /* The topology's address did not connect (`why`): redial stream s from
- * our fallback to the peer's.  The first such switch per local address
- * is logged at info, the rest at debug (a big job has many peers). */
+ * our fallback to the peer's (tcp_fallback.c). */
 static void fall_back(wf_tctx_t *ctx, wf_tcp_stream_t *s, const char *why)
 {
-    wf_tcp_peer_t *p = s->peer;
-    int li = local_index(ctx, s);
-    char from[120], to[80], via[120];
-    unsigned bit = 1u << (li + 1);
-
     close_stream_fd(ctx, s);
-    local_desc(ctx, li, from, sizeof(from));
-    s->on_fallback = true;
-    s->probe_at = 0;
-    local_desc(ctx, local_index(ctx, s), via, sizeof(via));
-    wf_tcp_format_addr((struct sockaddr *)&p->addr[remote_index(s)], to,
-                       sizeof(to));
-    snprintf(s->fb_note, sizeof(s->fb_note), " (fell back after %s "
-             "could not reach %s: %s)", from, s->where, why);
-    if (!(ctx->fb_logged & bit))
-        WEFT_INFO(NET, "tcp: %s cannot reach peer %d (%s: %s): stream %d "
-                  "of %d uses %s -> %s (reached the rendezvous server)",
-                  from, p->rank, s->where, why, s->idx, ctx->nstreams, via,
-                  to);
-    else
-        WEFT_DEBUG(NET, "tcp: %s cannot reach peer %d (%s: %s): stream %d "
-                   "uses %s -> %s", from, p->rank, s->where, why, s->idx,
-                   via, to);
-    ctx->fb_logged |= bit;
-    s->retry_ms = WF_TCP_RETRY_MIN_MS;
+    wf_tcp_fallback_switch(ctx, s, why);
     dial_start(ctx, s);
 }
 
 static void dial_start(wf_tctx_t *ctx, wf_tcp_stream_t *s)
 {
     wf_tcp_peer_t *p = s->peer;
-    int a = remote_index(s);
+    int a = wf_tcp_remote_index(s);
     struct epoll_event e = {.events = EPOLLOUT, .data.ptr = &s->ev};
     int fd = socket(p->addr[a].ss_family,
                     SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -387,7 +312,7 @@ static void dial_start(wf_tctx_t *ctx, wf_tcp_stream_t *s)
     s->fd = fd;
     s->events = EPOLLOUT;
     s->state = WF_TCP_DIALING;
-    if (can_fall_back(ctx, s)) {
+    if (wf_tcp_can_fall_back(ctx, s)) {
         s->probe_at = wf_time_ms() + (uint64_t)ctx->probe_ms;
         wf_tcp_timer_schedule(ctx, s->probe_at);
     }
