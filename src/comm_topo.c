@@ -75,15 +75,29 @@ void wf_comm_place(wf_comm_impl_t *c, bool *pin, int *cpu)
               ch.core, ch.why, pin_why);
 }
 
+/* Whether some NIC of the topology has a name the transport could take
+ * in place of the user's (netdev for TCP, verbs for ib). */
+static bool can_steer(const wf_topo_t *t, const wf_tconfig_t *tc)
+{
+    for (int i = 0; t && i < t->ndevs; i++) {
+        const wf_topo_dev_t *d = &t->devs[i];
+        if (d->kind == WF_TOPO_NIC && ((!*tc->ifname && *d->netdev) ||
+                                       (!*tc->ib_hca && *d->verbs)))
+            return true;
+    }
+    return false;
+}
+
 weft_status_t wf_comm_topo_steer(wf_comm_impl_t *c, wf_tconfig_t *tc)
 {
     const wf_topo_t *t = NULL;
     int lr = 0, ls = 1;
     if (!*tc->ifname || !*tc->ib_hca)
         t = topo_get(c->cfg.topo_file);
-    bool want = t && wf_topo_count(t, WF_TOPO_NIC) > 0;
+    bool want = can_steer(t, tc);
     /* Every rank publishes its node key (a rank that reads waits for all
-     * of them); only a rank with NICs to choose from reads. */
+     * of them); only a rank with NICs to choose from reads: the extra
+     * store round is paid only where the choice can steer something. */
     WEFT_CHECK(wf_bootstrap_node_rank(c->store, c->rank, c->size, want,
                                       c->cfg.timeout_ms, &lr, &ls));
     if (!want)
