@@ -135,6 +135,7 @@ static weft_status_t open_transport(wf_comm_impl_t *c,
         wf_strlcpy(tc.bind_hint, "127.0.0.1", sizeof(tc.bind_hint));
     else
         wf_store_local_ip(c->store, tc.bind_hint, sizeof(tc.bind_hint));
+    WEFT_CHECK(wf_comm_topo_steer(c, &tc));
     WEFT_CHECK(wf_comm_port_range(c->cfg.port_range, &tc.port_min, &tc.port_max));
     WEFT_CHECK(wf_transport_select(c->cfg.transport, ops));
     WEFT_CHECK((*ops)->init(&tc, tctx));

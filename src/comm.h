@@ -87,6 +87,12 @@ weft_status_t wf_comm_port_range(const char *text, int *lo, int *hi);
  * say where to pin the progress thread (comm_topo.c). */
 void wf_comm_place(wf_comm_impl_t *c, bool *pin, int *cpu);
 
+struct wf_tconfig;
+/* Before the transport opens: when the user named no interface or HCA,
+ * the topology's NICs for this rank go into tc->topo_ifname, topo_hca and
+ * topo_why (comm_topo.c).  Takes one store round (the local rank). */
+weft_status_t wf_comm_topo_steer(wf_comm_impl_t *c, struct wf_tconfig *tc);
+
 /* Makes `shell` the live handle of `impl`. */
 weft_comm_t wf_comm_wrap(struct weft_comm *shell, wf_comm_impl_t *impl);
 

@@ -1,8 +1,9 @@
 /*
  * comm_topo.c - where a communicator's rank runs: the topology's choice
  * for its local rank (src/topo/), logged at info, and the core its
- * progress thread is pinned to.  Never fails: without a topology the rank
- * simply runs without affinity.
+ * progress thread is pinned to, and the NICs handed to the transport
+ * before it opens.  Never fails for want of a topology: without one the
+ * rank simply runs without affinity and the transport chooses as before.
  */
 #include <pthread.h>
 #include <string.h>
@@ -10,7 +11,9 @@
 #include "comm.h"
 #include "common.h"
 #include "log.h"
+#include "rdv/bootstrap.h"
 #include "topo/topo.h"
+#include "transport.h"
 
 /* One topology per process and file: loading this host's costs tens of
  * milliseconds, and every communicator (splits too) asks. */
@@ -70,4 +73,49 @@ void wf_comm_place(wf_comm_impl_t *c, bool *pin, int *cpu)
               "core %d; %s; %s", c->local_rank, c->local_size,
               ch.gpu >= 0 ? t->devs[ch.gpu].busid : "none", nics, ch.numa,
               ch.core, ch.why, pin_why);
+}
+
+/* Whether some NIC of the topology has a name the transport could take
+ * in place of the user's (netdev for TCP, verbs for ib). */
+static bool can_steer(const wf_topo_t *t, const wf_tconfig_t *tc)
+{
+    for (int i = 0; t && i < t->ndevs; i++) {
+        const wf_topo_dev_t *d = &t->devs[i];
+        if (d->kind == WF_TOPO_NIC && ((!*tc->ifname && *d->netdev) ||
+                                       (!*tc->ib_hca && *d->verbs)))
+            return true;
+    }
+    return false;
+}
+
+weft_status_t wf_comm_topo_steer(wf_comm_impl_t *c, wf_tconfig_t *tc)
+{
+    const wf_topo_t *t = NULL;
+    int lr = 0, ls = 1;
+    if (!*tc->ifname || !*tc->ib_hca)
+        t = topo_get(c->cfg.topo_file);
+    bool want = can_steer(t, tc);
+    /* Every rank publishes its node key (a rank that reads waits for all
+     * of them); only a rank with NICs to choose from reads: the extra
+     * store round is paid only where the choice can steer something. */
+    WEFT_CHECK(wf_bootstrap_node_rank(c->store, c->rank, c->size, want,
+                                      c->cfg.timeout_ms, &lr, &ls));
+    if (!want)
+        return WEFT_OK;
+    wf_topo_choice_t ch;
+    wf_topo_choose(t, lr, ls, &ch);
+    if (!*tc->ifname)
+        wf_topo_nic_names(t, &ch, false, tc->topo_ifname,
+                          sizeof(tc->topo_ifname));
+    if (!*tc->ib_hca)
+        wf_topo_nic_names(t, &ch, true, tc->topo_hca, sizeof(tc->topo_hca));
+    if (ch.gpu >= 0)
+        snprintf(tc->topo_why, sizeof(tc->topo_why), "nearest NIC(s) to "
+                 "GPU %s (%d PCI hops; local rank %d of %d)",
+                 t->devs[ch.gpu].busid, ch.nic_distance, lr, ls);
+    else
+        snprintf(tc->topo_why, sizeof(tc->topo_why), "nearest NIC(s) to "
+                 "NUMA node %d (%d PCI hops; local rank %d of %d)", ch.numa,
+                 ch.nic_distance, lr, ls);
+    return WEFT_OK;
 }

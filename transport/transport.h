@@ -76,6 +76,12 @@ typedef struct wf_tconfig {
                            * sends it (docs/design.md, "Trust model") */
     char ifname[256];     /* WEFT_SOCKET_IFNAME: interface name(s) or an IP */
     char bind_hint[64];   /* local IP that reaches the rendezvous, if known */
+    char topo_ifname[256]; /* netdev names of the NICs the topology chose
+                            * for this rank, comma separated; TCP uses them
+                            * when ifname is empty (docs/topology.md) */
+    char topo_hca[128];   /* verbs names of those NICs; ib uses them when
+                           * ib_hca is empty */
+    char topo_why[128];   /* why those NICs, for the transport's log line */
     int port_min;         /* WEFT_PORT_RANGE, 0 0 for any */
     int port_max;
     int64_t timeout_ms;   /* connection establishment deadline */

@@ -23,6 +23,15 @@ weft_status_t wf_bootstrap_exchange(wf_store_t *store, int rank, int size,
                                     size_t *peer_addr_lens,
                                     uint64_t *node_keys);
 
+/* This rank's place among the ranks on its machine, known before the
+ * transport opens (the topology's NIC choice depends on it, and the
+ * transport's address on that choice): every rank publishes its node key
+ * under "node/<r>"; with `read`, reads every rank's and counts.  Without,
+ * *local_rank and *local_size are left alone. */
+weft_status_t wf_bootstrap_node_rank(wf_store_t *store, int rank, int size,
+                                     bool read, int64_t timeout_ms,
+                                     int *local_rank, int *local_size);
+
 /* Marks this rank as done with the exchange.  With wait_all (the rank that
  * hosts the rendezvous server in-process) waits until every rank is, so the
  * server is not stopped under a rank that still reads records. */

@@ -86,6 +86,10 @@ const char *wf_topo_backend(void);
 /* The choice for local rank `lr` of `lsize` (pure; topo_choose.c). */
 void wf_topo_choose(const wf_topo_t *t, int lr, int lsize,
                     wf_topo_choice_t *out);
+/* The chosen NICs' netdev names (verbs false) or verbs names (true),
+ * comma separated, NICs without such a name left out; "" when none. */
+void wf_topo_nic_names(const wf_topo_t *t, const wf_topo_choice_t *c,
+                       bool verbs, char *out, size_t len);
 int wf_topo_path_distance(const wf_topo_path_t *a, const wf_topo_path_t *b);
 int wf_topo_count(const wf_topo_t *t, wf_topo_kind_t kind);
 

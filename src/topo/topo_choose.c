@@ -147,3 +147,17 @@ void wf_topo_choose(const wf_topo_t *t, int lr, int lsize,
     say_why(t, &c, before);
     *out = c;
 }
+
+void wf_topo_nic_names(const wf_topo_t *t, const wf_topo_choice_t *c,
+                       bool verbs, char *out, size_t len)
+{
+    size_t n = 0;
+    *out = '\0';
+    for (int k = 0; k < c->nnics && n + 1 < len; k++) {
+        const wf_topo_dev_t *d = &t->devs[c->nics[k]];
+        const char *name = verbs ? d->verbs : d->netdev;
+        if (*name)
+            n += (size_t)snprintf(out + n, len - n, "%s%s", n ? "," : "",
+                                  name);
+    }
+}

@@ -41,71 +41,40 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-ns=("$prefix-a" "$prefix-b")
-ip netns add "${ns[0]}" || skip "cannot create network namespaces here"
-ip netns add "${ns[1]}"
-for i in 0 1; do
-    ip -n "${ns[0]}" link add "eth$i" type veth peer name "eth$i" \
-        netns "${ns[1]}"
-    for h in 0 1; do
-        ip -n "${ns[$h]}" addr add "10.79.$i.$((h + 1))/24" dev "eth$i"
-        ip -n "${ns[$h]}" link set "eth$i" up
-        [ -z "$rate" ] || ip netns exec "${ns[$h]}" tc qdisc replace \
-            dev "eth$i" root tbf rate "$rate" burst 256kb latency 50ms
-    done
-done
-for h in 0 1; do ip -n "${ns[$h]}" link set lo up; done
+wf_netns_two_hosts "$prefix" "$build" ||
+    skip "cannot create network namespaces here"
+for h in a b; do for i in 0 1; do
+    [ -z "$rate" ] || ip netns exec "$prefix-$h" tc qdisc replace \
+        dev "eth$i" root tbf rate "$rate" burst 256kb latency 50ms
+done; done
 
-port=29500
-ip netns exec "${ns[0]}" "$build/bin/weft-rendezvous" \
-    --listen "10.79.0.1:$port" > "$out/rdv.log" 2>&1 &
-disown $! # killed by cleanup with the namespace; no job-control notice
-sleep 0.5
-
-tx() { # host interface
-    ip netns exec "${ns[$1]}" cat "/sys/class/net/$2/statistics/tx_bytes"
-}
-
-# Runs both ranks with WEFT_TCP_STREAMS=$1; sets delta[host,if] in MiB.
-declare -A delta
+# Runs both ranks with WEFT_TCP_STREAMS=$1; WF_TX[host,if] in MiB.
 run() {
-    local streams=$1 status=0 pids=() before=()
-    for h in 0 1; do for i in 0 1; do before+=("$(tx $h eth$i)"); done; done
-    for h in 0 1; do
-        ip netns exec "${ns[$h]}" env WEFT_RANK=$h WEFT_WORLD_SIZE=2 \
-            WEFT_RENDEZVOUS="10.79.0.1:$port" WEFT_JOB_ID="stripe$streams" \
-            WEFT_SOCKET_IFNAME=eth0,eth1 WEFT_TCP_STREAMS="$streams" \
-            WEFT_TIMEOUT=30s timeout 120 "$bench" allreduce -b 1M -e 16M \
-            -f 4 -w 1 -r 5 -c 1 > "$out/rank$h.$streams" 2>&1 &
-        pids+=($!)
-    done
-    for pid in "${pids[@]}"; do wait "$pid" || status=$?; done
+    local streams=$1 status=0
+    wf_netns_allreduce "$prefix" "$build" "$out/rank.$streams" \
+        WEFT_JOB_ID="stripe$streams" WEFT_SOCKET_IFNAME=eth0,eth1 \
+        WEFT_TCP_STREAMS="$streams" WEFT_TIMEOUT=30s || status=$?
     if [ "$status" != 0 ]; then
         echo "FAIL: WEFT_TCP_STREAMS=$streams: a rank exited with $status"
-        tail -n 5 "$out"/rank*."$streams"
+        tail -n 5 "$out"/rank."$streams".*
         return 1
     fi
-    local k=0
-    for h in 0 1; do for i in 0 1; do
-        delta[$h,$i]=$((($(tx $h eth$i) - before[k]) >> 20))
-        k=$((k + 1))
-    done; done
-    echo "WEFT_TCP_STREAMS=$streams: tx MiB host0 eth0 ${delta[0,0]} eth1" \
-        "${delta[0,1]}, host1 eth0 ${delta[1,0]} eth1 ${delta[1,1]};" \
-        "$(grep 'Avg bus bandwidth' "$out/rank0.$streams")"
-    grep -E '^ +[0-9]' "$out/rank0.$streams"
+    echo "WEFT_TCP_STREAMS=$streams: tx MiB host0 eth0 ${WF_TX[0,0]} eth1" \
+        "${WF_TX[0,1]}, host1 eth0 ${WF_TX[1,0]} eth1 ${WF_TX[1,1]};" \
+        "$(grep 'Avg bus bandwidth' "$out/rank.$streams.0")"
+    grep -E '^ +[0-9]' "$out/rank.$streams.0"
 }
 
 fail=0
 run 1 || exit 1
 for h in 0 1; do
-    [ "${delta[$h,0]}" -gt 16 ] || { echo "FAIL: eth0 of host $h idle"; fail=1; }
-    [ "${delta[$h,1]}" -lt 1 ] || { echo "FAIL: eth1 of host $h used by one stream"; fail=1; }
+    [ "${WF_TX[$h,0]}" -gt 16 ] || { echo "FAIL: eth0 of host $h idle"; fail=1; }
+    [ "${WF_TX[$h,1]}" -lt 1 ] || { echo "FAIL: eth1 of host $h used by one stream"; fail=1; }
 done
 run 2 || exit 1
 for h in 0 1; do for i in 0 1; do
-    [ "${delta[$h,$i]}" -gt 16 ] ||
-        { echo "FAIL: eth$i of host $h carried ${delta[$h,$i]} MiB"; fail=1; }
+    [ "${WF_TX[$h,$i]}" -gt 16 ] ||
+        { echo "FAIL: eth$i of host $h carried ${WF_TX[$h,$i]} MiB"; fail=1; }
 done; done
 [ "$fail" = 0 ] && echo "PASS: both NICs carried data with 2 streams"
 exit "$fail"

@@ -5,7 +5,8 @@
  * not either.  The work is in netns-faults.sh (it needs root, iproute2,
  * nftables or sch_netem, and skips with the reason otherwise).
  * netns-stripe.sh checks that two NICs both carry a peer's traffic with
- * WEFT_SOCKET_IFNAME=eth0,eth1 and two TCP streams.
+ * WEFT_SOCKET_IFNAME=eth0,eth1 and two TCP streams; netns-topo.sh that
+ * the topology's NIC choice does the same without WEFT_SOCKET_IFNAME.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,4 +49,21 @@ WF_TEST(netns_netem_delay_reorder_duplicate_corrupt_exact, 300)
 WF_TEST(netns_tcp_streams_two_nics_both_carry, 120)
 {
     run_script("netns-stripe.sh", "");
+}
+
+/* WEFT_SOCKET_IFNAME unset, a topology (test/topo/one-socket-2eth.xml)
+ * whose two equally near NICs are the veths eth0 and eth1: with two
+ * streams both carry a large share of an allreduce on both hosts. */
+WF_TEST(netns_topo_nics_both_carry, 120)
+{
+    run_script("netns-topo.sh", "both");
+}
+
+/* The same topology, but host a's eth1 cannot reach host b (b's eth1 in
+ * another subnet; b's end of eth1 down): the streams that would use it
+ * fall back to the addresses that reached the rendezvous server, the job
+ * passes within 15 s and the info log says why. */
+WF_TEST(netns_topo_unreachable_nic_falls_back, 120)
+{
+    run_script("netns-topo.sh", "unreach");
 }

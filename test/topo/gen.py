@@ -8,6 +8,10 @@ Run from this directory; check each with `lstopo-no-graphics --input F`.
   one-socket-1nic.xml       1 package, 4 cores, one Ethernet NIC (eth0)
   gpu-far-from-nic.xml      2 packages; the GPU on package 0, the only NIC
                             (eth0) on package 1
+  one-socket-2eth.xml       1 package, 4 cores, two Ethernet NICs (eth0,
+                            eth1) on one host bridge: equally near, so the
+                            netns tests (test/fault/netns-topo.sh) see the
+                            topology choose both
 """
 gp = [100]
 
@@ -118,8 +122,12 @@ far = machine(2, 4, [
                                     [gpu("11:00.0", 0)], I + "  ")], I)],
     [hostbridge(0x80, 0x8f, [pcidev(*eth("81:00.0", "eth0"), I + "  ")],
                 I)]])
+twoeth = machine(1, 4, [[hostbridge(0, 0x0f, [
+    pcidev(*eth("03:00.0", "eth0"), I + "  "),
+    pcidev(*eth("04:00.0", "eth1"), I + "  ")], I)]])
 for name, text in [("two-socket-4gpu-2nic.xml", two),
                    ("one-socket-1nic.xml", one),
-                   ("gpu-far-from-nic.xml", far)]:
+                   ("gpu-far-from-nic.xml", far),
+                   ("one-socket-2eth.xml", twoeth)]:
     with open(name, "w") as f:
         f.write(text)

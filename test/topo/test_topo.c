@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "test.h"
-#include "topo/topo.h"
+#include "topo_test.h"
 
-static wf_topo_t *load(const char *name)
+wf_topo_t *wf_test_topo_load(const char *name)
 {
     char path[256];
     snprintf(path, sizeof(path), "test/topo/%s", name);
@@ -52,7 +52,7 @@ static void expect(const wf_topo_t *t, int lr, int lsize, const char *gpu,
 
 WF_TEST(topo_two_socket_4gpu_2nic, 10)
 {
-    wf_topo_t *t = load("two-socket-4gpu-2nic.xml");
+    wf_topo_t *t = wf_test_topo_load("two-socket-4gpu-2nic.xml");
     ASSERT_EQ(t->npackages, 2);
     ASSERT_EQ(t->nnuma, 2);
     ASSERT_EQ(t->ncores, 8);
@@ -80,7 +80,7 @@ WF_TEST(topo_two_socket_4gpu_2nic, 10)
 
 WF_TEST(topo_one_socket_1nic, 10)
 {
-    wf_topo_t *t = load("one-socket-1nic.xml");
+    wf_topo_t *t = wf_test_topo_load("one-socket-1nic.xml");
     ASSERT_EQ(t->nnuma, 1);
     ASSERT_EQ(wf_topo_count(t, WF_TOPO_GPU), 0);
     /* Host-only ranks: the NIC nearest their NUMA node, one core each. */
@@ -93,7 +93,7 @@ WF_TEST(topo_one_socket_1nic, 10)
 
 WF_TEST(topo_gpu_far_from_nic, 10)
 {
-    wf_topo_t *t = load("gpu-far-from-nic.xml");
+    wf_topo_t *t = wf_test_topo_load("gpu-far-from-nic.xml");
     /* The only NIC is on the other socket: still used, the NUMA node
      * stays the GPU's, and the reason says it crosses nodes. */
     expect(t, 0, 1, "0000:11:00.0", "eth0", 0, 0);
@@ -135,7 +135,7 @@ WF_TEST(topo_garbled_file_degrades, 10)
 
 WF_TEST(topo_report_json_parses, 20)
 {
-    wf_topo_t *t = load("two-socket-4gpu-2nic.xml");
+    wf_topo_t *t = wf_test_topo_load("two-socket-4gpu-2nic.xml");
     char path[] = "/tmp/weft-topo-json-XXXXXX";
     int fd = mkstemp(path);
     ASSERT_TRUE(fd >= 0);

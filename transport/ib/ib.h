@@ -228,8 +228,13 @@ typedef struct wf_ib_port {
 } wf_ib_port_t;
 
 /* Opens the device and port chosen by `hca` (WEFT_IB_HCA, may be empty)
- * and the GID (`gid_index` < 0: automatic, RoCE v2 of `family`, 4 or 6). */
+ * and the GID (`gid_index` < 0: automatic, RoCE v2 of `family`, 4 or 6).
+ * With `hca` empty, the devices the topology chose for this rank
+ * (`topo_hca`, a comma list of names, `topo_why` saying why) are tried
+ * first; when none of them has an ACTIVE port the choice is as without a
+ * topology.  Takes only the table `v`, so tests pass a fake one. */
 weft_status_t wf_ib_dev_open(const wf_ibv_t *v, const char *hca,
+                             const char *topo_hca, const char *topo_why,
                              int gid_index, int family,
                              struct ibv_context **ctx, wf_ib_port_t *port);
 /* True when some device has an active port; the names go to `list`. */

@@ -4,7 +4,8 @@
  *
  * WEFT_IB_HCA is a comma list of NAME or NAME:PORT (exact device names);
  * a leading '^' turns it into an exclusion list.  The first ACTIVE port
- * that passes wins.  On Ethernet (RoCE) the GID decides the protocol and
+ * that passes wins.  Unset, the devices the topology chose for this rank
+ * (nearest its GPU or NUMA node) are tried first, then any.  On Ethernet (RoCE) the GID decides the protocol and
  * the address family, and the wrong one is the most common reason a RoCE
  * job hangs, so without WEFT_IB_GID_INDEX the choice is automatic: a
  * RoCE v2 GID of the bootstrap address's family (IPv4-mapped for IPv4),
@@ -262,7 +263,51 @@ static int pick_port(const wf_ibv_t *v, struct ibv_context *c,
     return 0;
 }
 
+/* The first device with an ACTIVE port that `spec` admits, opened, its
+ * name and port in `out`; NULL when none. */
+static struct ibv_context *pick_dev(const wf_ibv_t *v,
+                                    struct ibv_device **devs, int n,
+                                    const char *spec, wf_ib_port_t *out,
+                                    struct ibv_port_attr *pa)
+{
+    for (int i = 0; i < n; i++) {
+        const char *name = v->get_device_name(devs[i]);
+        struct ibv_context *c = v->open_device(devs[i]);
+        int port;
+        if (!c)
+            continue;
+        port = pick_port(v, c, name, spec, pa);
+        if (port) {
+            wf_strlcpy(out->dev_name, name, sizeof(out->dev_name));
+            out->port = (uint8_t)port;
+            return c;
+        }
+        v->close_device(c);
+    }
+    return NULL;
+}
+
+/* WEFT_IB_HCA unset: the topology's devices first, then any. */
+static struct ibv_context *pick_topo_dev(const wf_ibv_t *v,
+                                         struct ibv_device **devs, int n,
+                                         const char *topo_hca,
+                                         const char *topo_why,
+                                         wf_ib_port_t *out,
+                                         struct ibv_port_attr *pa)
+{
+    struct ibv_context *c = pick_dev(v, devs, n, topo_hca, out, pa);
+    if (c) {
+        WEFT_INFO(NET, "ib: %s port %d chosen: %s", out->dev_name, out->port,
+                  topo_why[0] ? topo_why : "the topology's choice");
+        return c;
+    }
+    WEFT_INFO(NET, "ib: the topology's device(s) %s: none has an ACTIVE "
+              "port; choosing as without a topology", topo_hca);
+    return pick_dev(v, devs, n, "", out, pa);
+}
+
 weft_status_t wf_ib_dev_open(const wf_ibv_t *v, const char *hca,
+                             const char *topo_hca, const char *topo_why,
                              int gid_index, int family,
                              struct ibv_context **out_ctx, wf_ib_port_t *out)
 {
@@ -281,21 +326,11 @@ weft_status_t wf_ib_dev_open(const wf_ibv_t *v, const char *hca,
             v->free_device_list(devs);
         return WEFT_ERR_UNSUPPORTED;
     }
-    for (int i = 0; i < n && !chosen; i++) {
-        const char *name = v->get_device_name(devs[i]);
-        struct ibv_context *c = v->open_device(devs[i]);
-        int port;
-        if (!c)
-            continue;
-        port = pick_port(v, c, name, hca, &pa);
-        if (port) {
-            chosen = c;
-            wf_strlcpy(out->dev_name, name, sizeof(out->dev_name));
-            out->port = (uint8_t)port;
-        } else {
-            v->close_device(c);
-        }
-    }
+    if (!hca[0] && topo_hca && topo_hca[0])
+        chosen = pick_topo_dev(v, devs, n, topo_hca, topo_why ? topo_why : "",
+                               out, &pa);
+    else
+        chosen = pick_dev(v, devs, n, hca, out, &pa);
     v->free_device_list(devs);
     if (!chosen) {
         wf_ib_dev_any_active(v, list, sizeof(list));

@@ -157,7 +157,8 @@ static weft_status_t open_context(wf_tctx_t *ctx)
                  i);
     }
     WEFT_CHECK(open_boot(ctx, &family));
-    WEFT_CHECK(wf_ib_dev_open(ctx->v, ctx->cfg.ib_hca,
+    WEFT_CHECK(wf_ib_dev_open(ctx->v, ctx->cfg.ib_hca, ctx->cfg.topo_hca,
+                              ctx->cfg.topo_why,
                               ctx->cfg.ib_gid_set ? ctx->cfg.ib_gid_index : -1,
                               family, &ctx->dev, &ctx->port));
     WEFT_CHECK(wf_ib_check_memlock(wf_ib_peer_mem(ctx->nqp) *

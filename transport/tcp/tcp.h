@@ -2,8 +2,10 @@
  * tcp.h - private structures of the TCP transport.
  *
  * The transport is split by lifecycle phase:
- *   tcp_init.c  context create/fini, interface and address choice, listen
- *               socket, address blob, query
+ *   tcp_init.c  context create/fini, listen sockets, address blob, query
+ *   tcp_addr.c  which local addresses (interface list, topology, hint)
+ *   tcp_fallback.c  which address pair a dialing stream uses; falling
+ *               back from a topology address that does not connect
  *   tcp_conn.c  dialing with retries, accepting, the handshake, timers,
  *               peer failure
  *   tcp_xfer.c  isend/irecv/test, framing, tag matching, unexpected
@@ -111,14 +113,23 @@ typedef enum {
 } wf_tcp_verdict_t;
 
 /* Address blob: version u8, count u8, 0 u16, then `count` entries of
- * family u8 (4 or 6), 0 u8, port u16 (big endian), 16 bytes of IP (IPv4
- * in the first 4): one per local interface, in WEFT_SOCKET_IFNAME order. */
+ * family u8 (4 or 6), flags u8, port u16 (big endian), 16 bytes of IP
+ * (IPv4 in the first 4): one per local interface, in WEFT_SOCKET_IFNAME
+ * (or topology) order, then, when the interfaces came from the topology,
+ * one more flagged WF_TCP_ADDR_FALLBACK: the address that reached the
+ * rendezvous server, which streams fall back to when a topology address
+ * does not connect (tcp_conn.c). */
 #define WF_TCP_ADDR_HDR 4
 #define WF_TCP_ADDR_ENTRY 20
-/* Interfaces (listening addresses) per context, streams per peer. */
+#define WF_TCP_ADDR_FALLBACK 1u
+/* Interfaces (listening addresses) per context, besides the fallback;
+ * streams per peer. */
 #define WF_TCP_IF_MAX 4
 #define WF_TCP_STREAMS_MAX 16
 #define WF_TCP_ADDR_LEN(n) ((size_t)(WF_TCP_ADDR_HDR + WF_TCP_ADDR_ENTRY * (n)))
+/* A dial over a topology-chosen address that has not connected after
+ * this long (at most a quarter of the connect timeout) falls back. */
+#define WF_TCP_PROBE_MS 2000
 /* Striped messages are cut in pieces of at least this many bytes. */
 #define WF_TCP_STRIPE_DEFAULT (64u << 10)
 
@@ -278,6 +289,9 @@ typedef struct wf_tcp_stream {
     uint64_t retry_at;    /* next dial attempt, state RETRY */
     int retry_ms;
     int last_errno;
+    bool on_fallback;     /* dialer: gave up on the topology's address */
+    uint64_t probe_at;    /* dialer: fall back if not connected by then */
+    char fb_note[300];    /* why it fell back, for a later failure */
     uint8_t hello[WF_TCP_HELLO_LEN]; /* dialer: the hello it sent */
     uint8_t reply[WF_TCP_CHALL_LEN]; /* challenge, then the final reply */
     size_t reply_got;
@@ -295,14 +309,15 @@ typedef struct wf_tcp_peer {
     int neof; /* streams the peer closed cleanly (between frames) */
     bool connect_called;
     bool have_addr;
-    int naddr; /* the peer's listening addresses */
-    struct sockaddr_storage addr[WF_TCP_IF_MAX];
-    socklen_t addr_len[WF_TCP_IF_MAX];
+    int naddr; /* the peer's listening addresses, then its fallback */
+    bool has_fallback; /* addr[naddr] is the peer's fallback address */
+    struct sockaddr_storage addr[WF_TCP_IF_MAX + 1];
+    socklen_t addr_len[WF_TCP_IF_MAX + 1];
     char desc[128];    /* "peer 3 (127.0.0.1:40211)" */
     uint64_t deadline; /* establishment deadline (0 = none) */
     weft_status_t fail_status;
     bool fail_unreported; /* failed quietly; warn on the next post */
-    char fail_msg[200];
+    char fail_msg[400];
     struct wf_treq *posted, *posted_tail;
     wf_tcp_umsg_t *unexp, *unexp_tail;
     wf_tcp_smsg_t *smsgs; /* striped messages being received */
@@ -348,8 +363,12 @@ struct wf_tctx {
     size_t stripe_min;  /* messages of this size and more are striped */
     size_t cma_min;     /* single copy on one machine from this size, 0 off */
     uint64_t cma_cookie; /* read by peers to prove they can (tcp_cma.c) */
-    int nlocal;         /* local interfaces (listeners) */
-    wf_tcp_listener_t listen[WF_TCP_IF_MAX];
+    int nlocal;         /* local interfaces streams bind to */
+    int nlisten;        /* listeners: nlocal, +1 for a separate fallback */
+    int fallback;       /* local[] index of the fallback address, -1 none */
+    unsigned fb_logged; /* local indexes whose fallback was logged */
+    int probe_ms;       /* WF_TCP_PROBE_MS, at most timeout_ms / 4 */
+    wf_tcp_listener_t listen[WF_TCP_IF_MAX + 1];
     wf_tcp_ev_t timer_ev;
     int timer_fd;
     uint64_t timer_due;     /* earliest timed event, 0 = none */
@@ -357,11 +376,12 @@ struct wf_tctx {
     bool timer_fired;       /* timer_fd expired in this progress() batch */
     uint64_t listen_resume; /* accept paused (out of fds) until then */
     bool listen_warned;
-    struct sockaddr_storage local[WF_TCP_IF_MAX]; /* listening addresses */
-    socklen_t local_len[WF_TCP_IF_MAX];
+    struct sockaddr_storage local[WF_TCP_IF_MAX + 1]; /* listening */
+    socklen_t local_len[WF_TCP_IF_MAX + 1];
+    char local_name[WF_TCP_IF_MAX + 1][32]; /* their interfaces, or "" */
     char ifname[64];    /* the first interface's name */
     char local_str[80]; /* "127.0.0.1:40211" (the first; "+N" more) */
-    uint8_t blob[WF_TCP_ADDR_LEN(WF_TCP_IF_MAX)];
+    uint8_t blob[WF_TCP_ADDR_LEN(WF_TCP_IF_MAX + 1)];
     size_t blob_len;
     wf_tcp_peer_t *peers; /* cfg.size entries */
     wf_tcp_pending_t *pending;
@@ -380,11 +400,31 @@ weft_status_t wf_tcp_query(wf_tctx_t *ctx, wf_tdev_attr_t *attr);
 weft_status_t wf_tcp_get_address(wf_tctx_t *ctx, void *addr, size_t *len);
 /* Formats an address as "1.2.3.4:5" or "[::1]:5". */
 void wf_tcp_format_addr(const struct sockaddr *sa, char *out, size_t size);
-/* Decodes an address blob into at most WF_TCP_IF_MAX addresses; false
- * when malformed. */
+/* Decodes an address blob into at most WF_TCP_IF_MAX addresses (*count)
+ * and, with *fallback set, the fallback address after them (arrays of
+ * WF_TCP_IF_MAX + 1); false when malformed. */
 bool wf_tcp_blob_decode(const void *blob, size_t len,
                         struct sockaddr_storage *ss, socklen_t *ss_len,
-                        int *count);
+                        int *count, bool *fallback);
+
+/* ---- tcp_addr.c -------------------------------------------------------- */
+
+/* Chooses ctx->local[0..nlocal) and ctx->ifname (see tcp_addr.c). */
+weft_status_t wf_tcp_choose_addr(wf_tctx_t *ctx);
+/* Parses a literal IPv4/IPv6 address (port 0). */
+bool wf_tcp_parse_ip(const char *text, struct sockaddr_storage *ss,
+                     socklen_t *len);
+struct ifaddrs;
+/* The addresses a comma list of interface names yields from `list`, at
+ * most WF_TCP_IF_MAX, all of the first one's family, IPv4 preferred per
+ * interface, IPv6 link-local never; returns how many, the first one's
+ * interface name in `first`.  With `what` (the knob's name, for warnings)
+ * it is the user's list: literal IPs are taken and interfaces need not be
+ * up.  Without, it is the topology's list: only interfaces that are up
+ * and not loopback count, quietly.  Pure: tests pass a made-up list. */
+int wf_tcp_addrs_from_list(const struct ifaddrs *list, const char *spec,
+                           const char *what, struct sockaddr_storage *ss,
+                           socklen_t *len, char *first, size_t first_size);
 
 /* ---- tcp_hs.c ---------------------------------------------------------- */
 
@@ -463,6 +503,20 @@ void wf_tcp_stream_fail(wf_tctx_t *ctx, wf_tcp_stream_t *s, weft_status_t st,
 /* Sets the stream's epoll interest: EPOLLIN unless its reader waits for a
  * striped header, plus EPOLLOUT when `out`. */
 void wf_tcp_stream_watch(wf_tctx_t *ctx, wf_tcp_stream_t *s, bool out);
+
+/* ---- tcp_fallback.c ---------------------------------------------------- */
+
+/* The local address stream s dials from (index into ctx->local; -1: the
+ * kernel chooses) and the peer address it dials (index into its addr). */
+int wf_tcp_local_index(const wf_tctx_t *ctx, const wf_tcp_stream_t *s);
+int wf_tcp_remote_index(const wf_tcp_stream_t *s);
+/* Whether falling back would change s's path (it has not yet, and either
+ * end has a fallback this stream does not use already). */
+bool wf_tcp_can_fall_back(const wf_tctx_t *ctx, const wf_tcp_stream_t *s);
+/* Marks s as on the fallback (its fd already closed), keeps `why` for a
+ * later failure message and logs the switch; the caller redials. */
+void wf_tcp_fallback_switch(wf_tctx_t *ctx, wf_tcp_stream_t *s,
+                            const char *why);
 
 /* ---- tcp_xfer.c -------------------------------------------------------- */
 

@@ -102,7 +102,7 @@ static void accept_one(wf_tctx_t *ctx, int fd, struct sockaddr_storage *ss)
 void wf_tcp_listen_resume(wf_tctx_t *ctx, uint64_t now)
 {
     ctx->listen_resume = 0;
-    for (int i = 0; i < ctx->nlocal; i++) {
+    for (int i = 0; i < ctx->nlisten; i++) {
         wf_tcp_listener_t *l = &ctx->listen[i];
         struct epoll_event e = {.events = EPOLLIN, .data.ptr = &l->ev};
         if (!l->paused)

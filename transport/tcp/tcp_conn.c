@@ -8,7 +8,9 @@
  * sides calling connect() at the same time never produce extra sockets.
  * Stream k binds to local interface k mod (local count) and dials the
  * peer's interface k mod (its count), so with WEFT_SOCKET_IFNAME=a,b two
- * streams take two paths.  The peer is up when every stream is.  The dialer retries refused
+ * streams take two paths.  A stream from a topology-chosen address that
+ * does not connect falls back (tcp_fallback.c).
+ * The peer is up when every stream is.  The dialer retries refused
  * connections (the peer may not listen yet) with a doubling back-off until
  * cfg.timeout_ms; the acceptor waits without a deadline because the peer may
  * legitimately use the connection much later (the engine's operation
@@ -85,7 +87,7 @@ void wf_tcp_peer_fail(wf_tctx_t *ctx, wf_tcp_peer_t *p, weft_status_t st,
 void wf_tcp_stream_fail(wf_tctx_t *ctx, wf_tcp_stream_t *s, weft_status_t st,
                         const char *fmt, ...)
 {
-    char msg[160];
+    char msg[360];
     va_list ap;
 
     va_start(ap, fmt);
@@ -140,6 +142,7 @@ static void due_min(uint64_t *due, uint64_t when)
 }
 
 static void dial_start(wf_tctx_t *ctx, wf_tcp_stream_t *s);
+static void fall_back(wf_tctx_t *ctx, wf_tcp_stream_t *s, const char *why);
 
 /* Runs one peer's due retries or deadline; returns its next due time. */
 static uint64_t peer_timer(wf_tctx_t *ctx, wf_tcp_peer_t *p, uint64_t now)
@@ -155,18 +158,26 @@ static uint64_t peer_timer(wf_tctx_t *ctx, wf_tcp_peer_t *p, uint64_t now)
         while (s->state == WF_TCP_UP && s + 1 < p->streams + ctx->nstreams)
             s++;
         wf_tcp_stream_fail(ctx, s, WEFT_ERR_REMOTE,
-                           "cannot connect within %lld ms: %s",
+                           "cannot connect within %lld ms: %s%s",
                            (long long)ctx->cfg.timeout_ms,
                            s->last_errno ? wf_errno_str(s->last_errno)
-                                         : "no answer");
+                                         : "no answer", s->fb_note);
         return 0;
     }
     for (int k = 0; k < ctx->nstreams && p->state == WF_TCP_DIALING; k++) {
         wf_tcp_stream_t *s = &p->streams[k];
+        if (s->state == WF_TCP_DIALING && s->probe_at && now >= s->probe_at) {
+            char why[48];
+            snprintf(why, sizeof(why), "no answer within %d ms",
+                     ctx->probe_ms);
+            fall_back(ctx, s, why);
+        }
         if (s->state == WF_TCP_RETRY && now >= s->retry_at)
             dial_start(ctx, s);
         if (s->state == WF_TCP_RETRY)
             due_min(&due, s->retry_at);
+        if (s->state == WF_TCP_DIALING)
+            due_min(&due, s->probe_at);
     }
     if (p->state != WF_TCP_DIALING)
         return 0;
@@ -199,12 +210,17 @@ static void dial_error(wf_tctx_t *ctx, wf_tcp_stream_t *s, int err)
 {
     wf_tcp_peer_t *p = s->peer;
 
+    if (s->probe_at) {
+        fall_back(ctx, s, wf_errno_str(err));
+        return;
+    }
     close_stream_fd(ctx, s);
     s->last_errno = err;
     if (wf_deadline_passed(p->deadline)) {
         wf_tcp_stream_fail(ctx, s, WEFT_ERR_REMOTE,
-                           "cannot connect within %lld ms: %s",
-                           (long long)ctx->cfg.timeout_ms, wf_errno_str(err));
+                           "cannot connect within %lld ms: %s%s",
+                           (long long)ctx->cfg.timeout_ms, wf_errno_str(err),
+                           s->fb_note);
         return;
     }
     WEFT_TRACE(NET, "tcp: %s stream %d: connect failed (%s), retrying in "
@@ -221,6 +237,7 @@ static void send_hello(wf_tctx_t *ctx, wf_tcp_stream_t *s)
     ssize_t n;
 
     s->last_errno = 0; /* connected: older refusals are history */
+    s->probe_at = 0;   /* the path works: no falling back from here */
     if (wf_auth_random(nonce, sizeof(nonce)) != WEFT_OK) {
         wf_tcp_stream_fail(ctx, s, WEFT_ERR_SYSTEM,
                            "no random handshake nonce");
@@ -243,14 +260,14 @@ static void send_hello(wf_tctx_t *ctx, wf_tcp_stream_t *s)
     wf_tcp_stream_watch(ctx, s, false);
 }
 
-/* Binds a dialing socket to local interface idx mod nlocal when there are
- * several, so the stream leaves through that interface's address. */
+/* Binds a dialing socket to its local address (wf_tcp_local_index), so the
+ * stream leaves through that interface's address. */
 static int bind_local(wf_tctx_t *ctx, wf_tcp_stream_t *s, int fd)
 {
     struct sockaddr_storage ss;
-    int i = s->idx % ctx->nlocal;
+    int i = wf_tcp_local_index(ctx, s);
 
-    if (ctx->nlocal < 2)
+    if (i < 0)
         return 0;
     ss = ctx->local[i];
     if (ss.ss_family == AF_INET)
@@ -260,10 +277,19 @@ static int bind_local(wf_tctx_t *ctx, wf_tcp_stream_t *s, int fd)
     return bind(fd, (struct sockaddr *)&ss, ctx->local_len[i]);
 }
 
+/* The topology's address did not connect (`why`): redial stream s from
+ * our fallback to the peer's (tcp_fallback.c). */
+static void fall_back(wf_tctx_t *ctx, wf_tcp_stream_t *s, const char *why)
+{
+    close_stream_fd(ctx, s);
+    wf_tcp_fallback_switch(ctx, s, why);
+    dial_start(ctx, s);
+}
+
 static void dial_start(wf_tctx_t *ctx, wf_tcp_stream_t *s)
 {
     wf_tcp_peer_t *p = s->peer;
-    int a = s->idx % p->naddr;
+    int a = wf_tcp_remote_index(s);
     struct epoll_event e = {.events = EPOLLOUT, .data.ptr = &s->ev};
     int fd = socket(p->addr[a].ss_family,
                     SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -288,6 +314,10 @@ static void dial_start(wf_tctx_t *ctx, wf_tcp_stream_t *s)
     s->fd = fd;
     s->events = EPOLLOUT;
     s->state = WF_TCP_DIALING;
+    if (wf_tcp_can_fall_back(ctx, s)) {
+        s->probe_at = wf_time_ms() + (uint64_t)ctx->probe_ms;
+        wf_tcp_timer_schedule(ctx, s->probe_at);
+    }
     wf_tcp_timer_schedule(ctx, p->deadline);
     if (connect(fd, (struct sockaddr *)&p->addr[a], p->addr_len[a]) == 0)
         send_hello(ctx, s);
@@ -447,7 +477,8 @@ static weft_status_t peer_addr(wf_tcp_peer_t *p, const void *addr, size_t len)
 
     if (p->have_addr)
         return WEFT_OK;
-    if (!wf_tcp_blob_decode(addr, len, p->addr, p->addr_len, &p->naddr)) {
+    if (!wf_tcp_blob_decode(addr, len, p->addr, p->addr_len, &p->naddr,
+                            &p->has_fallback)) {
         WEFT_WARN(NET, "tcp: malformed address of peer %d (%zu bytes; a "
                   "rank of another weft version?)", p->rank, len);
         return WEFT_ERR_INVALID_ARG;

@@ -1,6 +1,6 @@
 /*
- * tcp_init.c - TCP context creation and release: which local address to
- * use, the listening socket, the address blob and query().
+ * tcp_init.c - TCP context creation and release: the listening sockets
+ * (on the addresses tcp_addr.c chose), the address blob and query().
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -33,190 +33,6 @@ void wf_tcp_format_addr(const struct sockaddr *sa, char *out, size_t size)
     } else {
         snprintf(out, size, "(family %d)", sa->sa_family);
     }
-}
-
-/* Parses a literal IPv4/IPv6 address (port 0). */
-static bool parse_ip(const char *text, struct sockaddr_storage *ss,
-                     socklen_t *len)
-{
-    struct sockaddr_in *in = (struct sockaddr_in *)ss;
-    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
-
-    memset(ss, 0, sizeof(*ss));
-    if (inet_pton(AF_INET, text, &in->sin_addr) == 1) {
-        in->sin_family = AF_INET;
-        *len = sizeof(*in);
-        return true;
-    }
-    if (inet_pton(AF_INET6, text, &in6->sin6_addr) == 1) {
-        in6->sin6_family = AF_INET6;
-        *len = sizeof(*in6);
-        return true;
-    }
-    return false;
-}
-
-/* Link-local IPv6 addresses need a scope id that means nothing on the
- * remote host, so they are never published. */
-static bool usable_addr(const struct sockaddr *sa)
-{
-    if (!sa)
-        return false;
-    if (sa->sa_family == AF_INET)
-        return true;
-    if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-        return !IN6_IS_ADDR_LINKLOCAL(&in6->sin6_addr);
-    }
-    return false;
-}
-
-static void take_addr(const struct ifaddrs *ifa, struct sockaddr_storage *ss,
-                      socklen_t *len, char *ifname, size_t ifname_size)
-{
-    size_t n = ifa->ifa_addr->sa_family == AF_INET
-                   ? sizeof(struct sockaddr_in)
-                   : sizeof(struct sockaddr_in6);
-    memset(ss, 0, sizeof(*ss));
-    memcpy(ss, ifa->ifa_addr, n);
-    *len = (socklen_t)n;
-    wf_strlcpy(ifname, ifa->ifa_name, ifname_size);
-}
-
-/* Finds an address of interface `name` (IPv4 preferred), or with name NULL
- * the first up, non-loopback interface. */
-static bool find_if_addr(const struct ifaddrs *list, const char *name,
-                         struct sockaddr_storage *ss, socklen_t *len,
-                         char *ifname, size_t ifname_size)
-{
-    const struct ifaddrs *v6 = NULL;
-
-    for (const struct ifaddrs *ifa = list; ifa; ifa = ifa->ifa_next) {
-        if (!usable_addr(ifa->ifa_addr))
-            continue;
-        if (name && strcmp(ifa->ifa_name, name) != 0)
-            continue;
-        if (!name &&
-            (!(ifa->ifa_flags & IFF_UP) || (ifa->ifa_flags & IFF_LOOPBACK)))
-            continue;
-        if (ifa->ifa_addr->sa_family == AF_INET) {
-            take_addr(ifa, ss, len, ifname, ifname_size);
-            return true;
-        }
-        if (!v6)
-            v6 = ifa;
-    }
-    if (!v6)
-        return false;
-    take_addr(v6, ss, len, ifname, ifname_size);
-    return true;
-}
-
-/* The interface that owns `ss`, for query(); empty when none does. */
-static void name_of_addr(const struct ifaddrs *list,
-                         const struct sockaddr_storage *ss, char *ifname,
-                         size_t size)
-{
-    for (const struct ifaddrs *ifa = list; ifa; ifa = ifa->ifa_next) {
-        const struct sockaddr *sa = ifa->ifa_addr;
-        if (!sa || sa->sa_family != ss->ss_family)
-            continue;
-        bool same =
-            sa->sa_family == AF_INET
-                ? !memcmp(&((const struct sockaddr_in *)sa)->sin_addr,
-                          &((const struct sockaddr_in *)ss)->sin_addr, 4)
-                : !memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr,
-                          &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
-        if (same) {
-            wf_strlcpy(ifname, ifa->ifa_name, size);
-            return;
-        }
-    }
-}
-
-/* WEFT_SOCKET_IFNAME: a comma list of interface names or literal IPs.
- * Every entry that yields an address of the first one's family is used
- * (up to WF_TCP_IF_MAX): streams bind to them round-robin, so several NICs
- * carry a peer's traffic. */
-static int addrs_from_ifname(wf_tctx_t *ctx, const struct ifaddrs *list,
-                             const char *spec)
-{
-    char buf[sizeof(((wf_tconfig_t *)0)->ifname)], name[64];
-    char *save = NULL;
-    int n = 0;
-
-    wf_strlcpy(buf, spec, sizeof(buf));
-    for (char *tok = strtok_r(buf, ", ", &save); tok;
-         tok = strtok_r(NULL, ", ", &save)) {
-        struct sockaddr_storage *ss = &ctx->local[n];
-        bool ok;
-        name[0] = '\0';
-        if (n == WF_TCP_IF_MAX) {
-            WEFT_WARN(NET, "tcp: WEFT_SOCKET_IFNAME: using the first %d "
-                      "entries, ignoring '%s' and later", WF_TCP_IF_MAX, tok);
-            break;
-        }
-        ok = parse_ip(tok, ss, &ctx->local_len[n]);
-        if (ok)
-            name_of_addr(list, ss, name, sizeof(name));
-        else
-            ok = find_if_addr(list, tok, ss, &ctx->local_len[n], name,
-                              sizeof(name));
-        if (!ok)
-            continue;
-        if (n > 0 && ss->ss_family != ctx->local[0].ss_family) {
-            WEFT_WARN(NET, "tcp: WEFT_SOCKET_IFNAME: skipping '%s': not the "
-                      "address family of the first entry", tok);
-            continue;
-        }
-        if (n == 0)
-            wf_strlcpy(ctx->ifname, name, sizeof(ctx->ifname));
-        n++;
-    }
-    return n;
-}
-
-/* Chooses the local addresses: ifname, then bind_hint, then the first up
- * non-loopback interface, then loopback. */
-static weft_status_t choose_addr(wf_tctx_t *ctx)
-{
-    const wf_tconfig_t *cfg = &ctx->cfg;
-    struct ifaddrs *list = NULL;
-    weft_status_t st = WEFT_OK;
-
-    if (getifaddrs(&list) != 0) {
-        WEFT_WARN(NET, "tcp: getifaddrs failed: %s", wf_errno_str(errno));
-        return WEFT_ERR_SYSTEM;
-    }
-    ctx->nlocal = 1;
-    if (cfg->ifname[0]) {
-        ctx->nlocal = addrs_from_ifname(ctx, list, cfg->ifname);
-        if (ctx->nlocal == 0) {
-            WEFT_WARN(NET,
-                      "tcp: WEFT_SOCKET_IFNAME=%s: no interface or address "
-                      "in the list has a usable address",
-                      cfg->ifname);
-            st = WEFT_ERR_INVALID_ARG;
-        }
-        goto out;
-    }
-    if (cfg->bind_hint[0]) {
-        if (parse_ip(cfg->bind_hint, &ctx->local[0], &ctx->local_len[0])) {
-            name_of_addr(list, &ctx->local[0], ctx->ifname,
-                         sizeof(ctx->ifname));
-            goto out;
-        }
-        WEFT_WARN(NET, "tcp: ignoring bind hint '%s': not an IP address",
-                  cfg->bind_hint);
-    }
-    if (find_if_addr(list, NULL, &ctx->local[0], &ctx->local_len[0],
-                     ctx->ifname, sizeof(ctx->ifname)))
-        goto out;
-    parse_ip("127.0.0.1", &ctx->local[0], &ctx->local_len[0]);
-    name_of_addr(list, &ctx->local[0], ctx->ifname, sizeof(ctx->ifname));
-out:
-    freeifaddrs(list);
-    return st;
 }
 
 static void set_port(struct sockaddr_storage *ss, int port)
@@ -291,29 +107,38 @@ static weft_status_t open_listen(wf_tctx_t *ctx, int i)
     return WEFT_OK;
 }
 
+static void entry_encode(uint8_t *e, const struct sockaddr_storage *ss)
+{
+    uint16_t port;
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+        e[0] = 4;
+        port = in->sin_port;
+        memcpy(e + 4, &in->sin_addr, 4);
+    } else {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+        e[0] = 6;
+        port = in6->sin6_port;
+        memcpy(e + 4, &in6->sin6_addr, 16);
+    }
+    memcpy(e + 2, &port, 2); /* already network order */
+}
+
 static void blob_encode(wf_tctx_t *ctx)
 {
     uint8_t *b = ctx->blob;
+    int n = ctx->nlocal + (ctx->fallback >= 0);
 
-    ctx->blob_len = WF_TCP_ADDR_LEN(ctx->nlocal);
+    ctx->blob_len = WF_TCP_ADDR_LEN(n);
     memset(b, 0, ctx->blob_len);
     b[0] = (uint8_t)WF_TCP_VERSION;
-    b[1] = (uint8_t)ctx->nlocal;
-    for (int i = 0; i < ctx->nlocal; i++) {
-        uint8_t *e = b + WF_TCP_ADDR_LEN(i);
-        uint16_t port;
-        if (ctx->local[i].ss_family == AF_INET) {
-            struct sockaddr_in *in = (struct sockaddr_in *)&ctx->local[i];
-            e[0] = 4;
-            port = in->sin_port;
-            memcpy(e + 4, &in->sin_addr, 4);
-        } else {
-            struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ctx->local[i];
-            e[0] = 6;
-            port = in6->sin6_port;
-            memcpy(e + 4, &in6->sin6_addr, 16);
-        }
-        memcpy(e + 2, &port, 2); /* already network order */
+    b[1] = (uint8_t)n;
+    for (int i = 0; i < ctx->nlocal; i++)
+        entry_encode(b + WF_TCP_ADDR_LEN(i), &ctx->local[i]);
+    if (ctx->fallback >= 0) {
+        uint8_t *e = b + WF_TCP_ADDR_LEN(ctx->nlocal);
+        entry_encode(e, &ctx->local[ctx->fallback]);
+        e[1] = WF_TCP_ADDR_FALLBACK;
     }
 }
 
@@ -344,17 +169,22 @@ static bool entry_decode(const uint8_t *e, struct sockaddr_storage *ss,
 
 bool wf_tcp_blob_decode(const void *blob, size_t len,
                         struct sockaddr_storage *ss, socklen_t *ss_len,
-                        int *count)
+                        int *count, bool *fallback)
 {
     const uint8_t *b = blob;
 
     if (!blob || len < WF_TCP_ADDR_LEN(1) || b[0] != WF_TCP_VERSION ||
-        b[1] < 1 || b[1] > WF_TCP_IF_MAX || len != WF_TCP_ADDR_LEN(b[1]))
+        b[1] < 1 || b[1] > WF_TCP_IF_MAX + 1 || len != WF_TCP_ADDR_LEN(b[1]))
+        return false;
+    /* Only the last entry may be the fallback, and not the only one. */
+    *fallback = b[1] > 1 &&
+                (b[WF_TCP_ADDR_LEN(b[1] - 1) + 1] & WF_TCP_ADDR_FALLBACK);
+    if (b[1] - *fallback > WF_TCP_IF_MAX)
         return false;
     for (int i = 0; i < b[1]; i++)
         if (!entry_decode(b + WF_TCP_ADDR_LEN(i), &ss[i], &ss_len[i]))
             return false;
-    *count = b[1];
+    *count = b[1] - *fallback;
     return true;
 }
 
@@ -427,8 +257,8 @@ static weft_status_t open_context(wf_tctx_t *ctx)
             s->fd = -1;
         }
     }
-    WEFT_CHECK(choose_addr(ctx));
-    for (int i = 0; i < ctx->nlocal; i++) {
+    WEFT_CHECK(wf_tcp_choose_addr(ctx));
+    for (int i = 0; i < ctx->nlisten; i++) {
         WEFT_CHECK(open_listen(ctx, i));
         ctx->listen[i].ev.kind = WF_TCP_EV_LISTEN;
         WEFT_CHECK(epoll_add(ctx, ctx->listen[i].fd, &ctx->listen[i].ev));
@@ -456,8 +286,12 @@ weft_status_t wf_tcp_init(const wf_tconfig_t *cfg, wf_tctx_t **out)
     ctx->cfg.ifname[sizeof(ctx->cfg.ifname) - 1] = '\0';
     ctx->cfg.bind_hint[sizeof(ctx->cfg.bind_hint) - 1] = '\0';
     ctx->epfd = ctx->timer_fd = -1;
-    for (int i = 0; i < WF_TCP_IF_MAX; i++)
+    for (int i = 0; i <= WF_TCP_IF_MAX; i++)
         ctx->listen[i].fd = -1;
+    ctx->fallback = -1;
+    ctx->probe_ms = cfg->timeout_ms > 0
+                        ? (int)WF_MIN(WF_TCP_PROBE_MS, cfg->timeout_ms / 4)
+                        : WF_TCP_PROBE_MS;
     ctx->nstreams = cfg->tcp_streams > 0 ? cfg->tcp_streams : 1;
     ctx->stripe_min = cfg->tcp_stripe_min ? cfg->tcp_stripe_min
                                           : WF_TCP_STRIPE_DEFAULT;
@@ -468,11 +302,12 @@ weft_status_t wf_tcp_init(const wf_tconfig_t *cfg, wf_tctx_t **out)
      * thing to check on a multi-homed host. */
     WEFT_INFO(NET, "tcp: rank %d listening on %s (%s)", cfg->rank,
                ctx->local_str, ctx->ifname[0] ? ctx->ifname : "?");
-    for (int i = 1; i < ctx->nlocal; i++) {
+    for (int i = 1; i < ctx->nlisten; i++) {
         char where[80];
         wf_tcp_format_addr((struct sockaddr *)&ctx->local[i], where,
                            sizeof(where));
-        WEFT_INFO(NET, "tcp: rank %d also listening on %s", cfg->rank, where);
+        WEFT_INFO(NET, "tcp: rank %d also listening on %s%s", cfg->rank,
+                  where, i == ctx->fallback ? " (fallback)" : "");
     }
     if (ctx->nstreams > 1)
         WEFT_INFO(NET, "tcp: %d streams per peer, messages of %zu bytes or "
@@ -510,7 +345,7 @@ void wf_tcp_fini(wf_tctx_t *ctx)
         }
     }
     wf_tcp_xfer_free_all(ctx);
-    for (int i = 0; i < WF_TCP_IF_MAX; i++)
+    for (int i = 0; i <= WF_TCP_IF_MAX; i++)
         close_fd(&ctx->listen[i].fd);
     close_fd(&ctx->timer_fd);
     close_fd(&ctx->epfd);
