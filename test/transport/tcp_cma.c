@@ -36,6 +36,20 @@ static void set_cma_min(wf_tconfig_t *cfg, int rank, void *mins)
     cfg->tcp_cma_min = ((const size_t *)mins)[rank];
 }
 
+/* Only Yama's scope 1 is lifted for the peers; 0 needs nothing, 2 and 3
+ * cannot be lifted by the process. */
+WF_TEST(transport_tcp_cma_yama_scope, 10)
+{
+    ASSERT_TRUE(wf_tcp_cma_yama_restricts("1\n"));
+    ASSERT_TRUE(wf_tcp_cma_yama_restricts("1"));
+    ASSERT_TRUE(!wf_tcp_cma_yama_restricts("0\n"));
+    ASSERT_TRUE(!wf_tcp_cma_yama_restricts("2\n"));
+    ASSERT_TRUE(!wf_tcp_cma_yama_restricts("3\n"));
+    ASSERT_TRUE(!wf_tcp_cma_yama_restricts("12\n"));
+    ASSERT_TRUE(!wf_tcp_cma_yama_restricts(""));
+    ASSERT_TRUE(!wf_tcp_cma_yama_restricts(NULL));
+}
+
 /* Opens two TCP contexts with the given thresholds and connects them. */
 static void open_pair(tg_group_t *g, size_t min0, size_t min1)
 {
