@@ -372,11 +372,14 @@ WF_TEST(bench_bad_options, 60)
 }
 
 /* The progress line goes to a terminal's stderr and is erased at the
- * end; with stderr on a pipe nothing of it appears. */
+ * end; with stderr on a pipe nothing of it appears.  The run must last
+ * well over the line's first 0.2 s: 800 calls of 4 MiB take 0.6-2.5 s
+ * here (200 calls became too few once the single copy made 2 ranks
+ * fast). */
 WF_TEST(bench_progress_line_on_tty_only, 90)
 {
     char cmd[2048], *out;
-    const char *args = "allreduce -n 2 -b 4M -e 4M -w 0 -r 100";
+    const char *args = "allreduce -n 2 -b 4M -e 4M -w 0 -r 400";
     snprintf(cmd, sizeof(cmd), "%s %s", wf_test_tool("weft-bench"), args);
     ASSERT_EQ(run_cmd(cmd, true, &out), 0);
     ASSERT_TRUE(strstr(out, "\033[K") == NULL);

@@ -224,6 +224,12 @@ typedef struct wf_tcp_umsg {
     bool complete;          /* all payload bytes are in `data` */
     struct wf_treq *waiter; /* a receive matched it before it completed */
     char *data;             /* grows with the bytes received (rx_grow) */
+    /* A single-copy message whose payload is still in the sender's
+     * memory (NULL data): read into the receive that claims it, or into
+     * `data` by the next progress() call (tcp_cma.c). */
+    bool cma_pending;
+    uint64_t cma_addr, cma_seq;
+    uint64_t cma_call; /* the progress() call that matched its RTS */
 } wf_tcp_umsg_t;
 
 /* A striped message being received: its header came on stream 0 and was
@@ -329,6 +335,8 @@ typedef struct wf_tcp_peer {
     uint64_t cma_send_seq;     /* RTS sent to the peer */
     struct wf_treq *cma_sends; /* RTS sent, waiting for their FIN */
     uint64_t cma_bytes_read;   /* payload read from the peer's memory */
+    uint64_t cma_buffered;     /* of its messages, read before a receive
+                                * claimed them (a second copy) */
     wf_tcp_stream_t *streams; /* ctx->nstreams */
 } wf_tcp_peer_t;
 
@@ -363,6 +371,8 @@ struct wf_tctx {
     size_t stripe_min;  /* messages of this size and more are striped */
     size_t cma_min;     /* single copy on one machine from this size, 0 off */
     uint64_t cma_cookie; /* read by peers to prove they can (tcp_cma.c) */
+    size_t cma_pending;  /* unexpected RTS not read yet, at most */
+    uint64_t progress_calls;
     int nlocal;         /* local interfaces streams bind to */
     int nlisten;        /* listeners: nlocal, +1 for a separate fallback */
     int fallback;       /* local[] index of the fallback address, -1 none */
@@ -546,6 +556,9 @@ void wf_tcp_unlink_unexp(wf_tcp_peer_t *p, wf_tcp_umsg_t *m,
  * memory.  `cap` bytes of buffer to start with. */
 wf_tcp_umsg_t *wf_tcp_umsg_new(wf_tctx_t *ctx, wf_tcp_peer_t *p,
                                const wf_tcp_rx_t *rx, size_t cap);
+/* The same without a buffer (data NULL). */
+wf_tcp_umsg_t *wf_tcp_umsg_new_empty(wf_tctx_t *ctx, wf_tcp_peer_t *p,
+                                     const wf_tcp_rx_t *rx);
 /* Fails the peer's pending requests and drops partial messages; complete
  * unexpected messages stay deliverable. */
 void wf_tcp_xfer_fail(wf_tctx_t *ctx, wf_tcp_peer_t *p);
@@ -613,12 +626,20 @@ bool wf_tcp_cma_queue(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_treq_t *r,
 int wf_tcp_cma_header(wf_tctx_t *ctx, wf_tcp_stream_t *s);
 /* The RTS trailer in s->rx is whole; false when the peer failed. */
 bool wf_tcp_cma_trailer_done(wf_tctx_t *ctx, wf_tcp_stream_t *s);
+/* Receive r claims unexpected message m, an RTS whose payload is still
+ * in the sender's memory: reads it straight into r and completes r. */
+void wf_tcp_cma_claim(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_tcp_umsg_t *m,
+                      struct wf_treq *r);
+/* Reads the RTS that no receive claimed before this progress() call into
+ * unexpected buffers, so that their senders complete. */
+void wf_tcp_cma_flush(wf_tctx_t *ctx);
 /* Fails the sends still waiting for their FIN. */
 void wf_tcp_cma_fail(wf_tcp_peer_t *p, weft_status_t st);
-/* Bytes read from `peer` by single copy, and whether each side can read
- * the other; for tests. */
+/* Bytes read from `peer` by single copy, how many of its messages went
+ * into an unexpected buffer first (NULL: not wanted), and whether each
+ * side can read the other; for tests. */
 weft_status_t wf_tcp_cma_stats(wf_tctx_t *ctx, int peer, uint64_t *read,
-                               bool *readable, bool *ok);
+                               uint64_t *buffered, bool *readable, bool *ok);
 
 /* ---- tcp_poll.c -------------------------------------------------------- */
 

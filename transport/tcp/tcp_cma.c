@@ -23,9 +23,10 @@
  *      bytes or more as an RTS: the usual header (tag, signature, length)
  *      and a 16-byte trailer {buffer address, sequence number}.  The
  *      receiver matches it like any frame and reads the payload with
- *      process_vm_readv, into the posted receive or, when none is posted
- *      yet, into an unexpected buffer at once (sends never wait for
- *      receives, transport.h).  Then it answers FIN {sequence number, 0
+ *      process_vm_readv, into the posted receive; into a receive posted
+ *      before its next progress() call; or else, in that call, into an
+ *      unexpected buffer (sends never wait for receives, transport.h).
+ *      Then it answers FIN {sequence number, 0
  *      or the errno of a failed read}.  The send completes with the FIN,
  *      so its buffer stays untouched until the receiver is done, and the
  *      sender reads until then: the FIN is never unasked.
@@ -202,10 +203,17 @@ static bool rts_read(wf_tctx_t *ctx, wf_tcp_peer_t *p, char *dst, size_t n,
     return control_queue(ctx, p, WF_TCP_CMA_FIN_MAGIC, seq, 0, 0, 0);
 }
 
-/* The trailer of an RTS is in: read the message into a posted receive, or
- * else into an unexpected buffer at once, so that the send completes
- * without waiting for a receive as every other send does (the engine's
- * plans rely on that, transport.h). */
+/* The trailer of an RTS is in: read the message into a posted receive;
+ * else keep the RTS as an unexpected message whose payload is still in
+ * the sender's memory.  A receive posted before the next progress() call
+ * reads it straight into its buffer (wf_tcp_cma_claim): that is the
+ * common case, a receive the engine posts once the completions of this
+ * call let it.  Otherwise the next call reads it into an unexpected
+ * buffer (wf_tcp_cma_flush), so that the send completes without waiting
+ * for a receive, as every other send does (the engine's plans rely on
+ * that, transport.h).  Reading at once instead costs a second copy and
+ * a fresh buffer per message, and made a 2 MiB ring allreduce on 2 ranks
+ * 2x slower. */
 static bool rts_received(wf_tctx_t *ctx, wf_tcp_stream_t *s)
 {
     wf_tcp_peer_t *p = s->peer;
@@ -229,27 +237,87 @@ static bool rts_received(wf_tctx_t *ctx, wf_tcp_stream_t *s)
         wf_tcp_msg_done(r, NULL, len, rx->sig);
         return true;
     }
-    /* The read is what backs the length the peer claims: an address that
-     * does not hold `len` bytes fails it before anything is kept. */
     rx->len = len;
-    wf_tcp_umsg_t *m = wf_tcp_umsg_new(ctx, p, rx, len);
+    wf_tcp_umsg_t *m = wf_tcp_umsg_new_empty(ctx, p, rx);
     if (!m) {
         wf_tcp_peer_fail(ctx, p, WEFT_ERR_NO_MEMORY,
                          "out of memory for an unexpected single-copy "
                          "message of %zu bytes", len);
         return false;
     }
-    if (!rts_read(ctx, p, m->data, len, addr, seq)) {
-        /* Never complete: a receive must not find and wait on it. */
-        wf_tcp_umsg_t *prev = NULL;
-        for (wf_tcp_umsg_t *u = p->unexp; u && u != m; u = u->next)
-            prev = u;
-        wf_tcp_unlink_unexp(p, m, prev);
-        wf_tcp_umsg_free(m);
-        return false;
-    }
-    wf_tcp_msg_done(NULL, m, len, rx->sig);
+    m->cma_pending = true;
+    m->cma_addr = addr;
+    m->cma_seq = seq;
+    m->cma_call = ctx->progress_calls;
+    ctx->cma_pending++;
     return true;
+}
+
+void wf_tcp_cma_claim(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_tcp_umsg_t *m,
+                      wf_treq_t *r)
+{
+    if (p->state == WF_TCP_FAILED) {
+        /* Its payload never arrived: the peer is gone or unsafe to read. */
+        wf_tcp_req_done(r, p->fail_status);
+    } else if (rts_read(ctx, p, r->buf, WF_MIN(m->len, r->len), m->cma_addr,
+                        m->cma_seq)) {
+        wf_tcp_msg_done(r, NULL, m->len, m->sig);
+        /* The FIN now, not on the next progress(): the sender waits. */
+        wf_tcp_flush(ctx, &p->streams[0]);
+    } else {
+        wf_tcp_req_done(r, p->fail_status);
+    }
+    if (ctx->cma_pending)
+        ctx->cma_pending--;
+    wf_tcp_umsg_free(m);
+}
+
+/* Reads the pending message m of peer p into a buffer of its own; false
+ * when the peer failed (m is then unlinked and freed). */
+static bool pending_read(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_tcp_umsg_t *m,
+                         wf_tcp_umsg_t *prev)
+{
+    m->data = malloc(m->len ? m->len : 1);
+    if (!m->data) {
+        wf_tcp_peer_fail(ctx, p, WEFT_ERR_NO_MEMORY,
+                         "out of memory for an unexpected single-copy "
+                         "message of %zu bytes", m->len);
+    } else if (rts_read(ctx, p, m->data, m->len, m->cma_addr, m->cma_seq)) {
+        m->cma_pending = false;
+        m->complete = true;
+        p->cma_buffered++;
+        return true;
+    }
+    /* Never complete: a receive must not find and wait on it. */
+    wf_tcp_unlink_unexp(p, m, prev);
+    wf_tcp_umsg_free(m);
+    return false;
+}
+
+void wf_tcp_cma_flush(wf_tctx_t *ctx)
+{
+    size_t left = 0;
+
+    for (int i = 0; ctx->cma_pending && i < ctx->cfg.size; i++) {
+        wf_tcp_peer_t *p = &ctx->peers[i];
+        wf_tcp_umsg_t *prev = NULL, *next;
+        for (wf_tcp_umsg_t *m = p->unexp; m; m = next) {
+            next = m->next;
+            if (!m->cma_pending) {
+                prev = m;
+            } else if (p->state != WF_TCP_UP) {
+                prev = m; /* a failed peer's: a receive gets its failure */
+            } else if (m->cma_call == ctx->progress_calls) {
+                left++; /* matched in this call: waits for the next */
+                prev = m;
+            } else if (pending_read(ctx, p, m, prev)) {
+                prev = m;
+            } else {
+                break; /* the peer failed; prev is still m's */
+            }
+        }
+    }
+    ctx->cma_pending = left;
 }
 
 /* FIN from the reader: the send with that sequence number is done. */
@@ -326,11 +394,13 @@ void wf_tcp_cma_fail(wf_tcp_peer_t *p, weft_status_t st)
 }
 
 weft_status_t wf_tcp_cma_stats(wf_tctx_t *ctx, int peer, uint64_t *read,
-                               bool *readable, bool *ok)
+                               uint64_t *buffered, bool *readable, bool *ok)
 {
     if (!ctx || peer < 0 || peer >= ctx->cfg.size)
         return WEFT_ERR_INVALID_ARG;
     *read = ctx->peers[peer].cma_bytes_read;
+    if (buffered)
+        *buffered = ctx->peers[peer].cma_buffered;
     *readable = ctx->peers[peer].cma_readable;
     *ok = ctx->peers[peer].cma_ok;
     return WEFT_OK;

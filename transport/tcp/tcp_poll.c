@@ -68,6 +68,9 @@ int wf_tcp_progress(wf_tctx_t *ctx)
 
     if (!ctx)
         return WEFT_ERR_INVALID_ARG;
+    ctx->progress_calls++;
+    if (ctx->cma_pending)
+        wf_tcp_cma_flush(ctx);
     n = epoll_wait(ctx->epfd, evs, WF_TCP_EVENTS, 0);
     if (n < 0) {
         if (errno != EINTR) {
@@ -86,7 +89,9 @@ int wf_tcp_progress(wf_tctx_t *ctx)
         wf_tcp_timers(ctx);
         n++;
     }
-    return n;
+    /* Work left for the next call: the caller must not sleep in poll()
+     * while unclaimed single-copy messages wait to be read. */
+    return ctx->cma_pending && !n ? 1 : n;
 }
 
 int wf_tcp_get_fd(wf_tctx_t *ctx)

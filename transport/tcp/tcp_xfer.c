@@ -213,7 +213,9 @@ weft_status_t wf_tcp_irecv(wf_tctx_t *ctx, int peer, uint64_t tag, void *buf,
         return WEFT_ERR_NO_MEMORY;
     if (m) {
         wf_tcp_unlink_unexp(p, m, prev);
-        if (m->complete) {
+        if (m->cma_pending) {
+            wf_tcp_cma_claim(ctx, p, m, r);
+        } else if (m->complete) {
             wf_tcp_deliver(r, m);
             wf_tcp_umsg_free(m);
         } else {
@@ -393,14 +395,24 @@ static bool rx_msg_done(wf_tctx_t *ctx, wf_tcp_stream_t *s)
 wf_tcp_umsg_t *wf_tcp_umsg_new(wf_tctx_t *ctx, wf_tcp_peer_t *p,
                                const wf_tcp_rx_t *rx, size_t cap)
 {
-    wf_tcp_umsg_t *m = calloc(1, sizeof(*m));
-    char *data = m ? malloc(cap ? cap : 1) : NULL;
+    char *data = malloc(cap ? cap : 1);
+    wf_tcp_umsg_t *m = data ? wf_tcp_umsg_new_empty(ctx, p, rx) : NULL;
 
-    if (!data) {
-        free(m);
+    if (!m) {
+        free(data);
         return NULL;
     }
     m->data = data;
+    return m;
+}
+
+wf_tcp_umsg_t *wf_tcp_umsg_new_empty(wf_tctx_t *ctx, wf_tcp_peer_t *p,
+                                     const wf_tcp_rx_t *rx)
+{
+    wf_tcp_umsg_t *m = calloc(1, sizeof(*m));
+
+    if (!m)
+        return NULL;
     m->tag = rx->tag;
     m->sig[0] = rx->sig[0];
     m->sig[1] = rx->sig[1];
