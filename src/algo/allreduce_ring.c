@@ -13,9 +13,14 @@
  *
  * Dependencies per chunk express both data flow and buffer reuse:
  *  - a reduce-scatter send of step s waits for the reduce of step s-1;
- *  - received chunks land in one of two scratch slots (step parity), so a
- *    receive waits for the last reduce that read its slot (step s-2, or
- *    earlier when a segment in between was empty);
+ *  - received chunks land in a pool of WF_RING_SLOTS chunk-sized scratch
+ *    slots, taken in turn, so a receive waits for the reduce that read its
+ *    slot last (the chunk received WF_RING_SLOTS receives earlier).  A
+ *    slot per chunk of a segment would do without these waits, but its
+ *    scratch, as large as the buffer on 2 ranks, streams through memory
+ *    instead of staying in the caches: with one copy per byte on one
+ *    machine that made the ring 1.3-1.6x slower than the tree from 8 MiB
+ *    up (docs/algorithms.md);
  *  - an allgather receive overwrites a segment that a reduce-scatter send
  *    read, so it waits for that send.
  * Messages to one neighbour are numbered in order; both sides enumerate
@@ -26,6 +31,9 @@
 #include "algo/algo.h"
 #include "algo/cost.h"
 #include "common.h"
+
+/* Scratch slots of one chunk each (see above). */
+#define WF_RING_SLOTS 16
 
 typedef struct {
     const wf_coll_args_t *a;
@@ -54,22 +62,25 @@ static int mod(int x, int n) { return ((x % n) + n) % n; }
 /* Reduce-scatter; fills `owned[c]` (the step that finalises each chunk of
  * the owned segment) and `rs_send[s * max_chunks + c]`.
  * prev_red[c]: the reduce of chunk c in the previous step (what its send in
- * this step waits for); slot_user[p][c]: the last reduce that read chunk c
- * of scratch slot p.  The slot's last user is tracked separately because
- * steps whose segment is empty (count < size) leave a slot untouched. */
+ * this step waits for); slot_user[k]: the last reduce that read scratch
+ * slot k. */
 static void reduce_scatter(ring_t *g, int32_t *owned, int32_t *rs_send)
 {
     const wf_coll_args_t *a = g->a;
     size_t es = a->elem_size, mc = g->max_chunks;
-    uint64_t slot_bytes = mc * g->chunk_elems * es;
-    int32_t *prev_red = malloc(3 * mc * sizeof(*prev_red));
+    uint64_t slot_bytes = g->chunk_elems * es;
+    size_t nslots = WF_MIN(mc * (size_t)(a->size - 1), (size_t)WF_RING_SLOTS);
+    int32_t *prev_red = malloc(mc * sizeof(*prev_red));
+    int32_t slot_user[WF_RING_SLOTS];
+    size_t received = 0;
     if (!prev_red) {
         g->plan->failed = true;
         return;
     }
-    int32_t *slot_user = prev_red + mc;
-    for (size_t i = 0; i < 3 * mc; i++)
+    for (size_t i = 0; i < mc; i++)
         prev_red[i] = WF_NO_DEP;
+    for (size_t k = 0; k < WF_RING_SLOTS; k++)
+        slot_user[k] = WF_NO_DEP;
     for (int s = 0; s < a->size - 1; s++) {
         size_t start, len;
         int seg = mod(a->rank - s, a->size);
@@ -85,16 +96,15 @@ static void reduce_scatter(ring_t *g, int32_t *owned, int32_t *rs_send)
         }
         seg = mod(a->rank - s - 1, a->size);
         n = seg_chunks(g, seg, &start, &len);
-        int32_t *users = slot_user + (size_t)(s % 2) * mc;
         for (size_t c = 0; c < n; c++) {
             uint64_t off = (start + c * g->chunk_elems) * es;
             uint64_t elems = chunk_len(g, len, c);
-            wf_bref_t slot = wf_bref(WF_BUF_SCRATCH, (uint64_t)(s % 2) *
-                                     slot_bytes + c * g->chunk_elems * es);
+            size_t k = received++ % nslots;
+            wf_bref_t slot = wf_bref(WF_BUF_SCRATCH, k * slot_bytes);
             int32_t rv = wf_plan_recv(g->plan, g->left, g->recv_tag++, slot,
-                                      elems * es, users[c], WF_NO_DEP,
+                                      elems * es, slot_user[k], WF_NO_DEP,
                                       WF_NO_DEP);
-            prev_red[c] = users[c] = wf_plan_reduce(
+            prev_red[c] = slot_user[k] = wf_plan_reduce(
                 g->plan, wf_bref(WF_BUF_RECV, off), wf_bref(WF_BUF_SEND, off),
                 slot, elems, rv, WF_NO_DEP, WF_NO_DEP);
             owned[c] = prev_red[c];
@@ -104,7 +114,7 @@ static void reduce_scatter(ring_t *g, int32_t *owned, int32_t *rs_send)
         }
     }
     free(prev_red);
-    g->plan->scratch_bytes = 2 * slot_bytes;
+    g->plan->scratch_bytes = nslots * slot_bytes;
 }
 
 static void allgather(ring_t *g, const int32_t *owned, const int32_t *rs_send)
