@@ -616,7 +616,9 @@ void wf_tcp_read(wf_tctx_t *ctx, wf_tcp_stream_t *s)
            !s->rx.waiting && budget > 0) {
         if (!rx_grow(ctx, s))
             return;
-        n = readv(s->fd, iov, rx_iov(ctx, &s->rx, iov));
+        int niov = rx_iov(ctx, &s->rx, iov);
+        size_t want = iov[0].iov_len + (niov > 1 ? iov[1].iov_len : 0);
+        n = readv(s->fd, iov, niov);
         if (n == 0) {
             stream_eof(ctx, s);
             return;
@@ -632,6 +634,12 @@ void wf_tcp_read(wf_tctx_t *ctx, wf_tcp_stream_t *s)
         }
         budget -= WF_MIN(budget, (size_t)n);
         if (!rx_consume(ctx, s, (size_t)n))
+            return;
+        /* A short read drained the socket: the next readv would only
+         * fail with EAGAIN, a syscall per small message for nothing.
+         * Bytes that arrive meanwhile keep the fd readable (the epoll
+         * set is level-triggered), so the next progress() reads them. */
+        if ((size_t)n < want)
             return;
     }
 }
