@@ -2,7 +2,7 @@
 # DEBUG=1 (no optimisation) ASAN=1 (address+undefined sanitizers, builds in
 # build-asan) TSAN=1 (thread sanitizer, builds in build-tsan) PREFIX=...
 # Targets: all lib tools bench bench-report bench-reduce bench-netns algo-fit
-# bench-check test test-launchers test-gpu test-rdma cuda check install
+# bench-check bench-cpu test test-launchers test-gpu test-rdma cuda check install
 # clean docs deps compare fuzz soak
 
 PREFIX ?= /usr/local
@@ -88,7 +88,7 @@ SONAME := libweft.so.0
 RPATH := -Wl,-rpath,'$$ORIGIN/../lib'
 
 .PHONY: all lib tools bench test check install clean docs deps compare \
-        bench-report bench-reduce bench-netns algo-fit bench-check
+        bench-report bench-reduce bench-netns algo-fit bench-check bench-cpu
 all: lib tools
 
 lib: $(BUILD)/lib/libweft.so $(BUILD)/lib/libweft.a
@@ -322,6 +322,14 @@ bench-check: all
 	@scripts/install-compare-deps.sh
 	$(MAKE) $(COMPARE_DIR)/mpi_allreduce $(COMPARE_DIR)/gloo_allreduce
 	bench/compare/check.sh $(BUILD)
+
+# CPU seconds per GB allreduced, weft against the same peers
+# (bench/compare/cpu.sh; CPU_RANKS, CPU_SIZE, CPU_ITERS).
+bench-cpu: all
+	@scripts/install-compare-deps.sh
+	$(MAKE) $(COMPARE_DIR)/mpi_allreduce $(COMPARE_DIR)/gloo_allreduce
+	CPU_RANKS="$(CPU_RANKS)" CPU_SIZE="$(CPU_SIZE)" CPU_ITERS="$(CPU_ITERS)" \
+	  bench/compare/cpu.sh $(BUILD)
 
 $(COMPARE_DIR)/mpi_allreduce: bench/compare/mpi_allreduce.c
 	@mkdir -p $(dir $@)

@@ -29,46 +29,8 @@ repeat=${COMPARE_REPEAT:-3}
 out=${COMPARE_OUT:-$build/compare/results}
 mkdir -p "$out"
 
-mpirun_base=(mpirun --oversubscribe --allow-run-as-root --bind-to none)
-peers="mpi-tcp mpi-shm gloo-ring gloo-ringchunked gloo-hd"
-
-# Each runner writes "size busbw wrong" lines to stdout.
-run_weft() { # N single-copy-threshold
-    # Fields of weft-bench --csv: 14 variant, 15 size, 21 busbw, 22 wrong
-    # (hosts, field 5, is one name here, so no quoted comma shifts them).
-    # shellcheck disable=SC2086
-    WEFT_TCP_CMA_MIN=$2 "$build/bin/weft-bench" allreduce -n "$1" $sizes \
-        $iters --csv |
-        awk -F, '$14 == "out-of-place" { print $15, $21, $22 }'
-}
-
-run_mpi() { # N tcp|shm
-    local net=()
-    # ob1 + tcp only: UCX, if Open MPI picked it, would use shared memory.
-    [ "$2" = tcp ] && net=(--mca pml ob1 --mca btl tcp,self
-                           --mca btl_tcp_if_include lo)
-    # shellcheck disable=SC2086
-    "${mpirun_base[@]}" -np "$1" "${net[@]}" "$build/compare/mpi_allreduce" \
-        $sizes $iters | awk '!/^#/ { print $1, $5, $6 }'
-}
-
-run_gloo() { # N algorithm
-    # shellcheck disable=SC2086
-    "$build/compare/gloo_allreduce" -n "$1" -A "$2" $sizes $iters |
-        awk '!/^#/ { print $1, $5, $6 }'
-}
-
-run_one() { # name N
-    case $1 in
-    weft-tcp) run_weft "$2" 0 ;;
-    weft-cma) run_weft "$2" "${WEFT_TCP_CMA_MIN:-64k}" ;;
-    mpi-tcp) run_mpi "$2" tcp ;;
-    mpi-shm) run_mpi "$2" shm ;;
-    gloo-ring) run_gloo "$2" ring ;;
-    gloo-ringchunked) run_gloo "$2" ring_chunked ;;
-    gloo-hd) run_gloo "$2" halving_doubling ;;
-    esac
-}
+# shellcheck source=bench/compare/runners.sh
+. "$(dirname "$0")/runners.sh"
 
 # Joins the per-runner files on size into one markdown table, the best
 # busbw of every (runner, size).
