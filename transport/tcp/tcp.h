@@ -60,6 +60,9 @@
 #define WF_TCP_CMA_RTS_MAGIC 0x315354525f4d43ull  /* "CM_RTS1\0" */
 #define WF_TCP_CMA_FIN_MAGIC 0x314e49465f4d43ull  /* "CM_FIN1\0" */
 #define WF_TCP_CMA_TRAILER 16
+/* progress() calls in a row with no event and no post before unclaimed
+ * single-copy messages are read into buffers of their own (tcp_cma.c). */
+#define WF_TCP_CMA_IDLE_CALLS 3
 
 /*
  * The handshake, dialer D (lower rank) to acceptor A:
@@ -226,10 +229,9 @@ typedef struct wf_tcp_umsg {
     char *data;             /* grows with the bytes received (rx_grow) */
     /* A single-copy message whose payload is still in the sender's
      * memory (NULL data): read into the receive that claims it, or into
-     * `data` by the next progress() call (tcp_cma.c). */
+     * `data` once the caller waits with nothing else to do (tcp_cma.c). */
     bool cma_pending;
     uint64_t cma_addr, cma_seq;
-    uint64_t cma_call; /* the progress() call that matched its RTS */
 } wf_tcp_umsg_t;
 
 /* A striped message being received: its header came on stream 0 and was
@@ -372,7 +374,10 @@ struct wf_tctx {
     size_t cma_min;     /* single copy on one machine from this size, 0 off */
     uint64_t cma_cookie; /* read by peers to prove they can (tcp_cma.c) */
     size_t cma_pending;  /* unexpected RTS not read yet, at most */
-    uint64_t progress_calls;
+    uint64_t posts;      /* isend/irecv calls so far */
+    uint64_t posts_seen; /* posts when the last progress() returned */
+    int idle_calls;      /* progress() calls in a row that found no event
+                          * and followed no post: the caller is waiting */
     int nlocal;         /* local interfaces streams bind to */
     int nlisten;        /* listeners: nlocal, +1 for a separate fallback */
     int fallback;       /* local[] index of the fallback address, -1 none */

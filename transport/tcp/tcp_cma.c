@@ -205,15 +205,18 @@ static bool rts_read(wf_tctx_t *ctx, wf_tcp_peer_t *p, char *dst, size_t n,
 
 /* The trailer of an RTS is in: read the message into a posted receive;
  * else keep the RTS as an unexpected message whose payload is still in
- * the sender's memory.  A receive posted before the next progress() call
- * reads it straight into its buffer (wf_tcp_cma_claim): that is the
- * common case, a receive the engine posts once the completions of this
- * call let it.  Otherwise the next call reads it into an unexpected
- * buffer (wf_tcp_cma_flush), so that the send completes without waiting
- * for a receive, as every other send does (the engine's plans rely on
- * that, transport.h).  Reading at once instead costs a second copy and
- * a fresh buffer per message, and made a 2 MiB ring allreduce on 2 ranks
- * 2x slower. */
+ * the sender's memory.  A receive posted later reads it straight into
+ * its buffer (wf_tcp_cma_claim): the common case, a receive the engine
+ * posts once earlier work frees its buffer.  Only when the caller has
+ * nothing else to do (WF_TCP_CMA_IDLE_CALLS calls of progress() in a row
+ * that found no event and followed no post) is it read into an
+ * unexpected buffer (wf_tcp_cma_flush), so that the send completes
+ * without a receive, as every other send does: two ranks that each wait
+ * for their send before posting the receive go on.  Each such read costs
+ * a second copy and a fresh buffer.  Reading at once made a 2 MiB ring
+ * allreduce on 2 ranks 2x slower; reading on the next call still read
+ * about a third of a 3-rank ring's chunks twice, the ones that arrive
+ * while all of its scratch slots are busy (docs/transports.md). */
 static bool rts_received(wf_tctx_t *ctx, wf_tcp_stream_t *s)
 {
     wf_tcp_peer_t *p = s->peer;
@@ -248,7 +251,6 @@ static bool rts_received(wf_tctx_t *ctx, wf_tcp_stream_t *s)
     m->cma_pending = true;
     m->cma_addr = addr;
     m->cma_seq = seq;
-    m->cma_call = ctx->progress_calls;
     ctx->cma_pending++;
     return true;
 }
@@ -307,9 +309,6 @@ void wf_tcp_cma_flush(wf_tctx_t *ctx)
                 prev = m;
             } else if (p->state != WF_TCP_UP) {
                 prev = m; /* a failed peer's: a receive gets its failure */
-            } else if (m->cma_call == ctx->progress_calls) {
-                left++; /* matched in this call: waits for the next */
-                prev = m;
             } else if (pending_read(ctx, p, m, prev)) {
                 prev = m;
             } else {

@@ -68,9 +68,6 @@ int wf_tcp_progress(wf_tctx_t *ctx)
 
     if (!ctx)
         return WEFT_ERR_INVALID_ARG;
-    ctx->progress_calls++;
-    if (ctx->cma_pending)
-        wf_tcp_cma_flush(ctx);
     n = epoll_wait(ctx->epfd, evs, WF_TCP_EVENTS, 0);
     if (n < 0) {
         if (errno != EINTR) {
@@ -89,6 +86,16 @@ int wf_tcp_progress(wf_tctx_t *ctx)
         wf_tcp_timers(ctx);
         n++;
     }
+    if (ctx->cma_pending) {
+        bool idle = n == 0 && ctx->posts == ctx->posts_seen;
+        ctx->idle_calls = idle ? ctx->idle_calls + 1 : 0;
+        if (ctx->idle_calls >= WF_TCP_CMA_IDLE_CALLS) {
+            wf_tcp_cma_flush(ctx);
+            ctx->idle_calls = 0;
+            n++;
+        }
+    }
+    ctx->posts_seen = ctx->posts;
     /* Work left for the next call: the caller must not sleep in poll()
      * while unclaimed single-copy messages wait to be read. */
     return ctx->cma_pending && !n ? 1 : n;

@@ -283,5 +283,11 @@ void wf_tcp_stream_log(wf_tctx_t *ctx)
                        local[0] ? local : "-", remote[0] ? remote : "-",
                        (unsigned long long)out, (unsigned long long)in);
         }
+        const wf_tcp_peer_t *p = &ctx->peers[i];
+        if (p->cma_bytes_read)
+            WEFT_DEBUG(NET, "tcp: %s: %llu bytes read from its memory, "
+                       "%llu messages of them before a receive claimed "
+                       "them", p->desc, (unsigned long long)p->cma_bytes_read,
+                       (unsigned long long)p->cma_buffered);
     }
 }

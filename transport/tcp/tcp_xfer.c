@@ -47,6 +47,7 @@ static wf_treq_t *req_new(wf_tctx_t *ctx, wf_tcp_req_kind_t kind, int peer,
     r->buf = (char *)buf;
     r->len = len;
     r->status = WEFT_INPROGRESS;
+    ctx->posts++;
     r->all_next = ctx->all;
     if (ctx->all)
         ctx->all->all_prev = r;
