@@ -22,7 +22,8 @@
  *    machine that made the ring 1.3-1.6x slower than the tree from 8 MiB
  *    up (docs/algorithms.md);
  *  - an allgather receive overwrites a segment that a reduce-scatter send
- *    read, so it waits for that send.
+ *    read, so it waits for that send (not in step 0 out of place, whose
+ *    sends read the send buffer).
  * Messages to one neighbour are numbered in order; both sides enumerate
  * (step, chunk) identically, so the numbers match.
  */
@@ -140,11 +141,15 @@ static void allgather(ring_t *g, const int32_t *owned, const int32_t *rs_send)
                          WF_NO_DEP);
         seg = mod(a->rank - t, a->size);
         n = seg_chunks(g, seg, &start, &len);
+        /* Out of place, reduce-scatter step 0 sent from the send buffer:
+         * nothing to wait for before overwriting the receive buffer. */
+        bool overwrites_sent = t > 0 || a->in_place;
         for (size_t c = 0; c < n; c++)
             prev[c] = wf_plan_recv(
                 g->plan, g->left, g->recv_tag++,
                 wf_bref(WF_BUF_RECV, (start + c * g->chunk_elems) * es),
-                chunk_len(g, len, c) * es, rs_send[(size_t)t * mc + c],
+                chunk_len(g, len, c) * es,
+                overwrites_sent ? rs_send[(size_t)t * mc + c] : WF_NO_DEP,
                 WF_NO_DEP, WF_NO_DEP);
     }
     free(prev);
