@@ -82,7 +82,10 @@ WEFT_API weft_status_t weft_simulate(const char *coll_name, int ranks,
     wf_coll_args_t a = {.coll = coll, .count = count_for(coll, bytes, ranks),
                         .dtype = WEFT_FLOAT32, .op = WEFT_SUM,
                         .elem_size = 4, .peer = -1, .root = 0,
-                        .size = ranks, .chunk_bytes = cfg.chunk_size};
+                        .size = ranks, .chunk_bytes = cfg.chunk_size,
+                        /* The cost model a job with this environment
+                         * would use. */
+                        .link_mbps = (int)cfg.link_mbps};
     wf_vsim_params_t p = {alpha_us, 1e-3 / beta_gbs, 1e-3 / gamma_gbs, 0};
     fprintf(out, "# %s of %zu bytes on %d ranks: alpha %g us, beta %g GB/s, "
             "gamma %g GB/s, chunk %llu bytes\n", wf_coll_name(coll), bytes,

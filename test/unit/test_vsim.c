@@ -67,6 +67,33 @@ WF_TEST(vsim_public_simulate, 60)
     free(buf);
 }
 
+static char *simulate_text(const char *coll, int ranks, size_t bytes)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ASSERT_OK(weft_simulate(coll, ranks, bytes, 2, 12.5, 10, f));
+    fclose(f);
+    return buf;
+}
+
+/* weft-info --simulate picks with the cost model a job in the same
+ * environment would use, WEFT_LINK_MBPS included: on a 1 Gbit/s network
+ * the chain broadcast with short chunks beats the tree at 64 KiB on 4
+ * ranks; with the default network constants it does not. */
+WF_TEST(vsim_simulate_follows_link_mbps, 30)
+{
+    unsetenv("WEFT_LINK_MBPS");
+    char *plain = simulate_text("broadcast", 4, 64 << 10);
+    setenv("WEFT_LINK_MBPS", "1000", 1);
+    char *gbit = simulate_text("broadcast", 4, 64 << 10);
+    unsetenv("WEFT_LINK_MBPS");
+    ASSERT_STR_CONTAINS(plain, "picks: tree");
+    ASSERT_STR_CONTAINS(gbit, "picks: ring");
+    free(plain);
+    free(gbit);
+}
+
 /* The work the cost model counts for an algorithm (messages and bytes
  * sent by all ranks, cost.h wf_cost_terms_t) is what its real plans send,
  * run in the simulator: the one-host constants are fitted to these terms
