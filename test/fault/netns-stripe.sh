@@ -7,7 +7,9 @@
 #   1. WEFT_TCP_STREAMS=1: only eth0 carries data (eth1 < 1 MiB each way),
 #      which shows the counters tell the paths apart;
 #   2. WEFT_TCP_STREAMS=2: eth0 AND eth1 each carry more than 16 MiB, read
-#      from /sys/class/net/IF/statistics/tx_bytes in both namespaces.
+#      from /sys/class/net/IF/statistics/tx_bytes in both namespaces;
+#   3. WEFT_TCP_STREAMS unset: the same, since a pair then opens a stream
+#      per interface both ends listen on.
 # With RATE (e.g. 200mbit) every NIC's egress is shaped with tc tbf and the
 # bus bandwidth of both runs is printed: two NICs should give about twice
 # one (the measurement in docs/performance.md).
@@ -48,12 +50,14 @@ for h in a b; do for i in 0 1; do
         dev "eth$i" root tbf rate "$rate" burst 256kb latency 50ms
 done; done
 
-# Runs both ranks with WEFT_TCP_STREAMS=$1; WF_TX[host,if] in MiB.
+# Runs both ranks with WEFT_TCP_STREAMS=$1 (unset for "unset");
+# WF_TX[host,if] in MiB.
 run() {
-    local streams=$1 status=0
+    local streams=$1 status=0 setting=()
+    [ "$streams" = unset ] || setting=(WEFT_TCP_STREAMS="$streams")
     wf_netns_allreduce "$prefix" "$build" "$out/rank.$streams" \
         WEFT_JOB_ID="stripe$streams" WEFT_SOCKET_IFNAME=eth0,eth1 \
-        WEFT_TCP_STREAMS="$streams" WEFT_TIMEOUT=30s || status=$?
+        "${setting[@]}" WEFT_TIMEOUT=30s || status=$?
     if [ "$status" != 0 ]; then
         echo "FAIL: WEFT_TCP_STREAMS=$streams: a rank exited with $status"
         tail -n 5 "$out"/rank."$streams".*
@@ -71,10 +75,16 @@ for h in 0 1; do
     [ "${WF_TX[$h,0]}" -gt 16 ] || { echo "FAIL: eth0 of host $h idle"; fail=1; }
     [ "${WF_TX[$h,1]}" -lt 1 ] || { echo "FAIL: eth1 of host $h used by one stream"; fail=1; }
 done
-run 2 || exit 1
-for h in 0 1; do for i in 0 1; do
-    [ "${WF_TX[$h,$i]}" -gt 16 ] ||
-        { echo "FAIL: eth$i of host $h carried ${WF_TX[$h,$i]} MiB"; fail=1; }
-done; done
-[ "$fail" = 0 ] && echo "PASS: both NICs carried data with 2 streams"
+for streams in 2 unset; do
+    run "$streams" || exit 1
+    for h in 0 1; do for i in 0 1; do
+        [ "${WF_TX[$h,$i]}" -gt 16 ] || {
+            echo "FAIL: WEFT_TCP_STREAMS=$streams: eth$i of host $h" \
+                "carried ${WF_TX[$h,$i]} MiB"
+            fail=1
+        }
+    done; done
+done
+[ "$fail" = 0 ] && echo "PASS: both NICs carried data with 2 streams and" \
+    "with the default"
 exit "$fail"

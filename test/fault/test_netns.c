@@ -5,8 +5,9 @@
  * not either.  The work is in netns-faults.sh (it needs root, iproute2,
  * nftables or sch_netem, and skips with the reason otherwise).
  * netns-stripe.sh checks that two NICs both carry a peer's traffic with
- * WEFT_SOCKET_IFNAME=eth0,eth1 and two TCP streams; netns-topo.sh that
- * the topology's NIC choice does the same without WEFT_SOCKET_IFNAME.
+ * WEFT_SOCKET_IFNAME=eth0,eth1, with two TCP streams and with the default
+ * count; netns-topo.sh that the topology's NIC choice does the same
+ * without WEFT_SOCKET_IFNAME.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,17 +44,18 @@ WF_TEST(netns_netem_delay_reorder_duplicate_corrupt_exact, 300)
     run_script("netns-faults.sh", "netem");
 }
 
-/* Two veth pairs between two namespaces, WEFT_TCP_STREAMS=2: the tx
- * counters of both interfaces on both hosts grow (and with one stream
- * only eth0's do). */
+/* Two veth pairs between two namespaces, WEFT_TCP_STREAMS=2 and unset:
+ * the tx counters of both interfaces on both hosts grow (and with one
+ * stream only eth0's do). */
 WF_TEST(netns_tcp_streams_two_nics_both_carry, 120)
 {
     run_script("netns-stripe.sh", "");
 }
 
 /* WEFT_SOCKET_IFNAME unset, a topology (test/topo/one-socket-2eth.xml)
- * whose two equally near NICs are the veths eth0 and eth1: with two
- * streams both carry a large share of an allreduce on both hosts. */
+ * whose two equally near NICs are the veths eth0 and eth1: with the
+ * default stream count both carry a large share of an allreduce on both
+ * hosts. */
 WF_TEST(netns_topo_nics_both_carry, 120)
 {
     run_script("netns-topo.sh", "both");

@@ -61,6 +61,48 @@ WF_TEST(transport_tcp_streams_two_addrs, 30)
     tg_close(&g);
 }
 
+/* Without WEFT_TCP_STREAMS a pair opens one stream per interface both
+ * ends listen on: listing two addresses is enough to use both (before,
+ * everything went over the first unless the stream count was set too).
+ * A rank with one interface and one with two use one stream. */
+WF_TEST(transport_tcp_streams_follow_the_interfaces, 30)
+{
+    static const char *const want[2] = {"127.0.0.1:", "127.0.0.2:"};
+    char local[80], remote[80];
+    uint64_t out, in;
+    tg_group_t g = {.ops = &wf_tcp_transport, .n = 3};
+    wf_tconfig_t cfg;
+
+    tg_tcp_streams = 0;
+    for (int r = 0; r < 3; r++) {
+        tg_make_cfg(&cfg, r, 3, r < 2 ? "127.0.0.1,127.0.0.2" : "127.0.0.1",
+                    10000);
+        tg_open_one(&g, r, &cfg);
+    }
+    tg_connect_pair(&g, 0, 1);
+    tg_connect_pair(&g, 0, 2);
+    tg_connect_pair(&g, 1, 2);
+    ASSERT_EQ(g.ctx[0]->peers[1].nstreams, 2);
+    ASSERT_EQ(g.ctx[1]->peers[0].nstreams, 2);
+    for (int r = 0; r < 2; r++) {
+        ASSERT_EQ(g.ctx[r]->peers[2].nstreams, 1);
+        ASSERT_EQ(g.ctx[2]->peers[r].nstreams, 1);
+    }
+    tg_xfer(&g, 0, 1, 1, 8 * MIB);
+    tg_xfer(&g, 1, 0, 2, 8 * MIB + 3);
+    tg_xfer(&g, 2, 0, 3, 4 * MIB + 1);
+    tg_xfer(&g, 1, 2, 4, 4 * MIB + 5);
+    for (int k = 0; k < 2; k++) {
+        ASSERT_OK(wf_tcp_stream_stats(g.ctx[0], 1, k, &out, &in, local,
+                                      remote, sizeof(local)));
+        ASSERT_TRUE(strncmp(local, want[k], strlen(want[k])) == 0);
+        ASSERT_TRUE(strncmp(remote, want[k], strlen(want[k])) == 0);
+        ASSERT_TRUE(out > 3 * MIB && in > 3 * MIB);
+    }
+    tg_close(&g);
+    tg_tcp_streams = 1;
+}
+
 /* A piece that arrives before its striped header waits (its stream is
  * not read) and lands once stream 0 delivers the header. */
 WF_TEST(transport_tcp_piece_before_header, 30)

@@ -339,7 +339,8 @@ typedef struct wf_tcp_peer {
     uint64_t cma_bytes_read;   /* payload read from the peer's memory */
     uint64_t cma_buffered;     /* of its messages, read before a receive
                                 * claimed them (a second copy) */
-    wf_tcp_stream_t *streams; /* ctx->nstreams */
+    int nstreams; /* this pair's streams, 0 until known (tcp_conn.c) */
+    wf_tcp_stream_t *streams; /* ctx->max_streams, nstreams of them used */
 } wf_tcp_peer_t;
 
 /* A listening socket, one per local interface. */
@@ -369,7 +370,9 @@ typedef struct wf_tcp_pending {
 struct wf_tctx {
     wf_tconfig_t cfg;
     int epfd;
-    int nstreams;       /* per peer (WEFT_TCP_STREAMS) */
+    int max_streams;    /* allocated per peer: WEFT_TCP_STREAMS, else the
+                         * local interfaces (wf_tcp_pair_streams) */
+    bool streams_fixed; /* WEFT_TCP_STREAMS set: every pair uses it */
     size_t stripe_min;  /* messages of this size and more are striped */
     size_t cma_min;     /* single copy on one machine from this size, 0 off */
     uint64_t cma_cookie; /* read by peers to prove they can (tcp_cma.c) */
@@ -495,6 +498,18 @@ weft_status_t wf_tcp_connect(wf_tctx_t *ctx, int peer, const void *addr,
 void wf_tcp_stream_up(wf_tctx_t *ctx, wf_tcp_stream_t *s);
 /* "peer 3 (host:port)" into p->desc. */
 void wf_tcp_peer_set_desc(wf_tcp_peer_t *p, const char *where);
+/* The streams of a pair: WEFT_TCP_STREAMS when set, else one per
+ * interface both ends listen on, min(local interfaces, the peer's), so
+ * that listing two NICs uses both without a second setting.  Both ends
+ * compute the same number; the acceptor also takes it from an
+ * authenticated hello when it has not got the dialer's address yet. */
+int wf_tcp_pair_streams(const wf_tctx_t *ctx, const wf_tcp_peer_t *p);
+/* The streams in use with p: at least stream 0, which carries what is
+ * queued before the number is known. */
+static inline int wf_tcp_nstreams(const wf_tcp_peer_t *p)
+{
+    return p->nstreams > 0 ? p->nstreams : 1;
+}
 void wf_tcp_set_nodelay(int fd);
 /* Handles an event on a stream that is still being established. */
 void wf_tcp_dial_event(wf_tctx_t *ctx, wf_tcp_stream_t *s, uint32_t events);

@@ -162,7 +162,7 @@ static uint32_t hello_verdict(wf_tctx_t *ctx, const uint8_t *h, int *src)
     *src = s <= (uint32_t)INT32_MAX ? (int)s : -1;
     if (wf_tcp_get32(h + 8) != WF_TCP_VERSION)
         return WF_TCP_REJ_VERSION;
-    if (n != ctx->nstreams || idx >= n || (flags >> 16) != 0)
+    if (n > ctx->max_streams || idx >= n || (flags >> 16) != 0)
         return WF_TCP_REJ_STREAMS;
     if (wf_tcp_get64(h + 16) != cfg->job_key)
         return WF_TCP_REJ_JOB_KEY;
@@ -172,6 +172,11 @@ static uint32_t hello_verdict(wf_tctx_t *ctx, const uint8_t *h, int *src)
         return WF_TCP_REJ_DST_RANK;
     if (s >= (uint32_t)cfg->rank)
         return WF_TCP_REJ_SRC_RANK;
+    /* A pair agrees on its streams (wf_tcp_pair_streams); an acceptor
+     * that does not know the number yet takes it when the stream is
+     * adopted, after the proof. */
+    if (ctx->peers[s].nstreams && n != ctx->peers[s].nstreams)
+        return WF_TCP_REJ_STREAMS;
     state = ctx->peers[s].state;
     if ((state != WF_TCP_IDLE && state != WF_TCP_WAIT_ACCEPT) ||
         ctx->peers[s].streams[idx].state == WF_TCP_UP)
@@ -183,15 +188,25 @@ static uint32_t hello_verdict(wf_tctx_t *ctx, const uint8_t *h, int *src)
 static void adopt(wf_tctx_t *ctx, wf_tcp_pending_t *pc, int src)
 {
     wf_tcp_peer_t *p = &ctx->peers[src];
-    wf_tcp_stream_t *s = &p->streams[wf_tcp_get32(pc->hello + 12) & 0xff];
+    uint32_t flags = wf_tcp_get32(pc->hello + 12);
+    int n = (int)((flags >> 8) & 0xff) + 1;
+    wf_tcp_stream_t *s = &p->streams[flags & 0xff];
     struct epoll_event e = {.events = EPOLLIN, .data.ptr = &s->ev};
 
+    if (p->nstreams && n != p->nstreams) {
+        /* Another stream's hello, proved meanwhile, said otherwise. */
+        WEFT_WARN(NET, "tcp: connection from %s (rank %d) wants %d streams, "
+                  "its earlier ones %d", pc->remote, src, n, p->nstreams);
+        wf_tcp_pending_close(ctx, pc);
+        return;
+    }
     if (epoll_ctl(ctx->epfd, EPOLL_CTL_MOD, pc->fd, &e) != 0) {
         WEFT_WARN(NET, "tcp: epoll_ctl for connection from %s failed: %s",
                   pc->remote, wf_errno_str(errno));
         wf_tcp_pending_close(ctx, pc);
         return;
     }
+    p->nstreams = n;
     s->fd = pc->fd;
     s->events = EPOLLIN;
     wf_strlcpy(s->where, pc->remote, sizeof(s->where));

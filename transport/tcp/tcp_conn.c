@@ -75,7 +75,7 @@ void wf_tcp_peer_fail(wf_tctx_t *ctx, wf_tcp_peer_t *p, weft_status_t st,
         WEFT_WARN(NET, "tcp: %s: %s", p->desc, p->fail_msg);
     /* One stream gone fails them all: a message may have pieces on
      * every stream. */
-    for (int k = 0; k < ctx->nstreams; k++) {
+    for (int k = 0; k < ctx->max_streams; k++) {
         close_stream_fd(ctx, &p->streams[k]);
         p->streams[k].state = WF_TCP_FAILED;
     }
@@ -93,11 +93,12 @@ void wf_tcp_stream_fail(wf_tctx_t *ctx, wf_tcp_stream_t *s, weft_status_t st,
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if (ctx->nstreams == 1)
+    if (wf_tcp_nstreams(s->peer) == 1)
         wf_tcp_peer_fail(ctx, s->peer, st, "%s", msg);
     else
         wf_tcp_peer_fail(ctx, s->peer, st, "stream %d of %d (%s): %s", s->idx,
-                         ctx->nstreams, s->where[0] ? s->where : "?", msg);
+                         s->peer->nstreams, s->where[0] ? s->where : "?",
+                         msg);
 }
 
 weft_status_t wf_tcp_peer_failed(wf_tcp_peer_t *p)
@@ -155,7 +156,7 @@ static uint64_t peer_timer(wf_tctx_t *ctx, wf_tcp_peer_t *p, uint64_t now)
         /* Name the first stream that is not up: with several interfaces
          * it tells which path does not work. */
         wf_tcp_stream_t *s = p->streams;
-        while (s->state == WF_TCP_UP && s + 1 < p->streams + ctx->nstreams)
+        while (s->state == WF_TCP_UP && s + 1 < p->streams + p->nstreams)
             s++;
         wf_tcp_stream_fail(ctx, s, WEFT_ERR_REMOTE,
                            "cannot connect within %lld ms: %s%s",
@@ -164,7 +165,7 @@ static uint64_t peer_timer(wf_tctx_t *ctx, wf_tcp_peer_t *p, uint64_t now)
                                          : "no answer", s->fb_note);
         return 0;
     }
-    for (int k = 0; k < ctx->nstreams && p->state == WF_TCP_DIALING; k++) {
+    for (int k = 0; k < p->nstreams && p->state == WF_TCP_DIALING; k++) {
         wf_tcp_stream_t *s = &p->streams[k];
         if (s->state == WF_TCP_DIALING && s->probe_at && now >= s->probe_at) {
             char why[48];
@@ -247,7 +248,7 @@ static void send_hello(wf_tctx_t *ctx, wf_tcp_stream_t *s)
     wf_tcp_cma_offer(ctx, s->idx, offer);
     wf_tcp_hello_encode_stream(s->hello, ctx->cfg.job_key, ctx->cfg.comm_key,
                                ctx->cfg.rank, s->peer->rank, s->idx,
-                               ctx->nstreams, nonce, offer);
+                               s->peer->nstreams, nonce, offer);
     /* A fresh socket's send buffer always holds a hello, so a short write
      * means the connection is already broken. */
     n = send(s->fd, s->hello, sizeof(s->hello), MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -331,15 +332,15 @@ void wf_tcp_stream_up(wf_tctx_t *ctx, wf_tcp_stream_t *s)
 
     s->state = WF_TCP_UP;
     wf_tcp_stream_watch(ctx, s, false);
-    if (++p->nup < ctx->nstreams)
+    if (++p->nup < p->nstreams)
         return;
     p->state = WF_TCP_UP;
     p->deadline = 0;
     WEFT_DEBUG(NET, "tcp: %s: connected (%d stream%s)", p->desc,
-               ctx->nstreams, ctx->nstreams > 1 ? "s" : "");
+               p->nstreams, p->nstreams > 1 ? "s" : "");
     /* Sends posted while connecting go out now; flush also sets the epoll
      * interest to match the queue. */
-    for (int k = 0; k < ctx->nstreams && p->state == WF_TCP_UP; k++)
+    for (int k = 0; k < p->nstreams && p->state == WF_TCP_UP; k++)
         wf_tcp_flush(ctx, &p->streams[k]);
 }
 
@@ -466,6 +467,13 @@ void wf_tcp_dial_event(wf_tctx_t *ctx, wf_tcp_stream_t *s, uint32_t events)
         reply_check(ctx, s);
 }
 
+int wf_tcp_pair_streams(const wf_tctx_t *ctx, const wf_tcp_peer_t *p)
+{
+    if (ctx->streams_fixed)
+        return ctx->max_streams;
+    return WF_MAX(1, WF_MIN(ctx->max_streams, p->naddr));
+}
+
 void wf_tcp_peer_set_desc(wf_tcp_peer_t *p, const char *where)
 {
     snprintf(p->desc, sizeof(p->desc), "peer %d (%s)", p->rank, where);
@@ -506,11 +514,13 @@ weft_status_t wf_tcp_connect(wf_tctx_t *ctx, int peer, const void *addr,
     p = &ctx->peers[peer];
     WEFT_CHECK(peer_addr(p, addr, len));
     p->connect_called = true;
+    if (!p->nstreams)
+        p->nstreams = wf_tcp_pair_streams(ctx, p);
     if (p->state == WF_TCP_IDLE) {
         if (ctx->cfg.rank < peer) {
             p->state = WF_TCP_DIALING;
             p->deadline = wf_deadline_after(ctx->cfg.timeout_ms);
-            for (int k = 0; k < ctx->nstreams && p->state == WF_TCP_DIALING;
+            for (int k = 0; k < p->nstreams && p->state == WF_TCP_DIALING;
                  k++) {
                 p->streams[k].retry_ms = WF_TCP_RETRY_MIN_MS;
                 dial_start(ctx, &p->streams[k]);

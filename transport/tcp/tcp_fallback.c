@@ -76,7 +76,7 @@ void wf_tcp_fallback_switch(wf_tctx_t *ctx, wf_tcp_stream_t *s,
     if (!(ctx->fb_logged & bit))
         WEFT_INFO(NET, "tcp: %s cannot reach peer %d (%s: %s): stream %d "
                   "of %d uses %s -> %s (reached the rendezvous server)",
-                  from, p->rank, s->where, why, s->idx, ctx->nstreams, via,
+                  from, p->rank, s->where, why, s->idx, p->nstreams, via,
                   to);
     else
         WEFT_DEBUG(NET, "tcp: %s cannot reach peer %d (%s: %s): stream %d "

@@ -234,8 +234,13 @@ static weft_status_t open_context(wf_tctx_t *ctx)
         return WEFT_ERR_SYSTEM;
     }
     size_t n = (size_t)ctx->cfg.size;
+    /* The interfaces first: without WEFT_TCP_STREAMS they set how many
+     * streams a pair may use. */
+    WEFT_CHECK(wf_tcp_choose_addr(ctx));
+    if (!ctx->streams_fixed)
+        ctx->max_streams = WF_MAX(1, ctx->nlocal);
     ctx->peers = calloc(n, sizeof(*ctx->peers));
-    wf_tcp_stream_t *streams = calloc(n * (size_t)ctx->nstreams,
+    wf_tcp_stream_t *streams = calloc(n * (size_t)ctx->max_streams,
                                       sizeof(*streams));
     ctx->scratch_len = WF_TCP_SCRATCH_LEN;
     ctx->scratch = malloc(ctx->scratch_len);
@@ -247,9 +252,10 @@ static weft_status_t open_context(wf_tctx_t *ctx)
     for (int i = 0; i < ctx->cfg.size; i++) {
         wf_tcp_peer_t *p = &ctx->peers[i];
         p->rank = i;
-        p->streams = streams + (size_t)i * (size_t)ctx->nstreams;
+        p->streams = streams + (size_t)i * (size_t)ctx->max_streams;
+        p->nstreams = ctx->streams_fixed ? ctx->max_streams : 0;
         snprintf(p->desc, sizeof(p->desc), "peer %d", i);
-        for (int k = 0; k < ctx->nstreams; k++) {
+        for (int k = 0; k < ctx->max_streams; k++) {
             wf_tcp_stream_t *s = &p->streams[k];
             s->ev.kind = WF_TCP_EV_STREAM;
             s->peer = p;
@@ -257,7 +263,6 @@ static weft_status_t open_context(wf_tctx_t *ctx)
             s->fd = -1;
         }
     }
-    WEFT_CHECK(wf_tcp_choose_addr(ctx));
     for (int i = 0; i < ctx->nlisten; i++) {
         WEFT_CHECK(open_listen(ctx, i));
         ctx->listen[i].ev.kind = WF_TCP_EV_LISTEN;
@@ -292,7 +297,8 @@ weft_status_t wf_tcp_init(const wf_tconfig_t *cfg, wf_tctx_t **out)
     ctx->probe_ms = cfg->timeout_ms > 0
                         ? (int)WF_MIN(WF_TCP_PROBE_MS, cfg->timeout_ms / 4)
                         : WF_TCP_PROBE_MS;
-    ctx->nstreams = cfg->tcp_streams > 0 ? cfg->tcp_streams : 1;
+    ctx->streams_fixed = cfg->tcp_streams > 0;
+    ctx->max_streams = ctx->streams_fixed ? cfg->tcp_streams : 1;
     ctx->stripe_min = cfg->tcp_stripe_min ? cfg->tcp_stripe_min
                                           : WF_TCP_STRIPE_DEFAULT;
     ctx->cma_min = cfg->tcp_cma_min;
@@ -309,9 +315,10 @@ weft_status_t wf_tcp_init(const wf_tconfig_t *cfg, wf_tctx_t **out)
         WEFT_INFO(NET, "tcp: rank %d also listening on %s%s", cfg->rank,
                   where, i == ctx->fallback ? " (fallback)" : "");
     }
-    if (ctx->nstreams > 1)
-        WEFT_INFO(NET, "tcp: %d streams per peer, messages of %zu bytes or "
-                  "more striped", ctx->nstreams, ctx->stripe_min);
+    if (ctx->max_streams > 1)
+        WEFT_INFO(NET, "tcp: %s%d streams per peer, messages of %zu bytes "
+                  "or more striped", ctx->streams_fixed ? "" : "up to ",
+                  ctx->max_streams, ctx->stripe_min);
     *out = ctx;
     return WEFT_OK;
 err_fini:
@@ -335,7 +342,7 @@ void wf_tcp_fini(wf_tctx_t *ctx)
     if (ctx->peers)
         wf_tcp_stream_log(ctx);
     for (int i = 0; ctx->peers && i < ctx->cfg.size; i++) {
-        for (int k = 0; k < ctx->nstreams; k++) {
+        for (int k = 0; k < ctx->max_streams; k++) {
             wf_tcp_stream_t *s = &ctx->peers[i].streams[k];
             /* The FIN tells the peer we left on purpose; close() never
              * waits because no linger is set. */

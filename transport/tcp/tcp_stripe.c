@@ -59,7 +59,7 @@ bool wf_tcp_stripe_queue(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_treq_t *r,
 {
     uint64_t s0 = sig ? sig[0] : 0, s1 = sig ? sig[1] : 0;
     size_t len = r->len, piece;
-    int n = ctx->nstreams;
+    int n = wf_tcp_nstreams(p);
 
     if (n == 1 || len < ctx->stripe_min) {
         wf_tcp_unit_init(&r->unit0, r, WF_TCP_FRAME_MAGIC, r->tag, s0, s1, len,
@@ -163,7 +163,7 @@ void wf_tcp_piece_done(wf_tcp_stream_t *s)
 /* Streams whose piece waited for this header read on. */
 static void wake_waiting(wf_tctx_t *ctx, wf_tcp_peer_t *p)
 {
-    for (int k = 1; k < ctx->nstreams; k++) {
+    for (int k = 1; k < p->nstreams; k++) {
         wf_tcp_stream_t *s = &p->streams[k];
         if (s->rx.waiting && piece_bind(ctx, s) > 0)
             wf_tcp_stream_watch(ctx, s, s->sendq != NULL);
@@ -252,7 +252,7 @@ weft_status_t wf_tcp_stream_stats(wf_tctx_t *ctx, int peer, int idx,
                                   char *remote, size_t size)
 {
     if (!ctx || peer < 0 || peer >= ctx->cfg.size || idx < 0 ||
-        idx >= ctx->nstreams)
+        idx >= ctx->max_streams)
         return WEFT_ERR_INVALID_ARG;
     const wf_tcp_stream_t *s = &ctx->peers[peer].streams[idx];
     *out = s->bytes_out;
@@ -273,7 +273,7 @@ void wf_tcp_stream_log(wf_tctx_t *ctx)
     if (!WF_LOG_ENABLED_(WEFT_LOG_DEBUG, WF_SUBSYS_NET))
         return;
     for (int i = 0; i < ctx->cfg.size; i++) {
-        for (int k = 0; k < ctx->nstreams; k++) {
+        for (int k = 0; k < ctx->max_streams; k++) {
             wf_tcp_stream_stats(ctx, i, k, &out, &in, local, remote,
                                 sizeof(local));
             if (!out && !in)

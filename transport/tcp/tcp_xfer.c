@@ -187,7 +187,7 @@ weft_status_t wf_tcp_isend(wf_tctx_t *ctx, int peer, uint64_t tag,
     }
     /* Try at once where the frame is first in line: most sends fit in the
      * socket buffer and complete here without a trip through epoll. */
-    for (int k = 0; k < ctx->nstreams && p->state == WF_TCP_UP; k++)
+    for (int k = 0; k < p->nstreams && p->state == WF_TCP_UP; k++)
         if (p->streams[k].sendq && p->streams[k].sendq->req == r)
             wf_tcp_flush(ctx, &p->streams[k]);
     *req = r;
@@ -326,7 +326,7 @@ void wf_tcp_flush(wf_tctx_t *ctx, wf_tcp_stream_t *s)
              * that first, so that it is delivered rather than dropped
              * with the connection. */
             int err = errno;
-            for (int k = 0; k < ctx->nstreams; k++)
+            for (int k = 0; k < s->peer->nstreams; k++)
                 if (s->peer->state != WF_TCP_FAILED)
                     wf_tcp_read(ctx, &s->peer->streams[k]);
             if (s->peer->state != WF_TCP_FAILED)
@@ -436,10 +436,10 @@ static bool rx_start(wf_tctx_t *ctx, wf_tcp_stream_t *s)
     uint64_t magic = wf_tcp_get64(rx->hdr);
     uint64_t len = wf_tcp_get64(rx->hdr + 32);
     bool header = magic == WF_TCP_FRAME_MAGIC ||
-                  (magic == WF_TCP_STRIPE_MAGIC && ctx->nstreams > 1);
+                  (magic == WF_TCP_STRIPE_MAGIC && p->nstreams > 1);
 
     rx->hdr_got = 0;
-    if (magic == WF_TCP_PIECE_MAGIC && ctx->nstreams > 1)
+    if (magic == WF_TCP_PIECE_MAGIC && p->nstreams > 1)
         return wf_tcp_piece_start(ctx, s);
     int cma = s->idx == 0 ? wf_tcp_cma_header(ctx, s) : -1;
     if (cma >= 0)
@@ -563,7 +563,7 @@ static bool peer_quiet(wf_tctx_t *ctx, wf_tcp_peer_t *p)
 {
     if (p->posted || p->smsgs || p->cma_sends)
         return false;
-    for (int k = 0; k < ctx->nstreams; k++) {
+    for (int k = 0; k < ctx->max_streams; k++) {
         const wf_tcp_stream_t *s = &p->streams[k];
         if (s->sendq || s->rx.in_payload || s->rx.waiting || s->rx.hdr_got)
             return false;
@@ -582,14 +582,14 @@ static bool stream_eof(wf_tctx_t *ctx, wf_tcp_stream_t *s)
     wf_tcp_peer_t *p = s->peer;
     bool stranded = false;
 
-    for (int k = 0; s->idx == 0 && k < ctx->nstreams; k++)
+    for (int k = 0; s->idx == 0 && k < p->nstreams; k++)
         stranded |= p->streams[k].rx.waiting;
     /* Before every stream is up a close is no goodbye: the dialer gave
      * up (an unreachable interface), and the acceptor would wait for
      * streams that never come. */
-    if (ctx->nstreams > 1 && p->state == WF_TCP_UP && !s->sendq &&
+    if (p->nstreams > 1 && p->state == WF_TCP_UP && !s->sendq &&
         !stranded && !s->rx.in_payload &&
-        s->rx.hdr_got == 0 && p->neof + 1 < ctx->nstreams) {
+        s->rx.hdr_got == 0 && p->neof + 1 < p->nstreams) {
         p->neof++;
         epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, s->fd, NULL);
         s->events = 0;
@@ -700,7 +700,7 @@ void wf_tcp_xfer_fail(wf_tctx_t *ctx, wf_tcp_peer_t *p)
     /* First: the sends waiting for a FIN are chained through r->next,
      * which completing them below would cut. */
     wf_tcp_cma_fail(p, st);
-    for (int k = 0; k < ctx->nstreams; k++) {
+    for (int k = 0; k < ctx->max_streams; k++) {
         wf_tcp_stream_t *s = &p->streams[k];
         fail_units(s->sendq, st);
         s->sendq = s->sendq_tail = NULL;
@@ -715,7 +715,7 @@ void wf_tcp_xfer_free_all(wf_tctx_t *ctx)
 {
     for (int i = 0; ctx->peers && i < ctx->cfg.size; i++) {
         wf_tcp_peer_t *p = &ctx->peers[i];
-        for (int k = 0; k < ctx->nstreams; k++) {
+        for (int k = 0; k < ctx->max_streams; k++) {
             wf_tcp_rx_t *rx = &p->streams[k].rx;
             /* Control frames are the queue's own; the rest belong to
              * requests, freed below. */
