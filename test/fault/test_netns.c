@@ -52,6 +52,14 @@ WF_TEST(netns_tcp_streams_two_nics_both_carry, 120)
     run_script("netns-stripe.sh", "");
 }
 
+/* Two NICs of different speed (tbf: 200 and 50 Mbit/s): pieces in
+ * proportion to what each stream delivers reach at least 60% of the
+ * 250 Mbit/s together; equal halves stopped at 91 Mbit/s. */
+WF_TEST(netns_tcp_stripe_follows_link_speeds, 120)
+{
+    run_script("netns-stripe.sh", "uneven");
+}
+
 /* WEFT_SOCKET_IFNAME unset, a topology (test/topo/one-socket-2eth.xml)
  * whose two equally near NICs are the veths eth0 and eth1: with the
  * default stream count both carry a large share of an allreduce on both

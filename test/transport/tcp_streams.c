@@ -293,3 +293,31 @@ WF_TEST(transport_tcp_bad_parked_piece, 30)
     free(sbuf);
     free(rbuf);
 }
+
+/* The cut of a striped message: equal pieces while the streams' rates are
+ * unknown or within 25% of each other, else in proportion to them (a
+ * 200 and a 50 Mbit/s NIC: 80% and 20%, where equal halves left the fast
+ * one idle for most of the time), piece ends aligned, a share that rounds
+ * to nothing allowed, every byte in exactly one piece. */
+WF_TEST(transport_tcp_stripe_cut_follows_the_rates, 10)
+{
+    size_t p[4];
+    const uint64_t unknown[2] = {0, 100}, close[2] = {100, 120},
+                   uneven[2] = {200, 50}, lopsided[2] = {1, 1000};
+
+    ASSERT_EQ(wf_tcp_stripe_cut(1000, 3, NULL, 64, p), 3);
+    ASSERT_TRUE(p[0] == 384 && p[1] == 384 && p[2] == 232);
+    ASSERT_EQ(wf_tcp_stripe_cut(100, 4, NULL, 64, p), 2); /* 64 + 36 */
+    ASSERT_EQ(wf_tcp_stripe_cut(MIB, 2, unknown, 64, p), 2);
+    ASSERT_TRUE(p[0] == MIB / 2 && p[1] == MIB / 2);
+    ASSERT_EQ(wf_tcp_stripe_cut(MIB, 2, close, 64, p), 2);
+    ASSERT_TRUE(p[0] == MIB / 2 && p[1] == MIB / 2);
+    ASSERT_EQ(wf_tcp_stripe_cut(MIB, 2, uneven, 64, p), 2);
+    ASSERT_EQ(p[0] % 64, 0);
+    ASSERT_EQ(p[0] + p[1], MIB);
+    ASSERT_TRUE(p[0] > MIB / 10 * 8 - 64 && p[0] <= MIB / 10 * 8);
+    ASSERT_EQ(wf_tcp_stripe_cut(100, 2, lopsided, 64, p), 2);
+    ASSERT_TRUE(p[0] == 0 && p[1] == 100);
+    ASSERT_EQ(wf_tcp_stripe_cut(3 * MIB + 7, 2, lopsided, 64, p), 2);
+    ASSERT_EQ(p[0] + p[1], 3 * MIB + 7);
+}

@@ -306,6 +306,9 @@ typedef struct wf_tcp_stream {
     wf_tcp_sunit_t *sendq, *sendq_tail;
     wf_tcp_rx_t rx;
     uint64_t bytes_out, bytes_in; /* payload and headers, for tests/logs */
+    uint64_t rate; /* bytes/s it delivers while busy, 0 unknown
+                    * (tcp_rate.c) */
+    uint64_t acked_seen, busy_seen; /* TCP_INFO at the last sample */
 } wf_tcp_stream_t;
 
 typedef struct wf_tcp_peer {
@@ -340,6 +343,7 @@ typedef struct wf_tcp_peer {
     uint64_t cma_buffered;     /* of its messages, read before a receive
                                 * claimed them (a second copy) */
     int nstreams; /* this pair's streams, 0 until known (tcp_conn.c) */
+    uint64_t rates_at; /* when the streams' rates were last read (ms) */
     wf_tcp_stream_t *streams; /* ctx->max_streams, nstreams of them used */
 } wf_tcp_peer_t;
 
@@ -607,6 +611,17 @@ weft_status_t wf_tcp_stream_stats(wf_tctx_t *ctx, int peer, int idx,
                                   char *remote, size_t size);
 /* Logs every stream's counters at debug level (from fini). */
 void wf_tcp_stream_log(wf_tctx_t *ctx);
+
+/* ---- tcp_rate.c -------------------------------------------------------- */
+
+/* Reads what each of p's streams delivers (at most once a millisecond). */
+void wf_tcp_rates_refresh(wf_tcp_peer_t *p);
+/* Cuts `len` bytes into pieces for n streams, pieces[k] for stream k (0
+ * allowed), in proportion to rates[k] when those are known and differ,
+ * else equal; piece ends at multiples of `align` but the last.  Returns
+ * how many entries of pieces it filled (at most n). */
+int wf_tcp_stripe_cut(size_t len, int n, const uint64_t *rates, size_t align,
+                      size_t *pieces);
 
 /* One frame of a send queue: header words and payload; `r` NULL for a
  * control frame (freed once written). */

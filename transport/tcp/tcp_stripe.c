@@ -58,7 +58,8 @@ bool wf_tcp_stripe_queue(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_treq_t *r,
                          const uint64_t sig[2])
 {
     uint64_t s0 = sig ? sig[0] : 0, s1 = sig ? sig[1] : 0;
-    size_t len = r->len, piece;
+    uint64_t rates[WF_TCP_STREAMS_MAX];
+    size_t len = r->len, piece[WF_TCP_STREAMS_MAX];
     int n = wf_tcp_nstreams(p);
 
     if (n == 1 || len < ctx->stripe_min) {
@@ -68,12 +69,12 @@ bool wf_tcp_stripe_queue(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_treq_t *r,
         wf_tcp_unit_queue(&p->streams[0], &r->unit0);
         return true;
     }
-    /* Equal pieces, one per stream, rounded up to the alignment: the last
-     * piece is the shorter one, and a small message may need fewer. */
-    piece = (len + (size_t)n - 1) / (size_t)n;
-    piece = (piece + WF_TCP_PIECE_ALIGN - 1) / WF_TCP_PIECE_ALIGN *
-            WF_TCP_PIECE_ALIGN;
-    n = (int)((len + piece - 1) / piece);
+    /* A piece per stream, as large as its share of what the streams
+     * deliver (tcp_rate.c). */
+    wf_tcp_rates_refresh(p);
+    for (int k = 0; k < n; k++)
+        rates[k] = p->streams[k].rate;
+    n = wf_tcp_stripe_cut(len, n, rates, WF_TCP_PIECE_ALIGN, piece);
     r->pieces = calloc((size_t)n, sizeof(*r->pieces));
     if (!r->pieces) {
         WEFT_WARN(NET, "tcp: out of memory for a striped send to %s",
@@ -84,13 +85,17 @@ bool wf_tcp_stripe_queue(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_treq_t *r,
     wf_tcp_unit_init(&r->unit0, r, WF_TCP_STRIPE_MAGIC, r->tag, s0, s1, len, NULL,
               0);
     wf_tcp_unit_queue(&p->streams[0], &r->unit0);
-    for (int i = 0; i < n; i++) {
-        size_t off = (size_t)i * piece, plen = WF_MIN(piece, len - off);
-        wf_tcp_unit_init(&r->pieces[i], r, WF_TCP_PIECE_MAGIC, seq, off, plen, 0,
-                  r->buf + off, plen);
+    int units = 1;
+    size_t off = 0;
+    for (int i = 0; i < n; off += piece[i++]) {
+        if (!piece[i])
+            continue; /* this stream's share rounded to nothing */
+        wf_tcp_unit_init(&r->pieces[i], r, WF_TCP_PIECE_MAGIC, seq, off,
+                         piece[i], 0, r->buf + off, piece[i]);
         wf_tcp_unit_queue(&p->streams[i], &r->pieces[i]);
+        units++;
     }
-    r->units_left = 1 + n;
+    r->units_left = units;
     return true;
 }
 
