@@ -279,7 +279,7 @@ test-python: lib
 # (weft vs Gloo's ibverbs transport) needs the Gloo harness of `make
 # compare`, built here only when that part is asked for.
 .PHONY: test-rdma
-RDMA_PARTS ?= conformance colls errors netem
+RDMA_PARTS ?= conformance colls errors netem rails
 test-rdma: deps
 	$(MAKE) all $(TEST_BIN)
 	$(if $(filter gloo,$(RDMA_PARTS)),@scripts/install-compare-deps.sh && \

@@ -57,7 +57,7 @@
 
 #include "weft.h"
 
-#define WF_TADDR_MAX 128
+#define WF_TADDR_MAX 256
 
 /* Capability bits of a transport. */
 #define WF_TCAP_HOST_MEM (1u << 0)   /* can send from / receive to host memory */

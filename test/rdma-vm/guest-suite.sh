@@ -25,7 +25,8 @@
 # corruption between network namespaces: this Debian kernel has sch_netem,
 # the build host's does not), repeat (RDMA_REPEAT_TEST, default
 # allreduce_procs_n3, run RDMA_REPEAT_RUNS times, default 10), two-guest
-# ROLE=0|1 PEER_IP=... (allreduce and broadcast across two guests).
+# ROLE=0|1 PEER_IP=... (allreduce and broadcast across two guests),
+# rails (a second device, rxe1, and every context on both as rails).
 # Ends with "N passed, N failed, N skipped" and exits non-zero on failure.
 set -u
 B=${1:?usage: guest-suite.sh BUILD_DIR [PART...]}
@@ -93,7 +94,7 @@ knob_took() {
 
 # WEFT_IB_QPS=N: the contexts use N QPs per peer.
 qps_took() {
-    knob_took WEFT_IB_QPS "$1" "gid index [-0-9]*, $1 QPs? per peer" "${@:2}"
+    knob_took WEFT_IB_QPS "$1" "gid index [-0-9]*; $1 QPs? per peer" "${@:2}"
 }
 
 # WEFT_IB_ZCOPY_MIN=Z (1m style): the contexts use that threshold.
@@ -445,6 +446,62 @@ part_netem() {
     runner netns_netem_
 }
 
+# Packets rxe device $1 has sent (its port's hardware counter).
+rxe_sent() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts"; }
+
+# rails_share LABEL ZCOPY: a checked 64 MiB allreduce on 2 ranks over both
+# rails (WEFT_IB_ZCOPY_MIN=ZCOPY) must pass with each device sending at
+# least a tenth of the packets.  Fragments and READs go to whichever of
+# the pair's QPs has room, so the share follows how fast each rail drains
+# (two emulated devices on the guest's two vCPUs: measured 27-50%).
+rails_share() {
+    local a0 a1 d0 d1 rc
+    a0=$(rxe_sent rxe0) a1=$(rxe_sent rxe1)
+    WEFT_TRANSPORT=ib WEFT_IB_ZCOPY_MIN=$2 timeout -s KILL 300 "$BENCH" allreduce \
+        -n 2 -b 64M -e 64M -w 1 -r 4 -c 1 >"$LOG" 2>&1
+    rc=$?
+    d0=$(($(rxe_sent rxe0) - a0)) d1=$(($(rxe_sent rxe1) - a1))
+    if [[ $rc != 0 ]]; then
+        bad "64 MiB allreduce over two rails, $1 (exit $rc)"
+    elif ((d0 * 10 < d0 + d1 || d1 * 10 < d0 + d1)); then
+        bad "both rails carry a 64 MiB allreduce, $1 (packets sent: rxe0 $d0, rxe1 $d1)"
+    else
+        ok "both rails carry a 64 MiB allreduce, $1 (packets sent: rxe0 $d0, rxe1 $d1; $(grep -E '^ +[0-9]+ ' "$LOG" | tail -1 | awk '{print "busbw", $8, "GB/s"}'))"
+    fi
+}
+
+# Multi-rail: a second Soft-RoCE device, rxe1 on its own dummy netdev and
+# subnet, next to rxe0.  With WEFT_IB_HCA=rxe0,rxe1 each context drives
+# both as rails: the conformance suite (eager and rendezvous) and checked
+# allreduces must pass, the debug log must name both, and each device must
+# carry a share of the traffic (rails_share).  rxe1 is removed again
+# afterwards.
+part_rails() {
+    echo "== two rails: rxe0 and rxe1 (WEFT_IB_HCA=rxe0,rxe1)"
+    # The same MTU as rxe0's netdev: packet counts then compare as bytes.
+    ip link add rxenet1 type dummy &&
+        ip link set rxenet1 mtu "$(cat /sys/class/net/rxenet0/mtu)" up &&
+        ip addr add 10.78.0.1/24 dev rxenet1 &&
+        rdma link add rxe1 type rxe netdev rxenet1 || {
+        bad "creating rxe1 on a second dummy netdev"
+        return
+    }
+    for ((i = 0; i < 100; i++)); do
+        grep -q ACTIVE /sys/class/infiniband/rxe1/ports/1/state 2>/dev/null && break
+        sleep 0.1
+    done
+    export WEFT_IB_HCA=rxe0,rxe1
+    WEFT_IB_QPS=1 runner transport_
+    WEFT_IB_QPS=2 WEFT_IB_ZCOPY_MIN=1 runner transport_
+    knob_took WEFT_IB_QPS 1 "on rxe0:1\+rxe1:1 \(2 rails; .*; 2 QPs per peer" \
+        "$T" --build "$B" --verbose transport_four_ranks
+    rails_share "eager" 0
+    rails_share "by rendezvous" 64k
+    unset WEFT_IB_HCA
+    rdma link delete rxe1
+    ip link del rxenet1
+}
+
 # Two guests on one e1000 wire: this guest is rank ROLE of 2; rank 0
 # serves the rendezvous on its address.
 part_two_guest() {
@@ -476,6 +533,7 @@ for part in $PARTS; do
     qps) part_qps ;;
     gloo) part_gloo ;;
     netem) part_netem ;;
+    rails) part_rails ;;
     repeat) part_repeat ;;
     two-guest) part_two_guest ;;
     *) echo "unknown part $part"; FAIL=$((FAIL + 1)) ;;

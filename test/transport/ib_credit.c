@@ -187,7 +187,8 @@ static void world_init(fake_world_t *w, char *staging)
     w->ctx.cfg.rank = 0;
     w->ctx.cfg.size = 2;
     w->ctx.v = &w->v;
-    w->ctx.cq = &w->cq;
+    w->ctx.rail[0].cq = &w->cq;
+    w->ctx.nrails = 1;
     w->ctx.boot_ops = &w->boot_ops;
     w->ctx.timer_fd = w->ctx.epfd = -1; /* no sleeping here: rounds spin */
     w->ctx.peers = w->peers;
@@ -199,7 +200,8 @@ static void world_init(fake_world_t *w, char *staging)
     p->nqp = nqp;
     wf_ib_qp_slots(nqp, &p->nrecv, &p->nsend);
     p->credit_batch = WF_MAX(1u, p->nrecv / WF_IB_CREDIT_DIV);
-    p->b.mr = &w->mr;
+    p->nrails = 1;
+    p->b.mr[0] = &w->mr;
     for (int i = 0; i < nqp; i++) {
         w->qp[i].context = &w->dev;
         w->qp[i].qp_num = 0x11 + (uint32_t)i;

@@ -1,9 +1,9 @@
 /*
  * ib_dev_select.c - which verbs device and port wf_ib_dev_open takes, on a
- * fake device table (no hardware): WEFT_IB_HCA when set (the topology is
- * ignored), else the devices the topology chose when one of them has an
- * ACTIVE port, else the first ACTIVE port of any device; each choice said
- * at info.
+ * fake device table (no hardware): every ACTIVE port WEFT_IB_HCA admits
+ * when set (the topology is ignored), else those of the devices the
+ * topology chose when one of them has one, else the first ACTIVE port of
+ * any device; each choice said at info.
  */
 #include <string.h>
 
@@ -73,49 +73,88 @@ static const wf_ibv_t fake = {
     .query_port = query_port,
 };
 
-/* Opens with (hca, topo_hca) and expects device `want`, port `port`. */
-static void expect(const char *hca, const char *topo, const char *want,
-                   int port)
+/* Opens with (hca, topo_hca) and at most `max` rails; expects the rails
+ * `want`, "name:port" joined by '+'. */
+static void expect_max(const char *hca, const char *topo, int max,
+                       const char *want)
 {
-    struct ibv_context *c = NULL;
-    wf_ib_port_t p;
+    struct ibv_context *c[WF_IB_RAILS_MAX] = {0};
+    wf_ib_port_t p[WF_IB_RAILS_MAX];
+    char got[512] = "";
+    int n = 0;
     opened = 0;
     ASSERT_OK(wf_ib_dev_open(&fake, hca, topo, "nearest NIC(s) to GPU x",
-                             -1, 4, &c, &p));
-    if (strcmp(p.dev_name, want) || p.port != port)
-        printf("WEFT_IB_HCA='%s' topology '%s': got %s:%d, want %s:%d\n",
-               hca, topo, p.dev_name, p.port, want, port);
-    ASSERT_TRUE(!strcmp(p.dev_name, want));
-    ASSERT_EQ(p.port, port);
-    ASSERT_TRUE(c && c->device && !strcmp(c->device->name, want));
-    ASSERT_EQ(opened, 1); /* the others were closed again */
+                             -1, 4, max, c, p, &n));
+    for (int i = 0; i < n; i++) {
+        size_t used = strlen(got);
+        snprintf(got + used, sizeof(got) - used, "%s%s:%d", i ? "+" : "",
+                 p[i].dev_name, p[i].port);
+        ASSERT_TRUE(c[i] && c[i]->device &&
+                    !strcmp(c[i]->device->name, p[i].dev_name));
+    }
+    if (strcmp(got, want))
+        printf("WEFT_IB_HCA='%s' topology '%s': got %s, want %s\n", hca,
+               topo, got, want);
+    ASSERT_TRUE(!strcmp(got, want));
+    ASSERT_EQ(opened, n); /* one context per rail, the others closed */
+}
+
+static void expect(const char *hca, const char *topo, const char *want)
+{
+    expect_max(hca, topo, WF_IB_RAILS_MAX, want);
 }
 
 WF_TEST(ib_dev_select_topology, 10)
 {
     wf_log_reconfigure("info", "all");
     wf_test_log_capture();
-    expect("", "", "mlx5_1", 1);               /* no topology: first ACTIVE */
-    expect("", "rxe0", "rxe0", 2);             /* the topology's device */
-    expect("", "mlx5_0,rxe0", "rxe0", 2);      /* mlx5_0 is down */
+    expect("", "", "mlx5_1:1");              /* no topology: first ACTIVE */
+    expect("", "rxe0", "rxe0:2");            /* the topology's device */
+    expect("", "mlx5_0,rxe0", "rxe0:2");     /* mlx5_0 is down */
     ASSERT_STR_CONTAINS(wf_test_log_text(),
                         "ib: rxe0 port 2 chosen: nearest NIC(s) to GPU x");
-    expect("", "mlx5_0", "mlx5_1", 1);         /* none ACTIVE: any */
+    expect("", "mlx5_0", "mlx5_1:1");        /* none ACTIVE: any */
     ASSERT_STR_CONTAINS(wf_test_log_text(), "the topology's device(s) "
                         "mlx5_0: none has an ACTIVE port");
-    expect("", "nonesuch", "mlx5_1", 1);       /* not a device here */
-    expect("rxe0", "mlx5_1", "rxe0", 2);       /* WEFT_IB_HCA wins */
-    expect("^mlx5_1", "mlx5_1", "rxe0", 2);
+    expect("", "nonesuch", "mlx5_1:1");      /* not a device here */
+    expect("rxe0", "mlx5_1", "rxe0:2");      /* WEFT_IB_HCA wins */
+    expect("^mlx5_1", "mlx5_1", "rxe0:2");
     /* An explicit list that matches nothing still fails. */
-    struct ibv_context *c = NULL;
-    wf_ib_port_t p;
-    ASSERT_STATUS(wf_ib_dev_open(&fake, "mlx5_0", "mlx5_1", "", -1, 4, &c,
-                                 &p), WEFT_ERR_INVALID_ARG);
+    struct ibv_context *c[WF_IB_RAILS_MAX];
+    wf_ib_port_t p[WF_IB_RAILS_MAX];
+    int n = 0;
+    ASSERT_STATUS(wf_ib_dev_open(&fake, "mlx5_0", "mlx5_1", "", -1, 4,
+                                 WF_IB_RAILS_MAX, c, p, &n),
+                  WEFT_ERR_INVALID_ARG);
+    ASSERT_EQ(n, 0);
+}
+
+/* Several ACTIVE ports that the list or the topology names are rails, in
+ * device order; without either, one port (nobody said which are near). */
+WF_TEST(ib_dev_select_rails, 10)
+{
+    wf_log_reconfigure("info", "all");
+    wf_test_log_capture();
+    expect("mlx5_1,rxe0", "", "mlx5_1:1+rxe0:2");
+    expect("rxe0,mlx5_1", "", "mlx5_1:1+rxe0:2"); /* device order */
+    expect("^mlx5_0", "", "mlx5_1:1+rxe0:2");
+    expect("rxe0:2,mlx5_1:1", "mlx5_1", "mlx5_1:1+rxe0:2");
+    expect("", "mlx5_1,rxe0", "mlx5_1:1+rxe0:2");
+    ASSERT_STR_CONTAINS(wf_test_log_text(),
+                        "ib: mlx5_1 port 1 and rxe0 port 2 chosen: nearest "
+                        "NIC(s) to GPU x");
+    expect("", "", "mlx5_1:1");
+    expect_max("mlx5_1,rxe0", "", 1, "mlx5_1:1");
 }
 
 #else
 
 WF_TEST(ib_dev_select_topology, 10)
+{
+    WF_SKIP("needs the verbs transport (built without libibverbs-dev)");
+}
+
+WF_TEST(ib_dev_select_rails, 10)
 {
     WF_SKIP("needs the verbs transport (built without libibverbs-dev)");
 }

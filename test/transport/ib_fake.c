@@ -9,6 +9,8 @@
 
 #define WIRE_MAX 4096 /* work requests in flight on the fake wire */
 #define FQP_MAX 16
+#define FMR_MAX 256
+#define FK_RAILS WF_IB_RAILS_MAX
 
 /* ---- the fake provider -------------------------------------------------- */
 
@@ -20,6 +22,7 @@ typedef struct {
 typedef struct fake_qp {
     struct ibv_qp qp;
     int side;               /* 0 or 1: whose CQ gets its completions */
+    int rail;               /* which of the side's protection domains */
     uint32_t dest;          /* the peer's QP number, set at RTR */
     fake_recv_t rq[WF_IB_RECV_SLOTS];
     unsigned rq_head, rq_n;
@@ -30,15 +33,22 @@ typedef struct {
     uint64_t wr_id;
     enum ibv_wr_opcode op;  /* SEND, RDMA WRITE (credits) or RDMA READ */
     uint64_t remote;
+    uint32_t rkey;
+    bool lkey_ok;           /* the local key is the QP's rail's and covers */
     char *local;            /* READ: where the bytes go */
     uint32_t len;
     char data[WF_IB_SLOT_LEN]; /* SEND and WRITE: copied at post time */
 } wire_wr_t;
 
 static struct ibv_context fake_dev;
-static struct ibv_cq fake_cq[2];
-static struct ibv_wc cqe[2][WIRE_MAX];
-static unsigned cqe_n[2];
+static struct ibv_pd fake_pd[2][FK_RAILS];
+static struct ibv_cq fake_cq[2][FK_RAILS];
+static struct ibv_wc cqe[2][FK_RAILS][WIRE_MAX];
+static unsigned cqe_n[2][FK_RAILS];
+static struct ibv_mr *fmr[FMR_MAX];
+static uint32_t next_key;
+uint64_t fk_rail_bytes[2][WF_IB_RAILS_MAX];
+unsigned long fk_key_errors;
 static fake_qp_t *fqp[FQP_MAX];
 static int nfqp;
 static wire_wr_t *wire[WIRE_MAX];
@@ -72,10 +82,29 @@ static fake_qp_t *fqp_by_num(uint32_t num)
     return NULL;
 }
 
-static void cq_push(int side, uint64_t wr_id, enum ibv_wc_opcode op,
-                    uint32_t len)
+/* Whether `key` names a live registration on protection domain `pd`
+ * that covers [addr, addr + len): what the HCA checks. */
+static bool key_covers(uint32_t key, const struct ibv_pd *pd, uint64_t addr,
+                       uint32_t len)
 {
-    struct ibv_wc *wc = &cqe[side][cqe_n[side]++];
+    for (int i = 0; i < FMR_MAX; i++) {
+        const struct ibv_mr *mr = fmr[i];
+        if (mr && mr->lkey == key)
+            return mr->pd == pd && addr >= (uintptr_t)mr->addr &&
+                   addr + len <= (uintptr_t)mr->addr + mr->length;
+    }
+    return false;
+}
+
+static struct ibv_pd *qp_pd(const fake_qp_t *q)
+{
+    return &fake_pd[q->side][q->rail];
+}
+
+static void cq_push(const fake_qp_t *q, uint64_t wr_id,
+                    enum ibv_wc_opcode op, uint32_t len)
+{
+    struct ibv_wc *wc = &cqe[q->side][q->rail][cqe_n[q->side][q->rail]++];
 
     memset(wc, 0, sizeof(*wc));
     wc->wr_id = wr_id;
@@ -92,6 +121,12 @@ static int fake_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
     if (q->rq_n == WF_IB_RECV_SLOTS) {
         *bad = wr;
         return ENOMEM;
+    }
+    if (!key_covers(wr->sg_list->lkey, qp_pd(q), wr->sg_list->addr,
+                    wr->sg_list->length)) {
+        fk_key_errors++;
+        *bad = wr;
+        return EINVAL;
     }
     q->rq[(q->rq_head + q->rq_n++) % WF_IB_RECV_SLOTS] = (fake_recv_t){
         .wr_id = wr->wr_id, .addr = (char *)(uintptr_t)wr->sg_list->addr};
@@ -114,8 +149,11 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
     w->wr_id = wr->wr_id;
     w->op = wr->opcode;
     w->remote = wr->wr.rdma.remote_addr;
+    w->rkey = wr->wr.rdma.rkey;
     w->len = wr->sg_list->length;
     w->local = (char *)(uintptr_t)wr->sg_list->addr;
+    w->lkey_ok = key_covers(wr->sg_list->lkey, qp_pd(w->from),
+                            wr->sg_list->addr, w->len);
     if (!read)
         memcpy(w->data, w->local, w->len);
     wire[fk_nwire++] = w;
@@ -163,21 +201,31 @@ bool fk_wire_step(void)
     memmove(&wire[i], &wire[i + 1], (fk_nwire - i - 1) * sizeof(wire[0]));
     fk_nwire--;
     to = fqp_by_num(from->dest);
-    if (w->op == IBV_WR_RDMA_WRITE) {
+    if (!w->lkey_ok ||
+        (w->op != IBV_WR_SEND &&
+         (!to || !key_covers(w->rkey, qp_pd(to), w->remote, w->len)))) {
+        /* A key of another rail or range: the HCA refuses the request. */
+        fk_key_errors++;
+        cq_push(from, w->wr_id, IBV_WC_SEND, 0);
+        cqe[from->side][from->rail][cqe_n[from->side][from->rail] - 1]
+            .status = w->lkey_ok ? IBV_WC_REM_ACCESS_ERR : IBV_WC_LOC_PROT_ERR;
+    } else if (w->op == IBV_WR_RDMA_WRITE) {
         memcpy((void *)(uintptr_t)w->remote, w->data, w->len);
-        cq_push(from->side, w->wr_id, IBV_WC_RDMA_WRITE, 0);
+        cq_push(from, w->wr_id, IBV_WC_RDMA_WRITE, 0);
     } else if (w->op == IBV_WR_RDMA_READ) {
         /* The responder's memory is read when the request gets there. */
         if (fk_fail_read) {
-            cq_push(from->side, w->wr_id, IBV_WC_RDMA_READ, 0);
-            cqe[from->side][cqe_n[from->side] - 1].status = fk_fail_read;
+            cq_push(from, w->wr_id, IBV_WC_RDMA_READ, 0);
+            cqe[from->side][from->rail][cqe_n[from->side][from->rail] - 1]
+                .status = fk_fail_read;
             fk_fail_read = 0;
         } else {
             memcpy(w->local, (void *)(uintptr_t)w->remote, w->len);
             fk_reads++;
+            fk_rail_bytes[to->side][from->rail] += w->len;
             if (fk_on_read)
                 fk_on_read(w->local, w->len);
-            cq_push(from->side, w->wr_id, IBV_WC_RDMA_READ, w->len);
+            cq_push(from, w->wr_id, IBV_WC_RDMA_READ, w->len);
         }
     } else if (!to || to->rq_n == 0) {
         fk_rnr = true;
@@ -186,8 +234,9 @@ bool fk_wire_step(void)
         to->rq_head = (to->rq_head + 1) % WF_IB_RECV_SLOTS;
         to->rq_n--;
         memcpy(r.addr, w->data, w->len);
-        cq_push(to->side, r.wr_id, IBV_WC_RECV, w->len);
-        cq_push(from->side, w->wr_id, IBV_WC_SEND, 0);
+        fk_rail_bytes[from->side][from->rail] += w->len;
+        cq_push(to, r.wr_id, IBV_WC_RECV, w->len);
+        cq_push(from, w->wr_id, IBV_WC_SEND, 0);
     }
     free(w);
     return true;
@@ -195,36 +244,50 @@ bool fk_wire_step(void)
 
 static int fake_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 {
-    int side = cq == &fake_cq[1];
+    int at = (int)(cq - &fake_cq[0][0]);
+    int side = at / FK_RAILS, rail = at % FK_RAILS;
     int got = 0;
 
     /* The wire moves a little on every poll, in random QP order. */
     for (unsigned k = rand_below(4); k > 0 && fk_nwire > 0; k--)
         fk_wire_step();
-    while (got < n && cqe_n[side] > 0) {
-        wc[got++] = cqe[side][0];
-        memmove(&cqe[side][0], &cqe[side][1],
-                --cqe_n[side] * sizeof(cqe[side][0]));
+    while (got < n && cqe_n[side][rail] > 0) {
+        wc[got++] = cqe[side][rail][0];
+        memmove(&cqe[side][rail][0], &cqe[side][rail][1],
+                --cqe_n[side][rail] * sizeof(cqe[side][rail][0]));
     }
     return got;
 }
 
+/* Every registration gets a key of its own, so a key used on another
+ * rail's QP (another protection domain) is caught. */
 static struct ibv_mr *fake_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
                                   int access)
 {
     struct ibv_mr *mr = calloc(1, sizeof(*mr));
+    int i = 0;
 
-    (void)pd, (void)access;
-    if (mr) {
-        mr->addr = addr;
-        mr->length = len;
-        mr->lkey = mr->rkey = 0x77;
+    (void)access;
+    while (i < FMR_MAX && fmr[i])
+        i++;
+    if (!mr || i == FMR_MAX) {
+        free(mr);
+        errno = ENOMEM;
+        return NULL;
     }
+    mr->pd = pd;
+    mr->addr = addr;
+    mr->length = len;
+    mr->lkey = mr->rkey = 0x7700 + ++next_key;
+    fmr[i] = mr;
     return mr;
 }
 
 static int fake_dereg_mr(struct ibv_mr *mr)
 {
+    for (int i = 0; i < FMR_MAX; i++)
+        if (fmr[i] == mr)
+            fmr[i] = NULL;
     free(mr);
     return 0;
 }
@@ -233,9 +296,13 @@ static struct ibv_qp *fake_create_qp(struct ibv_pd *pd,
                                      struct ibv_qp_init_attr *attr)
 {
     fake_qp_t *q = calloc(1, sizeof(*q));
+    int at = (int)(pd - &fake_pd[0][0]);
 
-    (void)pd;
-    if (!q || nfqp == FQP_MAX || attr->cap.max_recv_wr > WF_IB_RECV_SLOTS) {
+    /* A QP's CQ must belong to the device of its protection domain. */
+    if (!q || nfqp == FQP_MAX || attr->cap.max_recv_wr > WF_IB_RECV_SLOTS ||
+        at < 0 || at >= 2 * FK_RAILS || at / FK_RAILS != side_creating ||
+        attr->send_cq != &fake_cq[0][0] + at ||
+        attr->recv_cq != attr->send_cq) {
         free(q);
         errno = EINVAL;
         return NULL;
@@ -243,6 +310,7 @@ static struct ibv_qp *fake_create_qp(struct ibv_pd *pd,
     q->qp.context = &fake_dev;
     q->qp.qp_num = 0x100 + (uint32_t)nfqp;
     q->side = side_creating;
+    q->rail = at % FK_RAILS;
     fqp[nfqp++] = q;
     return &q->qp;
 }
@@ -296,6 +364,14 @@ static const wf_transport_ops_t fake_boot_ops = {
 
 weft_status_t fk_pair_open(fk_pair_t *w, const int qps[2])
 {
+    static const int one[2] = {1, 1};
+
+    return fk_pair_open_rails(w, qps, one);
+}
+
+weft_status_t fk_pair_open_rails(fk_pair_t *w, const int qps[2],
+                                 const int rails[2])
+{
     weft_status_t st = WEFT_OK;
 
     memset(w, 0, sizeof(*w));
@@ -304,7 +380,9 @@ weft_status_t fk_pair_open(fk_pair_t *w, const int qps[2])
     fake_dev.ops.poll_cq = fake_poll_cq;
     nfqp = 0;
     fk_nwire = 0;
-    cqe_n[0] = cqe_n[1] = 0;
+    memset(cqe_n, 0, sizeof(cqe_n));
+    memset(fk_rail_bytes, 0, sizeof(fk_rail_bytes));
+    fk_key_errors = 0;
     fk_rnr = false;
     fk_fail_read = 0;
     fk_reads = 0;
@@ -313,17 +391,25 @@ weft_status_t fk_pair_open(fk_pair_t *w, const int qps[2])
     for (int s = 0; s < 2; s++) {
         wf_tctx_t *c = &w->ctx[s];
         wf_ib_peer_t *p = &w->peers[s][1 - s];
-        fake_cq[s].context = &fake_dev;
         c->cfg.rank = s;
         c->cfg.size = 2;
         c->v = &fake_v;
         c->nqp = qps[s];
         c->zcopy_min = fk_zcopy_min;
-        c->cq = &fake_cq[s];
+        c->nrails = rails[s];
+        for (int r = 0; r < rails[s]; r++) {
+            fake_cq[s][r].context = &fake_dev;
+            c->rail[r].cq = &fake_cq[s][r];
+            c->rail[r].pd = &fake_pd[s][r];
+            c->rail[r].port.gid_index = -1;
+            snprintf(c->rail[r].port.dev_name,
+                     sizeof(c->rail[r].port.dev_name), "fake%d", r);
+        }
         c->boot_ops = &fake_boot_ops;
         c->timer_fd = c->epfd = -1;
-        c->port.gid_index = -1;
         c->peers = w->peers[s];
+        p->nrrails = rails[1 - s];
+        p->nrails = WF_MIN(rails[0], rails[1]);
         for (int r = 0; r < 2; r++) {
             w->peers[s][r].rank = r;
             snprintf(w->peers[s][r].desc, sizeof(w->peers[s][r].desc),
@@ -331,7 +417,7 @@ weft_status_t fk_pair_open(fk_pair_t *w, const int qps[2])
         }
         side_creating = s;
         p->state = WF_IB_EXCHANGE;
-        ASSERT_OK(wf_ib_qp_create(c, p, qps[s]));
+        ASSERT_OK(wf_ib_qp_create(c, p, wf_ib_pair_qps(qps[s], p->nrails)));
     }
     memcpy(w->peers[0][1].info_in, w->peers[1][0].info_out, WF_IB_INFO_LEN);
     memcpy(w->peers[1][0].info_in, w->peers[0][1].info_out, WF_IB_INFO_LEN);

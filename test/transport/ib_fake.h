@@ -10,6 +10,9 @@
  * fk_rng; fk_lazy biases the pick), so fragments of one message and headers
  * of the next overtake each other across QPs.  SEND, RDMA WRITE and RDMA
  * READ are carried; a SEND that finds no posted receive sets fk_rnr.
+ * Each side may have several rails (protection domains with a CQ each);
+ * like an HCA, the fake refuses a local or remote key that belongs to
+ * another protection domain than the QP's or does not cover the range.
  */
 #ifndef WF_TEST_IB_FAKE_H
 #define WF_TEST_IB_FAKE_H
@@ -44,9 +47,19 @@ extern void (*fk_on_read)(const char *local, uint32_t len);
 /* Each side's zero-copy threshold (ctx->zcopy_min) at pair_open. */
 extern size_t fk_zcopy_min;
 
+/* Payload bytes each side sent on each rail (SENDs by the sender, READs
+ * by the side read from), and work requests refused for a key that is
+ * not its QP's rail's or does not cover the range. */
+extern uint64_t fk_rail_bytes[2][WF_IB_RAILS_MAX];
+extern unsigned long fk_key_errors;
+
 /* Builds both sides with `qps[side]` QPs and connects them; returns the
  * status of the connect of side 0 (the one that checks side 1's INFO). */
 weft_status_t fk_pair_open(fk_pair_t *w, const int qps[2]);
+/* The same with `rails[side]` rails on each side (each its own protection
+ * domain and CQ); the pair uses the smaller count. */
+weft_status_t fk_pair_open_rails(fk_pair_t *w, const int qps[2],
+                                 const int rails[2]);
 void fk_pair_close(fk_pair_t *w);
 /* Delivers one work request; false when the wire is empty. */
 bool fk_wire_step(void);

@@ -75,7 +75,9 @@ static void ctx_open(wf_tctx_t *ctx, bool have_dmabuf_symbol)
     memset(ctx, 0, sizeof(*ctx));
     fake_v.reg_dmabuf_mr = have_dmabuf_symbol ? fake_reg_dmabuf_mr : NULL;
     ctx->v = &fake_v;
-    snprintf(ctx->port.dev_name, sizeof(ctx->port.dev_name), "fake0");
+    snprintf(ctx->rail[0].port.dev_name, sizeof(ctx->rail[0].port.dev_name),
+             "fake0");
+    ctx->nrails = 1;
     dmabuf_calls = reg_calls = dereg_calls = 0;
     dmabuf_fd_seen = -1;
     reg_addr = NULL;

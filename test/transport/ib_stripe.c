@@ -225,7 +225,56 @@ WF_TEST(ib_stripe_qps_differ, 10)
     fk_rng = 1;
     ASSERT_TRUE(fk_pair_open(&w, qps) == WEFT_ERR_TRANSPORT);
     ASSERT_TRUE(strstr(wf_test_log_text(),
-                       "the peer uses WEFT_IB_QPS=1, this rank 2") != NULL);
+                       "the peer opens 1 QP(s) over 1 rail(s) for this "
+                       "pair, this rank 2 over 1") != NULL);
+    fk_pair_close(&w);
+}
+
+/* Two rails a side: the QPs alternate between them, every fragment and
+ * READ uses the keys of its QP's rail (the fake refuses any other), and
+ * both rails carry a fair share of both directions, eager and by
+ * rendezvous.  With one rail on one side the pair uses one. */
+WF_TEST(ib_stripe_rails, 60)
+{
+    static const size_t zcopy[2] = {0, 150000};
+
+    for (int z = 0; z < 2; z++)
+        for (uint64_t seed = 1; seed <= 4; seed++) {
+            fk_pair_t w;
+            int qps[2] = {1, 1}, rails[2] = {2, 2};
+            fk_zcopy_min = zcopy[z];
+            fk_rng = seed;
+            fk_lazy = FK_LAZY_NONE;
+            ASSERT_OK(fk_pair_open_rails(&w, qps, rails));
+            ASSERT_EQ(w.peers[0][1].nqp, 2); /* a QP per rail at least */
+            ASSERT_EQ(w.peers[0][1].qp[1].rail, 1);
+            run_traffic(&w);
+            ASSERT_EQ(fk_key_errors, 0);
+            for (int s = 0; s < 2; s++) {
+                uint64_t r0 = fk_rail_bytes[s][0], r1 = fk_rail_bytes[s][1];
+                if (r0 < (r0 + r1) / 4 || r1 < (r0 + r1) / 4)
+                    printf("side %d zcopy %zu seed %llu: rail 0 %llu, rail "
+                           "1 %llu bytes\n",
+                           s, zcopy[z], (unsigned long long)seed,
+                           (unsigned long long)r0, (unsigned long long)r1);
+                ASSERT_TRUE(r0 >= (r0 + r1) / 4 && r1 >= (r0 + r1) / 4);
+            }
+            ASSERT_EQ(fk_regs(&w, 0), 0);
+            ASSERT_EQ(fk_regs(&w, 1), 0);
+            fk_pair_close(&w);
+        }
+    fk_zcopy_min = 0;
+
+    fk_pair_t w;
+    int qps[2] = {2, 2}, rails[2] = {2, 1};
+    fk_rng = 3;
+    ASSERT_OK(fk_pair_open_rails(&w, qps, rails));
+    ASSERT_EQ(w.peers[0][1].nrails, 1);
+    ASSERT_EQ(w.peers[1][0].nrails, 1);
+    run_traffic(&w);
+    ASSERT_EQ(fk_key_errors, 0);
+    ASSERT_EQ(fk_rail_bytes[0][1], 0);
+    ASSERT_TRUE(fk_rail_bytes[0][0] > 0);
     fk_pair_close(&w);
 }
 
@@ -242,6 +291,11 @@ WF_TEST(ib_rndv_reassembly, 10)
 }
 
 WF_TEST(ib_stripe_qps_differ, 10)
+{
+    WF_SKIP("needs the verbs transport (built without libibverbs-dev)");
+}
+
+WF_TEST(ib_stripe_rails, 10)
 {
     WF_SKIP("needs the verbs transport (built without libibverbs-dev)");
 }

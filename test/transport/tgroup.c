@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "config.h"
 #include "tgroup.h"
 
@@ -62,12 +63,14 @@ void tg_make_cfg(wf_tconfig_t *cfg, int rank, int size, const char *ifname,
     snprintf(cfg->ifname, sizeof(cfg->ifname), "%s", ifname);
     cfg->timeout_ms = timeout_ms;
     /* The verbs knobs come from the environment as in a communicator, so
-     * make test-rdma runs the suite with WEFT_IB_QPS=2 and 4 and with
-     * several WEFT_IB_ZCOPY_MIN thresholds as well. */
+     * make test-rdma runs the suite with WEFT_IB_QPS=2 and 4, with
+     * several WEFT_IB_ZCOPY_MIN thresholds and over two rails
+     * (WEFT_IB_HCA=rxe0,rxe1) as well. */
     wf_config_t c;
     if (wf_config_load(&c, NULL) == WEFT_OK) {
         cfg->ib_qps = (int)c.ib_qps;
         cfg->ib_zcopy_min = (size_t)c.ib_zcopy_min;
+        wf_strlcpy(cfg->ib_hca, c.ib_hca, sizeof(cfg->ib_hca));
     }
     cfg->tcp_streams = tg_tcp_streams;
     cfg->tcp_stripe_min = tg_tcp_streams > 1 ? TG_STRIPE_MIN : 0;

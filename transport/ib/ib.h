@@ -16,6 +16,15 @@
  *   ib_gdr.c   registering device memory (GPUDirect: dma-buf, peer memory)
  *   ib_rndv.c  zero-copy rendezvous of large messages (RTS, RDMA READ, FIN)
  *
+ * Rails: a context may drive several ports (WEFT_IB_HCA=mlx5_0,mlx5_1, or
+ * the NICs the topology found equally near), each a rail with its own
+ * device context, protection domain and completion queue.  A pair uses
+ * min(its two rail counts) rails and at least one QP per rail: QP i runs
+ * from local rail i % rails to the peer's rail of the same index, so
+ * fragments and rendezvous READs, which already spread over the QPs,
+ * spread over the rails.  Memory is registered once per rail; an RTS
+ * carries the buffer's rkey of every rail.
+ *
  * Data path: every peer pair has WEFT_IB_QPS reliable-connected QPs (1 to
  * WF_IB_QPS_MAX) that share the peer's registered memory: each QP owns
  * its slice of the receive and staging slots and its own credit word.  A
@@ -67,19 +76,22 @@
 
 /* ---- constants --------------------------------------------------------- */
 
-/* 2: several QPs per peer, a fragment header on every fragment. */
-#define WF_IB_VERSION 2u
+/* 3: several rails per context (address blob, INFO and RTS carry a
+ * rail's worth of addresses and keys each). */
+#define WF_IB_VERSION 3u
 #define WF_IB_FRAME_MAGIC 0x314d415246424957ull /* "WIBFRAM1" */
 #define WF_IB_FRAG_MAGIC 0x4657u                 /* "WF" */
 #define WF_IB_FRAG_FIRST 1u /* fragment flag: the message header follows */
 /* With FIRST: the message is a rendezvous "ready to send" (RTS): after the
- * message header come the sender's address u64, rkey u32 and 4 zero bytes,
- * no payload; the receiver pulls the payload with RDMA READ (ib_rndv.c). */
+ * message header come the sender's address u64 and its rkey u32 on each
+ * of WF_IB_RAILS_MAX rails (0 past the sender's rails), no payload; the
+ * receiver pulls the payload with RDMA READ (ib_rndv.c). */
 #define WF_IB_FRAG_RNDV 2u
 /* Alone: FIN of message `seq` of the other direction, which the receiver
  * has finished reading; takes no message number. */
 #define WF_IB_FRAG_FIN 4u
-#define WF_IB_RTS_LEN 16
+#define WF_IB_RAILS_MAX 4 /* ports one context drives */
+#define WF_IB_RTS_LEN (8 + 4 * WF_IB_RAILS_MAX)
 /* Rendezvous reads: at most this many bytes per RDMA READ, and this many
  * READs in flight per QP (each QP's send queue has room for them on top
  * of its staging slots and credit writes, so reads never wait for a WQE). */
@@ -126,13 +138,15 @@
 #define WF_IB_TAG_READY 2u
 #define WF_IB_TAG_LIVE 3u /* carries BYE; a failure means the peer died */
 
-/* Address blob: version u8, link layer u8, port u8, mtu u8, lid u16,
- * gid[16], tcp blob length u8, then the TCP blob. */
-#define WF_IB_BLOB_FIXED 23
+/* Address blob: version u8, rails u8, per rail {link layer u8, port u8,
+ * mtu u8, lid u16, gid[16]}, tcp blob length u8, then the TCP blob. */
+#define WF_IB_BLOB_RAIL 21
+#define WF_IB_BLOB_LEN(rails) (3 + WF_IB_BLOB_RAIL * (size_t)(rails))
 /* Bootstrap INFO: QPs u32, receive slots per QP u32, slot length u32,
- * credit rkey u32, then per QP: qpn u32, psn u32, credit addr u64. */
+ * rails u32, then per QP: qpn u32, psn u32, credit addr u64, and the
+ * rkey u32 of the credit word on that QP's rail. */
 #define WF_IB_INFO_FIXED 16
-#define WF_IB_INFO_QP 16
+#define WF_IB_INFO_QP 20
 #define WF_IB_INFO_LEN (WF_IB_INFO_FIXED + WF_IB_QPS_MAX * WF_IB_INFO_QP)
 
 static inline void wf_ib_put32(uint8_t *p, uint32_t v)
@@ -215,7 +229,7 @@ bool wf_ib_probe(char *why, size_t why_len);
 
 /* ---- ib_dev.c ---------------------------------------------------------- */
 
-/* The chosen local port. */
+/* A chosen local port. */
 typedef struct wf_ib_port {
     char dev_name[64];
     uint8_t port;
@@ -227,16 +241,20 @@ typedef struct wf_ib_port {
     uint64_t speed_mbps;
 } wf_ib_port_t;
 
-/* Opens the device and port chosen by `hca` (WEFT_IB_HCA, may be empty)
- * and the GID (`gid_index` < 0: automatic, RoCE v2 of `family`, 4 or 6).
- * With `hca` empty, the devices the topology chose for this rank
- * (`topo_hca`, a comma list of names, `topo_why` saying why) are tried
- * first; when none of them has an ACTIVE port the choice is as without a
- * topology.  Takes only the table `v`, so tests pass a fake one. */
+/* Opens the ports chosen by `hca` (WEFT_IB_HCA, may be empty), each with
+ * its GID (`gid_index` < 0: automatic, RoCE v2 of `family`, 4 or 6), at
+ * most `max` of them: every ACTIVE port the list admits, in device order.
+ * With `hca` empty, the ACTIVE ports of the devices the topology chose
+ * for this rank (`topo_hca`, a comma list of names, `topo_why` saying
+ * why); when none of them has one, or there is no topology, the first
+ * ACTIVE port of any device (one rail: weft does not stripe over devices
+ * nobody said were near).  Fills ctx[i], port[i] and *n.  Takes only the
+ * table `v`, so tests pass a fake one. */
 weft_status_t wf_ib_dev_open(const wf_ibv_t *v, const char *hca,
                              const char *topo_hca, const char *topo_why,
-                             int gid_index, int family,
-                             struct ibv_context **ctx, wf_ib_port_t *port);
+                             int gid_index, int family, int max,
+                             struct ibv_context **ctx, wf_ib_port_t *port,
+                             int *n);
 /* True when some device has an active port; the names go to `list`. */
 bool wf_ib_dev_any_active(const wf_ibv_t *v, char *list, size_t list_len);
 /* Fails with a clear message when RLIMIT_MEMLOCK cannot cover `need`
@@ -304,7 +322,7 @@ typedef struct wf_ib_pull {
     uint64_t tag, sig[2];
     size_t len;             /* message length */
     uint64_t raddr;         /* the sender's buffer */
-    uint32_t rkey;
+    uint32_t rkey[WF_IB_RAILS_MAX]; /* its key on each rail */
     struct wf_treq *req;    /* the posted receive it goes to, or NULL */
     wf_ib_umsg_t *umsg;     /* else the unexpected buffer */
     bool started;           /* dst chosen and registered */
@@ -324,25 +342,28 @@ typedef enum {
 } wf_ib_state_t;
 
 /* Per-peer registered memory: every QP's receive slots, staging slots
- * and control words, in one registration. */
+ * and control words, in one block registered on each rail of the pair. */
 typedef struct wf_ib_bufs {
     char *mem;
     size_t len;
-    struct ibv_mr *mr;
+    struct ibv_mr *mr[WF_IB_RAILS_MAX];
 } wf_ib_bufs_t;
 
 /* One RC QP of a pair, with its share of the peer's slots and its two
  * credit words (in: written by the peer; out: the source of our writes). */
 typedef struct wf_ib_qp {
     struct ibv_qp *qp;
+    int rail;               /* its local and remote rail: qi % p->nrails */
     uint32_t psn;
     char *recv;             /* nrecv * WF_IB_SLOT_LEN */
     char *send;             /* nsend * WF_IB_SLOT_LEN */
     volatile uint64_t *credit_in;
     uint64_t *credit_out;
     uint64_t rcredit_addr;  /* the peer's credit_in word of this QP */
+    uint32_t rcredit_rkey;  /* and its key on this QP's rail */
     /* sending */
     uint64_t sends_posted, sends_done; /* fragments */
+    uint64_t bytes_sent, bytes_read;   /* SENDs posted, READs posted */
     struct wf_treq *slot_req[WF_IB_SEND_SLOTS]; /* owner of each slot */
     /* receiving */
     uint64_t recvs_posted;   /* receives posted in total */
@@ -361,19 +382,25 @@ typedef struct wf_ib_held {
     uint32_t len;
 } wf_ib_held_t;
 
+/* The peer's side of one rail, from its address blob. */
+typedef struct wf_ib_rrail {
+    uint8_t link_layer, port, mtu;
+    uint16_t lid;
+    union ibv_gid gid;
+} wf_ib_rrail_t;
+
 typedef struct wf_ib_peer {
     int rank;
     wf_ib_state_t state;
     bool have_addr;
-    uint8_t rlink_layer, rport, rmtu;
-    uint16_t rlid;
-    union ibv_gid rgid;
-    int nqp;                 /* QPs of this pair (WEFT_IB_QPS) */
+    int nrrails;             /* rails in the peer's blob */
+    wf_ib_rrail_t rrail[WF_IB_RAILS_MAX];
+    int nrails;              /* rails of this pair: min of the two counts */
+    int nqp;                 /* QPs of this pair (wf_ib_pair_qps) */
     unsigned nrecv, nsend;   /* receive / staging slots per QP */
     unsigned credit_batch;   /* re-posts per credit write */
     wf_ib_qp_t qp[WF_IB_QPS_MAX];
     wf_ib_bufs_t b;
-    uint32_t rcredit_rkey;
     char desc[160];
     /* bootstrap requests on the TCP context (NULL when none) */
     wf_treq_t *boot_info_send, *boot_info_recv, *boot_ready_send,
@@ -405,13 +432,23 @@ typedef struct wf_ib_peer {
     char fail_msg[200];
 } wf_ib_peer_t;
 
-/* One cached registration (ib_mr.c). */
+/* One cached registration (ib_mr.c): the range on every rail. */
 typedef struct wf_ib_reg {
     char *addr;
     size_t len;
-    struct ibv_mr *mr;
+    struct ibv_mr *mr[WF_IB_RAILS_MAX];
     int refs;
 } wf_ib_reg_t;
+
+/* One port a context drives, with the verbs objects of its device. */
+typedef struct wf_ib_rail {
+    struct ibv_context *dev;
+    wf_ib_port_t port;
+    struct ibv_pd *pd;
+    struct ibv_comp_channel *channel;
+    struct ibv_cq *cq;
+    unsigned cq_events;    /* received, not yet acknowledged */
+} wf_ib_rail_t;
 
 typedef struct wf_ib_mrcache {
     wf_ib_reg_t **regs; /* sorted by addr */
@@ -425,14 +462,11 @@ struct wf_tctx {
     size_t zcopy_min;      /* WEFT_IB_ZCOPY_MIN: rendezvous from; 0: never */
     uint8_t rd_atom;       /* RDMA READs in flight per QP the device takes */
     unsigned gdr_logged;   /* device-memory registration kinds logged */
-    struct ibv_context *dev;
-    wf_ib_port_t port;
-    struct ibv_pd *pd;
-    struct ibv_comp_channel *channel;
-    struct ibv_cq *cq;
+    wf_ib_rail_t rail[WF_IB_RAILS_MAX];
+    int nrails;
+    char rails_str[160];   /* "rxe0:1" or "mlx5_0:1+mlx5_1:1", for logs */
     int cq_depth;
-    unsigned cq_events;    /* received, not yet acknowledged */
-    int epfd;              /* channel fd + the bootstrap's fd + timer */
+    int epfd;              /* channel fds + the bootstrap's fd + timer */
     int timer_fd;          /* ticks while some peer waits for credits */
     int stalled;           /* peers waiting for credits */
     const wf_transport_ops_t *boot_ops;
@@ -460,8 +494,12 @@ weft_status_t wf_ib_post_recv(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
                               unsigned slot);
 /* Receive and staging slots of each of `nqp` QPs. */
 void wf_ib_qp_slots(int nqp, unsigned *nrecv, unsigned *nsend);
-/* Bytes of pinned memory one peer with `nqp` QPs needs. */
+/* Bytes of pinned memory one peer with `nqp` QPs needs (per rail it is
+ * registered on). */
 size_t wf_ib_peer_mem(int nqp);
+/* QPs of a pair over `rails` rails when WEFT_IB_QPS is `qps`: at least one
+ * per rail and a multiple of the rails, so each rail carries as much. */
+int wf_ib_pair_qps(int qps, int rails);
 
 /* wr_id: peer << 32 | qp << 16 | kind << 8 | slot. */
 enum {
@@ -568,7 +606,7 @@ int wf_ib_progress(wf_tctx_t *ctx);
  * WRITE, which raises no completion on this side, so a timer wakes the
  * engine to look while any peer waits. */
 void wf_ib_stall(wf_tctx_t *ctx, wf_ib_peer_t *p);
-/* Polls the completion queue until it is empty; < 0 when it failed. */
+/* Polls every rail's completion queue until empty; < 0 when one failed. */
 int wf_ib_poll_cq(wf_tctx_t *ctx);
 
 /* ---- ib_init.c --------------------------------------------------------- */
@@ -589,10 +627,11 @@ void wf_ib_mrcache_free(wf_tctx_t *ctx);
 
 /* ---- ib_gdr.c ---------------------------------------------------------- */
 
-/* Registers device memory: dma-buf first, then peer memory (ibv_reg_mr on
- * the device pointer); WEFT_ERR_UNSUPPORTED when neither works, and the
- * engine stages through host memory.  *kind names the one used. */
-weft_status_t wf_ib_gdr_reg(wf_tctx_t *ctx, void *buf, size_t len,
+/* Registers device memory on rail `rail`: dma-buf first, then peer memory
+ * (ibv_reg_mr on the device pointer); WEFT_ERR_UNSUPPORTED when neither
+ * works, and the engine stages through host memory.  *kind names the one
+ * used. */
+weft_status_t wf_ib_gdr_reg(wf_tctx_t *ctx, int rail, void *buf, size_t len,
                             struct ibv_mr **mr, const char **kind);
 /* One line for weft-info --doctor: which GPUDirect registration this
  * host's rdma-core and CUDA driver offer. */

@@ -21,22 +21,34 @@ static const uint8_t wf_ib_ready_msg[1] = {'R'};
 static const uint8_t wf_ib_bye_msg[1] = {'B'};
 
 static bool decode_blob(wf_ib_peer_t *p, const uint8_t *b, size_t len,
-                        size_t *tcp_len)
+                        size_t *tcp_at, size_t *tcp_len)
 {
-    if (!b || len < WF_IB_BLOB_FIXED || b[0] != WF_IB_VERSION ||
-        WF_IB_BLOB_FIXED + (size_t)b[22] != len) {
-        if (b && len > 0 && b[0] != WF_IB_VERSION)
-            WEFT_WARN(NET, "ib: peer %d speaks verbs protocol version %u, "
-                      "this rank %u (different weft versions?)",
-                      p->rank, b[0], WF_IB_VERSION);
+    size_t at;
+
+    if (b && len > 0 && b[0] != WF_IB_VERSION) {
+        WEFT_WARN(NET, "ib: peer %d speaks verbs protocol version %u, "
+                  "this rank %u (different weft versions?)",
+                  p->rank, b[0], WF_IB_VERSION);
         return false;
     }
-    p->rlink_layer = b[1];
-    p->rport = b[2];
-    p->rmtu = b[3];
-    p->rlid = (uint16_t)(b[4] | (b[5] << 8));
-    memcpy(p->rgid.raw, b + 6, 16);
-    *tcp_len = b[22];
+    if (!b || len < WF_IB_BLOB_LEN(1) || b[1] < 1 ||
+        b[1] > WF_IB_RAILS_MAX)
+        return false;
+    at = WF_IB_BLOB_LEN(b[1]);
+    if (len < at || at + (size_t)b[at - 1] != len)
+        return false;
+    p->nrrails = b[1];
+    for (int i = 0; i < p->nrrails; i++) {
+        const uint8_t *r = b + 2 + (size_t)i * WF_IB_BLOB_RAIL;
+        wf_ib_rrail_t *rr = &p->rrail[i];
+        rr->link_layer = r[0];
+        rr->port = r[1];
+        rr->mtu = r[2];
+        rr->lid = (uint16_t)(r[3] | (r[4] << 8));
+        memcpy(rr->gid.raw, r + 5, 16);
+    }
+    *tcp_at = at;
+    *tcp_len = b[at - 1];
     return true;
 }
 
@@ -111,32 +123,57 @@ static weft_status_t boot_start(wf_tctx_t *ctx, wf_ib_peer_t *p)
 
 static void set_desc(wf_tctx_t *ctx, wf_ib_peer_t *p)
 {
-    char gid[64];
+    char gid[64], rails[24] = "";
 
-    if (ctx->port.gid_index >= 0) {
-        wf_ib_gid_str(&p->rgid, gid, sizeof(gid));
-        snprintf(p->desc, sizeof(p->desc), "%s [gid %s]",
-                 ctx->boot_ops->peer_describe(ctx->boot, p->rank), gid);
+    if (p->nrails > 1)
+        snprintf(rails, sizeof(rails), ", %d rails", p->nrails);
+    if (ctx->rail[0].port.gid_index >= 0) {
+        wf_ib_gid_str(&p->rrail[0].gid, gid, sizeof(gid));
+        snprintf(p->desc, sizeof(p->desc), "%s [gid %s%s]",
+                 ctx->boot_ops->peer_describe(ctx->boot, p->rank), gid,
+                 rails);
     } else {
-        snprintf(p->desc, sizeof(p->desc), "%s [lid %u]",
-                 ctx->boot_ops->peer_describe(ctx->boot, p->rank), p->rlid);
+        snprintf(p->desc, sizeof(p->desc), "%s [lid %u%s]",
+                 ctx->boot_ops->peer_describe(ctx->boot, p->rank),
+                 p->rrail[0].lid, rails);
     }
+}
+
+/* Rail i of the pair joins this rank's rail i and the peer's: their link
+ * layers must agree. */
+static bool rails_match(wf_tctx_t *ctx, wf_ib_peer_t *p)
+{
+    for (int i = 0; i < p->nrails; i++) {
+        const wf_ib_port_t *lp = &ctx->rail[i].port;
+        uint8_t rl = p->rrail[i].link_layer;
+        if (rl == lp->link_layer)
+            continue;
+        wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
+                        "link layers differ on rail %d: the peer's port is "
+                        "%s, this rank's %s:%d is %s",
+                        i, rl == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "IB",
+                        lp->dev_name, lp->port,
+                        lp->link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE"
+                                                                  : "IB");
+        return false;
+    }
+    return true;
 }
 
 static weft_status_t connect_start(wf_tctx_t *ctx, wf_ib_peer_t *p,
                                    const void *addr, size_t len)
 {
     const uint8_t *b = addr;
-    size_t tcp_len = 0;
+    size_t tcp_at = 0, tcp_len = 0;
     weft_status_t st;
 
-    if (!decode_blob(p, b, len, &tcp_len)) {
+    if (!decode_blob(p, b, len, &tcp_at, &tcp_len)) {
         WEFT_WARN(NET, "ib: malformed address of peer %d (%zu bytes)",
                   p->rank, len);
         return WEFT_ERR_INVALID_ARG;
     }
-    st = ctx->boot_ops->connect(ctx->boot, p->rank, b + WF_IB_BLOB_FIXED,
-                                tcp_len);
+    p->nrails = WF_MIN(ctx->nrails, p->nrrails);
+    st = ctx->boot_ops->connect(ctx->boot, p->rank, b + tcp_at, tcp_len);
     set_desc(ctx, p);
     ctx->connecting++;
     p->state = WF_IB_EXCHANGE;
@@ -144,19 +181,9 @@ static weft_status_t connect_start(wf_tctx_t *ctx, wf_ib_peer_t *p,
         boot_fail(ctx, p, st, "connecting");
         return st;
     }
-    if (p->rlink_layer != ctx->port.link_layer) {
-        wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
-                        "link layers differ: the peer's port is %s, this "
-                        "rank's %s:%d is %s",
-                        p->rlink_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE"
-                                                                  : "IB",
-                        ctx->port.dev_name, ctx->port.port,
-                        ctx->port.link_layer == IBV_LINK_LAYER_ETHERNET
-                            ? "RoCE"
-                            : "IB");
+    if (!rails_match(ctx, p))
         return WEFT_ERR_TRANSPORT;
-    }
-    st = wf_ib_qp_create(ctx, p, ctx->nqp);
+    st = wf_ib_qp_create(ctx, p, wf_ib_pair_qps(ctx->nqp, p->nrails));
     if (st < 0) {
         wf_ib_peer_fail(ctx, p, st, "QP setup failed (see above)");
         return st;

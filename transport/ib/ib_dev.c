@@ -3,9 +3,11 @@
  * process may pin the memory it needs.
  *
  * WEFT_IB_HCA is a comma list of NAME or NAME:PORT (exact device names);
- * a leading '^' turns it into an exclusion list.  The first ACTIVE port
- * that passes wins.  Unset, the devices the topology chose for this rank
- * (nearest its GPU or NUMA node) are tried first, then any.  On Ethernet (RoCE) the GID decides the protocol and
+ * a leading '^' turns it into an exclusion list.  Every ACTIVE port that
+ * passes is a rail (up to WF_IB_RAILS_MAX), as with NCCL_IB_HCA.  Unset,
+ * the ACTIVE ports of the devices the topology chose for this rank
+ * (nearest its GPU or NUMA node; several when equally near), else the
+ * first ACTIVE port of any device.  On Ethernet (RoCE) the GID decides the protocol and
  * the address family, and the wrong one is the most common reason a RoCE
  * job hangs, so without WEFT_IB_GID_INDEX the choice is automatic: a
  * RoCE v2 GID of the bootstrap address's family (IPv4-mapped for IPv4),
@@ -22,6 +24,8 @@
 #include "ib.h"
 
 #define WF_IB_MAX_PORTS 8
+/* Ports wf_ib_dev_open opens at most (the caller's max is capped). */
+#define WF_IB_MAX_RAILS_OPEN WF_IB_RAILS_MAX
 
 void wf_ib_gid_str(const union ibv_gid *gid, char *out, size_t size)
 {
@@ -244,81 +248,109 @@ static weft_status_t choose_gid(const wf_ibv_t *v, struct ibv_context *c,
     return WEFT_OK;
 }
 
-/* The first admitted ACTIVE port of device `c`; 0 when none. */
-static int pick_port(const wf_ibv_t *v, struct ibv_context *c,
-                     const char *name, const char *hca,
-                     struct ibv_port_attr *pa)
+/* Opens every ACTIVE port that `spec` admits, in device order, until
+ * `max` are open: ctx[i] (a device context of its own per port, so each
+ * rail has its own protection domain and CQ), out[i]'s name and port,
+ * pa[i].  Returns how many. */
+static int open_ports(const wf_ibv_t *v, struct ibv_device **devs, int n,
+                      const char *spec, int max, struct ibv_context **ctx,
+                      wf_ib_port_t *out, struct ibv_port_attr *pa)
 {
-    struct ibv_device_attr da;
+    int got = 0;
 
-    memset(&da, 0, sizeof(da));
-    if (v->query_device(c, &da) != 0)
-        return 0;
-    for (int p = 1; p <= da.phys_port_cnt && p <= WF_IB_MAX_PORTS; p++) {
-        if (!hca_admits(hca, name, p) || query_port(v, c, p, pa) != 0)
-            continue;
-        if (pa->state == IBV_PORT_ACTIVE)
-            return p;
-    }
-    return 0;
-}
-
-/* The first device with an ACTIVE port that `spec` admits, opened, its
- * name and port in `out`; NULL when none. */
-static struct ibv_context *pick_dev(const wf_ibv_t *v,
-                                    struct ibv_device **devs, int n,
-                                    const char *spec, wf_ib_port_t *out,
-                                    struct ibv_port_attr *pa)
-{
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && got < max; i++) {
         const char *name = v->get_device_name(devs[i]);
         struct ibv_context *c = v->open_device(devs[i]);
-        int port;
+        struct ibv_device_attr da;
+        bool c_used = false;
         if (!c)
             continue;
-        port = pick_port(v, c, name, spec, pa);
-        if (port) {
-            wf_strlcpy(out->dev_name, name, sizeof(out->dev_name));
-            out->port = (uint8_t)port;
-            return c;
+        memset(&da, 0, sizeof(da));
+        if (v->query_device(c, &da) != 0)
+            da.phys_port_cnt = 0;
+        for (int p = 1; p <= da.phys_port_cnt && p <= WF_IB_MAX_PORTS &&
+                        got < max;
+             p++) {
+            struct ibv_context *pc;
+            if (!hca_admits(spec, name, p) ||
+                query_port(v, c, p, &pa[got]) != 0 ||
+                pa[got].state != IBV_PORT_ACTIVE)
+                continue;
+            pc = c_used ? v->open_device(devs[i]) : c;
+            if (!pc)
+                continue;
+            c_used = true;
+            memset(&out[got], 0, sizeof(out[got]));
+            wf_strlcpy(out[got].dev_name, name, sizeof(out[got].dev_name));
+            out[got].port = (uint8_t)p;
+            ctx[got++] = pc;
         }
-        v->close_device(c);
+        if (!c_used)
+            v->close_device(c);
     }
-    return NULL;
+    return got;
 }
 
-/* WEFT_IB_HCA unset: the topology's devices first, then any. */
-static struct ibv_context *pick_topo_dev(const wf_ibv_t *v,
-                                         struct ibv_device **devs, int n,
-                                         const char *topo_hca,
-                                         const char *topo_why,
-                                         wf_ib_port_t *out,
-                                         struct ibv_port_attr *pa)
+/* "mlx5_0 port 1 and mlx5_1 port 1". */
+static void ports_str(const wf_ib_port_t *out, int n, char *text, size_t len)
 {
-    struct ibv_context *c = pick_dev(v, devs, n, topo_hca, out, pa);
-    if (c) {
-        WEFT_INFO(NET, "ib: %s port %d chosen: %s", out->dev_name, out->port,
+    text[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        size_t used = strlen(text);
+        snprintf(text + used, len - used, "%s%s port %d",
+                 i == 0 ? "" : i == n - 1 ? " and " : ", ", out[i].dev_name,
+                 out[i].port);
+    }
+}
+
+/* WEFT_IB_HCA unset: the topology's devices, else one port of any. */
+static int open_topo_ports(const wf_ibv_t *v, struct ibv_device **devs,
+                           int n, const char *topo_hca, const char *topo_why,
+                           int max, struct ibv_context **ctx,
+                           wf_ib_port_t *out, struct ibv_port_attr *pa)
+{
+    char text[256];
+    int got = open_ports(v, devs, n, topo_hca, max, ctx, out, pa);
+
+    if (got) {
+        ports_str(out, got, text, sizeof(text));
+        WEFT_INFO(NET, "ib: %s chosen: %s", text,
                   topo_why[0] ? topo_why : "the topology's choice");
-        return c;
+        return got;
     }
     WEFT_INFO(NET, "ib: the topology's device(s) %s: none has an ACTIVE "
               "port; choosing as without a topology", topo_hca);
-    return pick_dev(v, devs, n, "", out, pa);
+    return open_ports(v, devs, n, "", 1, ctx, out, pa);
+}
+
+/* Link layer, MTU, LID, speed and GID of an opened port. */
+static weft_status_t port_fill(const wf_ibv_t *v, struct ibv_context *c,
+                               const struct ibv_port_attr *pa, int gid_index,
+                               int family, wf_ib_port_t *out)
+{
+    out->link_layer = pa->link_layer == IBV_LINK_LAYER_ETHERNET
+                          ? IBV_LINK_LAYER_ETHERNET
+                          : IBV_LINK_LAYER_INFINIBAND;
+    out->mtu = (uint8_t)pa->active_mtu;
+    out->lid = pa->lid;
+    out->speed_mbps = port_speed_mbps(pa);
+    return choose_gid(v, c, pa, gid_index, family, out);
 }
 
 weft_status_t wf_ib_dev_open(const wf_ibv_t *v, const char *hca,
                              const char *topo_hca, const char *topo_why,
-                             int gid_index, int family,
-                             struct ibv_context **out_ctx, wf_ib_port_t *out)
+                             int gid_index, int family, int max,
+                             struct ibv_context **ctx, wf_ib_port_t *out,
+                             int *n_out)
 {
-    int n = 0;
+    int n = 0, got;
     struct ibv_device **devs = v->get_device_list(&n);
-    struct ibv_context *chosen = NULL;
-    struct ibv_port_attr pa;
+    struct ibv_port_attr pa[WF_IB_MAX_RAILS_OPEN];
     char list[256];
-    weft_status_t st;
+    weft_status_t st = WEFT_OK;
 
-    memset(out, 0, sizeof(*out));
+    *n_out = 0;
+    max = WF_MAX(1, WF_MIN(max, WF_IB_MAX_RAILS_OPEN));
     if (!devs || n == 0) {
         WEFT_WARN(NET, "ib: no RDMA devices found%s%s",
                   devs ? "" : ": ", devs ? "" : wf_errno_str(errno));
@@ -327,12 +359,12 @@ weft_status_t wf_ib_dev_open(const wf_ibv_t *v, const char *hca,
         return WEFT_ERR_UNSUPPORTED;
     }
     if (!hca[0] && topo_hca && topo_hca[0])
-        chosen = pick_topo_dev(v, devs, n, topo_hca, topo_why ? topo_why : "",
-                               out, &pa);
+        got = open_topo_ports(v, devs, n, topo_hca, topo_why ? topo_why : "",
+                              max, ctx, out, pa);
     else
-        chosen = pick_dev(v, devs, n, hca, out, &pa);
+        got = open_ports(v, devs, n, hca, hca[0] ? max : 1, ctx, out, pa);
     v->free_device_list(devs);
-    if (!chosen) {
+    if (!got) {
         wf_ib_dev_any_active(v, list, sizeof(list));
         if (hca[0])
             WEFT_WARN(NET,
@@ -344,18 +376,14 @@ weft_status_t wf_ib_dev_open(const wf_ibv_t *v, const char *hca,
                       list[0] ? list : "none");
         return hca[0] ? WEFT_ERR_INVALID_ARG : WEFT_ERR_UNSUPPORTED;
     }
-    out->link_layer = pa.link_layer == IBV_LINK_LAYER_ETHERNET
-                          ? IBV_LINK_LAYER_ETHERNET
-                          : IBV_LINK_LAYER_INFINIBAND;
-    out->mtu = (uint8_t)pa.active_mtu;
-    out->lid = pa.lid;
-    out->speed_mbps = port_speed_mbps(&pa);
-    st = choose_gid(v, chosen, &pa, gid_index, family, out);
+    for (int i = 0; i < got && st >= 0; i++)
+        st = port_fill(v, ctx[i], &pa[i], gid_index, family, &out[i]);
     if (st < 0) {
-        v->close_device(chosen);
+        for (int i = 0; i < got; i++)
+            v->close_device(ctx[i]);
         return st;
     }
-    *out_ctx = chosen;
+    *n_out = got;
     return WEFT_OK;
 }
 

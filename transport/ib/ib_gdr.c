@@ -39,8 +39,9 @@ static bool first_time(wf_tctx_t *ctx, unsigned bit)
     return first;
 }
 
-static struct ibv_mr *try_dmabuf(wf_tctx_t *ctx, void *buf, size_t len,
-                                 char *why, size_t why_len)
+static struct ibv_mr *try_dmabuf(wf_tctx_t *ctx, struct ibv_pd *pd,
+                                 void *buf, size_t len, char *why,
+                                 size_t why_len)
 {
     char dev_why[256] = "";
     const wf_dev_ops_t *dev = wf_dev_layer(dev_why, sizeof(dev_why));
@@ -61,7 +62,7 @@ static struct ibv_mr *try_dmabuf(wf_tctx_t *ctx, void *buf, size_t len,
         snprintf(why, why_len, "%s", dev->last_error());
         return NULL;
     }
-    mr = ctx->v->reg_dmabuf_mr(ctx->pd, off, len, (uint64_t)(uintptr_t)buf,
+    mr = ctx->v->reg_dmabuf_mr(pd, off, len, (uint64_t)(uintptr_t)buf,
                                fd, WF_IB_GDR_ACCESS);
     err = errno;
     close(fd); /* the registration holds its own reference */
@@ -71,10 +72,11 @@ static struct ibv_mr *try_dmabuf(wf_tctx_t *ctx, void *buf, size_t len,
     return mr;
 }
 
-static struct ibv_mr *try_peermem(wf_tctx_t *ctx, void *buf, size_t len,
-                                  char *why, size_t why_len)
+static struct ibv_mr *try_peermem(wf_tctx_t *ctx, struct ibv_pd *pd,
+                                  void *buf, size_t len, char *why,
+                                  size_t why_len)
 {
-    struct ibv_mr *mr = ctx->v->reg_mr(ctx->pd, buf, len, WF_IB_GDR_ACCESS);
+    struct ibv_mr *mr = ctx->v->reg_mr(pd, buf, len, WF_IB_GDR_ACCESS);
 
     if (!mr)
         snprintf(why, why_len, "ibv_reg_mr on the device pointer failed: "
@@ -83,10 +85,12 @@ static struct ibv_mr *try_peermem(wf_tctx_t *ctx, void *buf, size_t len,
     return mr;
 }
 
-weft_status_t wf_ib_gdr_reg(wf_tctx_t *ctx, void *buf, size_t len,
+weft_status_t wf_ib_gdr_reg(wf_tctx_t *ctx, int rail, void *buf, size_t len,
                             struct ibv_mr **mr, const char **kind)
 {
     char why_dmabuf[256], why_peer[256];
+    const char *dev_name = ctx->rail[rail].port.dev_name;
+    struct ibv_pd *pd = ctx->rail[rail].pd;
 
     /* ibv_reg_mr would pin a host range it is wrongly told is device
      * memory and call it peer memory: only the device layer's word
@@ -94,34 +98,34 @@ weft_status_t wf_ib_gdr_reg(wf_tctx_t *ctx, void *buf, size_t len,
     if (wf_dev_memtype(buf, NULL) != WF_MEM_DEVICE) {
         WEFT_DEBUG(NET, "ib: %s: %p is not device memory (no CUDA driver "
                         "in the process, or a host pointer)",
-                   ctx->port.dev_name, buf);
+                   dev_name, buf);
         *mr = NULL;
         *kind = "none";
         return WEFT_ERR_UNSUPPORTED;
     }
-    *mr = try_dmabuf(ctx, buf, len, why_dmabuf, sizeof(why_dmabuf));
+    *mr = try_dmabuf(ctx, pd, buf, len, why_dmabuf, sizeof(why_dmabuf));
     if (*mr) {
         *kind = "dma-buf";
         if (first_time(ctx, WF_GDR_LOG_DMABUF))
             WEFT_INFO(NET, "ib: %s: GPUDirect RDMA: device memory registered "
                            "as dma-buf (ibv_reg_dmabuf_mr)",
-                      ctx->port.dev_name);
+                      dev_name);
         return WEFT_OK;
     }
-    *mr = try_peermem(ctx, buf, len, why_peer, sizeof(why_peer));
+    *mr = try_peermem(ctx, pd, buf, len, why_peer, sizeof(why_peer));
     if (*mr) {
         *kind = "peer memory";
         if (first_time(ctx, WF_GDR_LOG_PEERMEM))
             WEFT_INFO(NET, "ib: %s: GPUDirect RDMA: device memory registered "
                            "through peer memory (ibv_reg_mr; dma-buf: %s)",
-                      ctx->port.dev_name, why_dmabuf);
+                      dev_name, why_dmabuf);
         return WEFT_OK;
     }
     *kind = "none";
     if (first_time(ctx, WF_GDR_LOG_NONE))
         WEFT_INFO(NET, "ib: %s: no GPUDirect RDMA (dma-buf: %s; peer memory: "
                        "%s): device buffers are staged through host memory",
-                  ctx->port.dev_name, why_dmabuf, why_peer);
+                  dev_name, why_dmabuf, why_peer);
     return WEFT_ERR_UNSUPPORTED;
 }
 

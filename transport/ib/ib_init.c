@@ -2,11 +2,11 @@
  * ib_init.c - verbs context creation and release, the address blob,
  * query(), get_fd() and peer_describe().
  *
- * One context owns one device context, protection domain, completion
- * channel and completion queue shared by all its peers, and a private TCP
- * context for the bootstrap (ib.h).  The fd given to the engine is an
- * epoll set holding the completion channel and the TCP context's own
- * epoll fd, so the engine sleeps until either has work.
+ * One context owns, per rail (ib.h), a device context, protection domain,
+ * completion channel and completion queue shared by all its peers, and a
+ * private TCP context for the bootstrap.  The fd given to the engine is an
+ * epoll set holding every completion channel and the TCP context's own
+ * epoll fd, so the engine sleeps until any has work.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -56,82 +56,135 @@ static weft_status_t open_boot(wf_tctx_t *ctx, int *family)
 
     ctx->boot_ops = &wf_tcp_transport;
     WEFT_CHECK(ctx->boot_ops->init(&ctx->cfg, &ctx->boot));
-    ctx->blob_len = WF_TADDR_MAX - WF_IB_BLOB_FIXED;
-    WEFT_CHECK(ctx->boot_ops->get_address(
-        ctx->boot, ctx->blob + WF_IB_BLOB_FIXED, &ctx->blob_len));
     WEFT_CHECK(ctx->boot_ops->query(ctx->boot, &attr));
     *family = attr.address[0] == '[' ? 6 : 4;
     wf_strlcpy(ctx->local_str, attr.address, sizeof(ctx->local_str));
     return WEFT_OK;
 }
 
+/* The TCP context's address goes after the rails' part of the blob. */
+static weft_status_t boot_address(wf_tctx_t *ctx)
+{
+    size_t at = WF_IB_BLOB_LEN(ctx->nrails);
+
+    ctx->blob_len = WF_TADDR_MAX - at;
+    WEFT_CHECK(ctx->boot_ops->get_address(ctx->boot, ctx->blob + at,
+                                          &ctx->blob_len));
+    if (ctx->blob_len > 255) {
+        WEFT_WARN(NET, "ib: the bootstrap address takes %zu bytes, more "
+                  "than the blob's length byte holds", ctx->blob_len);
+        return WEFT_ERR_INTERNAL;
+    }
+    return WEFT_OK;
+}
+
 static void blob_encode(wf_tctx_t *ctx)
 {
     uint8_t *b = ctx->blob;
+    size_t at = WF_IB_BLOB_LEN(ctx->nrails);
 
     b[0] = (uint8_t)WF_IB_VERSION;
-    b[1] = ctx->port.link_layer;
-    b[2] = ctx->port.port;
-    b[3] = ctx->port.mtu;
-    b[4] = (uint8_t)(ctx->port.lid & 0xff);
-    b[5] = (uint8_t)(ctx->port.lid >> 8);
-    memcpy(b + 6, ctx->port.gid.raw, 16);
-    b[22] = (uint8_t)ctx->blob_len; /* the TCP part follows */
-    ctx->blob_len += WF_IB_BLOB_FIXED;
+    b[1] = (uint8_t)ctx->nrails;
+    for (int i = 0; i < ctx->nrails; i++) {
+        const wf_ib_port_t *port = &ctx->rail[i].port;
+        uint8_t *r = b + 2 + (size_t)i * WF_IB_BLOB_RAIL;
+        r[0] = port->link_layer;
+        r[1] = port->port;
+        r[2] = port->mtu;
+        r[3] = (uint8_t)(port->lid & 0xff);
+        r[4] = (uint8_t)(port->lid >> 8);
+        memcpy(r + 5, port->gid.raw, 16);
+    }
+    b[at - 1] = (uint8_t)ctx->blob_len; /* the TCP part follows */
+    ctx->blob_len += at;
 }
 
-static weft_status_t open_verbs(wf_tctx_t *ctx)
+/* A CQ deep enough for every work request of every peer's QPs on a rail
+ * (each rail carries nqp / rails of them; the depth covers all of them,
+ * which a pair with fewer rails than this context puts on rail 0). */
+static int cq_depth(const wf_tctx_t *ctx)
+{
+    unsigned nrecv, nsend;
+    int nqp = wf_ib_pair_qps(ctx->nqp, ctx->nrails);
+
+    wf_ib_qp_slots(nqp, &nrecv, &nsend);
+    return WF_MAX(WF_IB_CQ_MIN,
+                  (ctx->cfg.size - 1) * nqp *
+                          (int)(nrecv + nsend + WF_IB_CREDIT_WRITES +
+                                WF_IB_READS_PER_QP) +
+                      16);
+}
+
+/* Protection domain, completion channel and CQ of one rail; lowers
+ * ctx->rd_atom and ctx->cq_depth to what its device takes. */
+static weft_status_t open_rail(wf_tctx_t *ctx, wf_ib_rail_t *rl)
 {
     const wf_ibv_t *v = ctx->v;
     struct ibv_device_attr da;
-    int peers = ctx->cfg.size - 1;
-    unsigned nrecv, nsend;
     int flags;
 
-    ctx->pd = v->alloc_pd(ctx->dev);
-    if (!ctx->pd) {
-        WEFT_WARN(NET, "ib: %s: ibv_alloc_pd failed: %s", ctx->port.dev_name,
+    rl->pd = v->alloc_pd(rl->dev);
+    if (!rl->pd) {
+        WEFT_WARN(NET, "ib: %s: ibv_alloc_pd failed: %s", rl->port.dev_name,
                   wf_errno_str(errno));
         return WEFT_ERR_TRANSPORT;
     }
-    ctx->channel = v->create_comp_channel(ctx->dev);
-    if (!ctx->channel) {
+    rl->channel = v->create_comp_channel(rl->dev);
+    if (!rl->channel) {
         WEFT_WARN(NET, "ib: %s: ibv_create_comp_channel failed: %s",
-                  ctx->port.dev_name, wf_errno_str(errno));
+                  rl->port.dev_name, wf_errno_str(errno));
         return WEFT_ERR_TRANSPORT;
     }
     /* progress() must never block on the channel. */
-    flags = fcntl(ctx->channel->fd, F_GETFL);
-    fcntl(ctx->channel->fd, F_SETFL, flags | O_NONBLOCK);
+    flags = fcntl(rl->channel->fd, F_GETFL);
+    fcntl(rl->channel->fd, F_SETFL, flags | O_NONBLOCK);
     memset(&da, 0, sizeof(da));
-    v->query_device(ctx->dev, &da);
-    wf_ib_qp_slots(ctx->nqp, &nrecv, &nsend);
-    ctx->cq_depth = WF_MAX(WF_IB_CQ_MIN,
-                           peers * ctx->nqp *
-                                   (int)(nrecv + nsend + WF_IB_CREDIT_WRITES +
-                                         WF_IB_READS_PER_QP) +
-                               16);
+    v->query_device(rl->dev, &da);
     /* READs in flight per QP, as initiator and as responder: more than
      * the device takes would fail the move to RTR/RTS.  Peers on other
      * devices may take fewer; the HCA then holds the surplus back. */
-    ctx->rd_atom = WF_IB_READS_PER_QP;
     if (da.max_qp_rd_atom > 0 && da.max_qp_rd_atom < ctx->rd_atom)
         ctx->rd_atom = (uint8_t)da.max_qp_rd_atom;
     if (da.max_qp_init_rd_atom > 0 && da.max_qp_init_rd_atom < ctx->rd_atom)
         ctx->rd_atom = (uint8_t)da.max_qp_init_rd_atom;
     if (da.max_cqe > 0 && ctx->cq_depth > da.max_cqe)
         ctx->cq_depth = da.max_cqe;
-    ctx->cq = v->create_cq(ctx->dev, ctx->cq_depth, NULL, ctx->channel, 0);
-    if (!ctx->cq) {
+    rl->cq = v->create_cq(rl->dev, ctx->cq_depth, NULL, rl->channel, 0);
+    if (!rl->cq) {
         WEFT_WARN(NET, "ib: %s: ibv_create_cq with %d entries failed: %s",
-                  ctx->port.dev_name, ctx->cq_depth, wf_errno_str(errno));
+                  rl->port.dev_name, ctx->cq_depth, wf_errno_str(errno));
         return WEFT_ERR_TRANSPORT;
     }
-    if (ibv_req_notify_cq(ctx->cq, 0) != 0) {
+    if (ibv_req_notify_cq(rl->cq, 0) != 0) {
         WEFT_WARN(NET, "ib: %s: ibv_req_notify_cq failed",
-                  ctx->port.dev_name);
+                  rl->port.dev_name);
         return WEFT_ERR_TRANSPORT;
     }
+    return WEFT_OK;
+}
+
+/* Opens the rails' ports, then their verbs objects. */
+static weft_status_t open_rails(wf_tctx_t *ctx, int family)
+{
+    struct ibv_context *dev[WF_IB_RAILS_MAX];
+    wf_ib_port_t port[WF_IB_RAILS_MAX];
+
+    WEFT_CHECK(wf_ib_dev_open(ctx->v, ctx->cfg.ib_hca, ctx->cfg.topo_hca,
+                              ctx->cfg.topo_why,
+                              ctx->cfg.ib_gid_set ? ctx->cfg.ib_gid_index : -1,
+                              family, WF_IB_RAILS_MAX, dev, port,
+                              &ctx->nrails));
+    for (int i = 0; i < ctx->nrails; i++) {
+        size_t used = strlen(ctx->rails_str);
+        ctx->rail[i].dev = dev[i];
+        ctx->rail[i].port = port[i];
+        snprintf(ctx->rails_str + used, sizeof(ctx->rails_str) - used,
+                 "%s%s:%d", i ? "+" : "", port[i].dev_name, port[i].port);
+    }
+    ctx->rd_atom = WF_IB_READS_PER_QP;
+    ctx->cq_depth = cq_depth(ctx);
+    for (int i = 0; i < ctx->nrails; i++)
+        WEFT_CHECK(open_rail(ctx, &ctx->rail[i]));
     return WEFT_OK;
 }
 
@@ -157,19 +210,19 @@ static weft_status_t open_context(wf_tctx_t *ctx)
                  i);
     }
     WEFT_CHECK(open_boot(ctx, &family));
-    WEFT_CHECK(wf_ib_dev_open(ctx->v, ctx->cfg.ib_hca, ctx->cfg.topo_hca,
-                              ctx->cfg.topo_why,
-                              ctx->cfg.ib_gid_set ? ctx->cfg.ib_gid_index : -1,
-                              family, &ctx->dev, &ctx->port));
-    WEFT_CHECK(wf_ib_check_memlock(wf_ib_peer_mem(ctx->nqp) *
-                                   (size_t)(ctx->cfg.size - 1)));
-    WEFT_CHECK(open_verbs(ctx));
+    WEFT_CHECK(open_rails(ctx, family));
+    WEFT_CHECK(boot_address(ctx));
+    /* Each rail pins the peers' buffers once more. */
+    WEFT_CHECK(wf_ib_check_memlock(
+        wf_ib_peer_mem(wf_ib_pair_qps(ctx->nqp, ctx->nrails)) *
+        (size_t)ctx->nrails * (size_t)(ctx->cfg.size - 1)));
     ctx->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (ctx->epfd < 0) {
         WEFT_WARN(NET, "ib: epoll_create1 failed: %s", wf_errno_str(errno));
         return WEFT_ERR_SYSTEM;
     }
-    WEFT_CHECK(epoll_add(ctx, ctx->channel->fd));
+    for (int i = 0; i < ctx->nrails; i++)
+        WEFT_CHECK(epoll_add(ctx, ctx->rail[i].channel->fd));
     WEFT_CHECK(epoll_add(ctx, ctx->boot_ops->get_fd(ctx->boot)));
     ctx->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (ctx->timer_fd < 0) {
@@ -178,11 +231,11 @@ static weft_status_t open_context(wf_tctx_t *ctx)
     }
     WEFT_CHECK(epoll_add(ctx, ctx->timer_fd));
     blob_encode(ctx);
-    if (ctx->port.gid_index >= 0) {
+    if (ctx->rail[0].port.gid_index >= 0) {
         size_t used = strlen(ctx->local_str);
-        wf_ib_gid_str(&ctx->port.gid, gid, sizeof(gid));
+        wf_ib_gid_str(&ctx->rail[0].port.gid, gid, sizeof(gid));
         snprintf(ctx->local_str + used, sizeof(ctx->local_str) - used,
-                 " gid %s", gid);
+                 " gid %s%s", gid, ctx->nrails > 1 ? " (rail 0)" : "");
     }
     return WEFT_OK;
 }
@@ -206,12 +259,18 @@ weft_status_t wf_ib_init(const wf_tconfig_t *cfg, wf_tctx_t **out)
     ctx->nqp = cfg->ib_qps > 0 ? cfg->ib_qps : 1;
     ctx->zcopy_min = cfg->ib_zcopy_min;
     WEFT_CHECK_GOTO(open_context(ctx), st, err_fini);
-    WEFT_DEBUG(NET, "ib: rank %d on %s:%d (%s, mtu %s, gid index %d, %d QP%s "
-               "per peer, zero-copy from %zu bytes), bootstrap %s",
-               cfg->rank, ctx->port.dev_name, ctx->port.port,
-               ctx->port.link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "IB",
-               wf_ib_mtu_str(ctx->port.mtu), ctx->port.gid_index, ctx->nqp,
-               ctx->nqp == 1 ? "" : "s", ctx->zcopy_min, ctx->local_str);
+    WEFT_DEBUG(NET, "ib: rank %d on %s (%d rail%s; rail 0: %s, mtu %s, gid "
+               "index %d; %d QP%s per peer, zero-copy from %zu bytes), "
+               "bootstrap %s",
+               cfg->rank, ctx->rails_str, ctx->nrails,
+               ctx->nrails == 1 ? "" : "s",
+               ctx->rail[0].port.link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE"
+                                                                       : "IB",
+               wf_ib_mtu_str(ctx->rail[0].port.mtu),
+               ctx->rail[0].port.gid_index,
+               wf_ib_pair_qps(ctx->nqp, ctx->nrails),
+               wf_ib_pair_qps(ctx->nqp, ctx->nrails) == 1 ? "" : "s",
+               ctx->zcopy_min, ctx->local_str);
     *out = ctx;
     return WEFT_OK;
 err_fini:
@@ -234,18 +293,24 @@ void wf_ib_fini(wf_tctx_t *ctx)
     wf_ib_xfer_free_all(ctx);
     if (ctx->boot)
         ctx->boot_ops->fini(ctx->boot);
-    if (ctx->cq) {
-        if (ctx->cq_events)
-            v->ack_cq_events(ctx->cq, ctx->cq_events);
-        v->destroy_cq(ctx->cq);
+    for (int i = 0; i < WF_IB_RAILS_MAX; i++) {
+        wf_ib_rail_t *rl = &ctx->rail[i];
+        if (rl->cq) {
+            if (rl->cq_events)
+                v->ack_cq_events(rl->cq, rl->cq_events);
+            v->destroy_cq(rl->cq);
+        }
+        if (rl->channel)
+            v->destroy_comp_channel(rl->channel);
     }
-    if (ctx->channel)
-        v->destroy_comp_channel(ctx->channel);
     wf_ib_mrcache_free(ctx);
-    if (ctx->pd)
-        v->dealloc_pd(ctx->pd);
-    if (ctx->dev)
-        v->close_device(ctx->dev);
+    for (int i = 0; i < WF_IB_RAILS_MAX; i++) {
+        wf_ib_rail_t *rl = &ctx->rail[i];
+        if (rl->pd)
+            v->dealloc_pd(rl->pd);
+        if (rl->dev)
+            v->close_device(rl->dev);
+    }
     if (ctx->epfd >= 0)
         close(ctx->epfd);
     if (ctx->timer_fd >= 0)
@@ -259,11 +324,11 @@ weft_status_t wf_ib_query(wf_tctx_t *ctx, wf_tdev_attr_t *attr)
     if (!ctx || !attr)
         return WEFT_ERR_INVALID_ARG;
     memset(attr, 0, sizeof(*attr));
-    snprintf(attr->name, sizeof(attr->name), "%.56s:%d", ctx->port.dev_name,
-             ctx->port.port);
+    wf_strlcpy(attr->name, ctx->rails_str, sizeof(attr->name));
     wf_strlcpy(attr->address, ctx->local_str, sizeof(attr->address));
     attr->caps = WF_TCAP_HOST_MEM | WF_TCAP_RDMA;
-    attr->speed_mbps = ctx->port.speed_mbps;
+    for (int i = 0; i < ctx->nrails; i++)
+        attr->speed_mbps += ctx->rail[i].port.speed_mbps;
     return WEFT_OK;
 }
 

@@ -78,27 +78,51 @@ static void remove_entry(wf_ib_mrcache_t *c, const wf_ib_reg_t *r)
     }
 }
 
-/* Pins host memory, or registers device memory through GPUDirect
- * (ib_gdr.c); logs why not. */
-static weft_status_t reg_new(wf_tctx_t *ctx, wf_ib_reg_t *r, int memtype)
+/* Pins host memory on rail `rail`, or registers device memory through
+ * GPUDirect (ib_gdr.c); logs why not. */
+static weft_status_t reg_rail(wf_tctx_t *ctx, wf_ib_reg_t *r, int memtype,
+                              int rail)
 {
     const char *kind;
     int err;
 
     if (memtype == WF_MEM_DEVICE)
-        return wf_ib_gdr_reg(ctx, r->addr, r->len, &r->mr, &kind);
-    r->mr = ctx->v->reg_mr(ctx->pd, r->addr, r->len,
-                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-                               IBV_ACCESS_REMOTE_READ);
-    if (r->mr)
+        return wf_ib_gdr_reg(ctx, rail, r->addr, r->len, &r->mr[rail],
+                             &kind);
+    r->mr[rail] = ctx->v->reg_mr(ctx->rail[rail].pd, r->addr, r->len,
+                                 IBV_ACCESS_LOCAL_WRITE |
+                                     IBV_ACCESS_REMOTE_WRITE |
+                                     IBV_ACCESS_REMOTE_READ);
+    if (r->mr[rail])
         return WEFT_OK;
     err = errno;
     WEFT_WARN(NET, "ib: %s: ibv_reg_mr of %zu bytes at %p failed: %s%s",
-              ctx->port.dev_name, r->len, (void *)r->addr, wf_errno_str(err),
+              ctx->rail[rail].port.dev_name, r->len, (void *)r->addr,
+              wf_errno_str(err),
               err == ENOMEM || err == EPERM
                   ? " (memlock limit too low? see `ulimit -l`)"
                   : "");
     return WEFT_ERR_TRANSPORT;
+}
+
+static void reg_drop(wf_tctx_t *ctx, wf_ib_reg_t *r)
+{
+    for (int i = 0; i < WF_IB_RAILS_MAX; i++)
+        if (r->mr[i])
+            ctx->v->dereg_mr(r->mr[i]);
+}
+
+/* The range on every rail, or on none. */
+static weft_status_t reg_new(wf_tctx_t *ctx, wf_ib_reg_t *r, int memtype)
+{
+    for (int i = 0; i < WF_MAX(ctx->nrails, 1); i++) {
+        weft_status_t st = reg_rail(ctx, r, memtype, i);
+        if (st < 0) {
+            reg_drop(ctx, r);
+            return st;
+        }
+    }
+    return WEFT_OK;
 }
 
 weft_status_t wf_ib_mem_reg(wf_tctx_t *ctx, void *buf, size_t len,
@@ -131,7 +155,7 @@ weft_status_t wf_ib_mem_reg(wf_tctx_t *ctx, void *buf, size_t len,
         return st;
     }
     if (insert(c, r) < 0) {
-        ctx->v->dereg_mr(r->mr);
+        reg_drop(ctx, r);
         free(r);
         return WEFT_ERR_NO_MEMORY;
     }
@@ -146,7 +170,7 @@ void wf_ib_mem_dereg(wf_tctx_t *ctx, void *mh)
     if (!ctx || !r || --r->refs > 0)
         return;
     remove_entry(&ctx->mrc, r);
-    ctx->v->dereg_mr(r->mr);
+    reg_drop(ctx, r);
     free(r);
 }
 
@@ -155,7 +179,7 @@ void wf_ib_mrcache_free(wf_tctx_t *ctx)
     wf_ib_mrcache_t *c = &ctx->mrc;
 
     for (size_t i = 0; i < c->n; i++) {
-        ctx->v->dereg_mr(c->regs[i]->mr);
+        reg_drop(ctx, c->regs[i]);
         free(c->regs[i]);
     }
     free(c->regs);

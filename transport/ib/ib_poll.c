@@ -2,8 +2,8 @@
  * ib_poll.c - progress(): the completion channel, the completion queue and
  * the bootstrap context; and the verbs ops table.
  *
- * The CQ is re-armed before it is drained, so a completion that lands
- * after the last poll always makes the channel fd (and so get_fd())
+ * Each rail's CQ is re-armed before it is drained, so a completion that
+ * lands after the last poll always makes its channel fd (and so get_fd())
  * readable: the engine may sleep on it without losing a wake-up.
  */
 #include <errno.h>
@@ -81,39 +81,52 @@ static void handle_wc(wf_tctx_t *ctx, const struct ibv_wc *wc)
     }
 }
 
-int wf_ib_poll_cq(wf_tctx_t *ctx)
+static int poll_rail(wf_tctx_t *ctx, wf_ib_rail_t *rl)
 {
     struct ibv_wc wc[WF_IB_POLL_BATCH];
     int total = 0, n;
 
-    while ((n = ibv_poll_cq(ctx->cq, WF_IB_POLL_BATCH, wc)) > 0) {
+    while ((n = ibv_poll_cq(rl->cq, WF_IB_POLL_BATCH, wc)) > 0) {
         for (int i = 0; i < n; i++)
             handle_wc(ctx, &wc[i]);
         total += n;
     }
     if (n < 0) {
-        WEFT_WARN(NET, "ib: %s: ibv_poll_cq failed (%d)", ctx->port.dev_name,
+        WEFT_WARN(NET, "ib: %s: ibv_poll_cq failed (%d)", rl->port.dev_name,
                   n);
         return WEFT_ERR_TRANSPORT;
     }
     return total;
 }
 
-/* Takes the pending channel events and re-arms the CQ. */
-static weft_status_t drain_channel(wf_tctx_t *ctx)
+int wf_ib_poll_cq(wf_tctx_t *ctx)
+{
+    int total = 0;
+
+    for (int i = 0; i < ctx->nrails; i++) {
+        int n = poll_rail(ctx, &ctx->rail[i]);
+        if (n < 0)
+            return n;
+        total += n;
+    }
+    return total;
+}
+
+/* Takes the pending channel events of a rail and re-arms its CQ. */
+static weft_status_t drain_channel(wf_tctx_t *ctx, wf_ib_rail_t *rl)
 {
     struct ibv_cq *cq;
     void *cq_ctx;
     unsigned got = 0;
 
-    while (ctx->v->get_cq_event(ctx->channel, &cq, &cq_ctx) == 0)
+    while (ctx->v->get_cq_event(rl->channel, &cq, &cq_ctx) == 0)
         got++;
     if (!got)
         return WEFT_OK;
-    ctx->v->ack_cq_events(ctx->cq, got);
-    if (ibv_req_notify_cq(ctx->cq, 0) != 0) {
+    ctx->v->ack_cq_events(rl->cq, got);
+    if (ibv_req_notify_cq(rl->cq, 0) != 0) {
         WEFT_WARN(NET, "ib: %s: ibv_req_notify_cq failed",
-                  ctx->port.dev_name);
+                  rl->port.dev_name);
         return WEFT_ERR_TRANSPORT;
     }
     return WEFT_OK;
@@ -164,7 +177,8 @@ int wf_ib_progress(wf_tctx_t *ctx)
 
     if (!ctx)
         return WEFT_ERR_INVALID_ARG;
-    WEFT_CHECK(drain_channel(ctx));
+    for (int i = 0; i < ctx->nrails; i++)
+        WEFT_CHECK(drain_channel(ctx, &ctx->rail[i]));
     n = wf_ib_poll_cq(ctx);
     if (n < 0)
         return n;

@@ -21,6 +21,15 @@ void wf_ib_qp_slots(int nqp, unsigned *nrecv, unsigned *nsend)
     *nsend = *nrecv / 2;
 }
 
+int wf_ib_pair_qps(int qps, int rails)
+{
+    int n = WF_MAX(qps, 1);
+
+    rails = WF_MAX(rails, 1);
+    n = (n + rails - 1) / rails * rails;
+    return WF_MIN(n, WF_IB_QPS_MAX / rails * rails);
+}
+
 size_t wf_ib_peer_mem(int nqp)
 {
     unsigned nrecv, nsend;
@@ -30,8 +39,29 @@ size_t wf_ib_peer_mem(int nqp)
                           WF_IB_CTRL_LEN);
 }
 
-/* One registration holds, per QP: receive slots, staging slots, control
- * words. */
+/* Registers the peer's block on rail `rail`. */
+static weft_status_t bufs_reg(wf_tctx_t *ctx, wf_ib_peer_t *p, int rail)
+{
+    wf_ib_bufs_t *b = &p->b;
+    int err;
+
+    b->mr[rail] = ctx->v->reg_mr(ctx->rail[rail].pd, b->mem, b->len,
+                                 IBV_ACCESS_LOCAL_WRITE |
+                                     IBV_ACCESS_REMOTE_WRITE);
+    if (b->mr[rail])
+        return WEFT_OK;
+    err = errno;
+    WEFT_WARN(NET, "ib: %s: ibv_reg_mr of %zu bytes for %s failed: %s%s",
+              ctx->rail[rail].port.dev_name, b->len, p->desc,
+              wf_errno_str(err),
+              err == ENOMEM || err == EPERM || err == EAGAIN
+                  ? " (memlock limit too low? see `ulimit -l`)"
+                  : "");
+    return WEFT_ERR_TRANSPORT;
+}
+
+/* One block holds, per QP: receive slots, staging slots, control words;
+ * it is registered on every rail of the pair. */
 static weft_status_t bufs_open(wf_tctx_t *ctx, wf_ib_peer_t *p)
 {
     wf_ib_bufs_t *b = &p->b;
@@ -49,20 +79,11 @@ static weft_status_t bufs_open(wf_tctx_t *ctx, wf_ib_peer_t *p)
     }
     memset(mem, 0, b->len);
     b->mem = mem;
-    b->mr = ctx->v->reg_mr(ctx->pd, b->mem, b->len,
-                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-    if (!b->mr) {
-        err = errno;
-        WEFT_WARN(NET,
-                  "ib: %s: ibv_reg_mr of %zu bytes for %s failed: %s%s",
-                  ctx->port.dev_name, b->len, p->desc, wf_errno_str(err),
-                  err == ENOMEM || err == EPERM || err == EAGAIN
-                      ? " (memlock limit too low? see `ulimit -l`)"
-                      : "");
-        return WEFT_ERR_TRANSPORT;
-    }
+    for (int r = 0; r < p->nrails; r++)
+        WEFT_CHECK(bufs_reg(ctx, p, r));
     for (int i = 0; i < p->nqp; i++) {
         wf_ib_qp_t *q = &p->qp[i];
+        q->rail = i % p->nrails;
         q->recv = b->mem + (size_t)i * per_qp;
         q->send = q->recv + (size_t)p->nrecv * WF_IB_SLOT_LEN;
         q->credit_in = (volatile uint64_t *)(q->send + (size_t)p->nsend *
@@ -79,7 +100,7 @@ weft_status_t wf_ib_post_recv(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
     struct ibv_sge sge = {
         .addr = (uintptr_t)(q->recv + (size_t)slot * WF_IB_SLOT_LEN),
         .length = WF_IB_SLOT_LEN,
-        .lkey = p->b.mr->lkey};
+        .lkey = p->b.mr[q->rail]->lkey};
     struct ibv_recv_wr wr = {
         .wr_id = wf_ib_wrid(p->rank, qi, WF_IB_WR_RECV, slot),
         .sg_list = &sge,
@@ -100,13 +121,14 @@ weft_status_t wf_ib_post_recv(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
 static weft_status_t qp_init(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi)
 {
     struct ibv_qp *qp = p->qp[qi].qp;
+    const wf_ib_port_t *port = &ctx->rail[p->qp[qi].rail].port;
     struct ibv_qp_attr a;
     int err;
 
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_INIT;
     a.pkey_index = 0;
-    a.port_num = ctx->port.port;
+    a.port_num = port->port;
     /* READ: the peer pulls rendezvous payloads from our buffers. */
     a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
     err = ctx->v->modify_qp(qp, &a,
@@ -133,21 +155,22 @@ static uint32_t random_psn(void)
 static weft_status_t qp_open(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi)
 {
     wf_ib_qp_t *q = &p->qp[qi];
+    wf_ib_rail_t *rl = &ctx->rail[q->rail];
     uint8_t *o = p->info_out + WF_IB_INFO_FIXED + qi * WF_IB_INFO_QP;
     struct ibv_qp_init_attr ia;
 
     memset(&ia, 0, sizeof(ia));
-    ia.send_cq = ctx->cq;
-    ia.recv_cq = ctx->cq;
+    ia.send_cq = rl->cq;
+    ia.recv_cq = rl->cq;
     ia.qp_type = IBV_QPT_RC;
     ia.cap.max_send_wr = p->nsend + WF_IB_CREDIT_WRITES + WF_IB_READS_PER_QP;
     ia.cap.max_recv_wr = p->nrecv;
     ia.cap.max_send_sge = 1;
     ia.cap.max_recv_sge = 1;
-    q->qp = ctx->v->create_qp(ctx->pd, &ia);
+    q->qp = ctx->v->create_qp(rl->pd, &ia);
     if (!q->qp) {
         WEFT_WARN(NET, "ib: %s: ibv_create_qp (RC, %d of %d) for %s failed: %s",
-                  ctx->port.dev_name, qi + 1, p->nqp, p->desc,
+                  rl->port.dev_name, qi + 1, p->nqp, p->desc,
                   wf_errno_str(errno));
         return WEFT_ERR_TRANSPORT;
     }
@@ -160,6 +183,7 @@ static weft_status_t qp_open(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi)
     wf_ib_put32(o, q->qp->qp_num);
     wf_ib_put32(o + 4, q->psn);
     wf_ib_put64(o + 8, (uint64_t)(uintptr_t)q->credit_in);
+    wf_ib_put32(o + 16, p->b.mr[q->rail]->rkey);
     return WEFT_OK;
 }
 
@@ -178,7 +202,7 @@ weft_status_t wf_ib_qp_create(wf_tctx_t *ctx, wf_ib_peer_t *p, int nqp)
     wf_ib_put32(o, (uint32_t)nqp);
     wf_ib_put32(o + 4, p->nrecv);
     wf_ib_put32(o + 8, WF_IB_SLOT_LEN);
-    wf_ib_put32(o + 12, p->b.mr->rkey);
+    wf_ib_put32(o + 12, (uint32_t)p->nrails);
     return WEFT_OK;
 }
 
@@ -186,23 +210,25 @@ static weft_status_t qp_rtr(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
                             uint32_t rqpn, uint32_t rpsn)
 {
     struct ibv_qp *qp = p->qp[qi].qp;
+    const wf_ib_port_t *port = &ctx->rail[p->qp[qi].rail].port;
+    const wf_ib_rrail_t *rr = &p->rrail[p->qp[qi].rail];
     struct ibv_qp_attr a;
     char gid[64];
     int err;
 
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = (enum ibv_mtu)WF_MIN(ctx->port.mtu, p->rmtu);
+    a.path_mtu = (enum ibv_mtu)WF_MIN(port->mtu, rr->mtu);
     a.dest_qp_num = rqpn;
     a.rq_psn = rpsn;
     a.max_dest_rd_atomic = ctx->rd_atom ? ctx->rd_atom : 1;
     a.min_rnr_timer = 12;
-    a.ah_attr.port_num = ctx->port.port;
-    a.ah_attr.dlid = p->rlid;
-    if (ctx->port.gid_index >= 0) {
+    a.ah_attr.port_num = port->port;
+    a.ah_attr.dlid = rr->lid;
+    if (port->gid_index >= 0) {
         a.ah_attr.is_global = 1;
-        a.ah_attr.grh.dgid = p->rgid;
-        a.ah_attr.grh.sgid_index = (uint8_t)ctx->port.gid_index;
+        a.ah_attr.grh.dgid = rr->gid;
+        a.ah_attr.grh.sgid_index = (uint8_t)port->gid_index;
         a.ah_attr.grh.hop_limit = 64;
     }
     err = ctx->v->modify_qp(qp, &a,
@@ -211,12 +237,14 @@ static weft_status_t qp_rtr(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
                                 IBV_QP_MAX_DEST_RD_ATOMIC |
                                 IBV_QP_MIN_RNR_TIMER);
     if (err) {
-        wf_ib_gid_str(&p->rgid, gid, sizeof(gid));
+        wf_ib_gid_str(&rr->gid, gid, sizeof(gid));
         wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
-                        "moving QP 0x%x (%d of %d) to RTR (remote QP 0x%x, "
-                        "gid %s, lid %u, sgid index %d, mtu %s) failed: %s",
-                        qp->qp_num, qi + 1, p->nqp, rqpn, gid, p->rlid,
-                        ctx->port.gid_index, wf_ib_mtu_str(a.path_mtu),
+                        "moving QP 0x%x (%d of %d, on %s:%d) to RTR (remote "
+                        "QP 0x%x, gid %s, lid %u, sgid index %d, mtu %s) "
+                        "failed: %s",
+                        qp->qp_num, qi + 1, p->nqp, port->dev_name,
+                        port->port, rqpn, gid, rr->lid,
+                        port->gid_index, wf_ib_mtu_str(a.path_mtu),
                         wf_errno_str(err));
         return WEFT_ERR_TRANSPORT;
     }
@@ -253,13 +281,14 @@ weft_status_t wf_ib_qp_connect(wf_tctx_t *ctx, wf_ib_peer_t *p)
 {
     const uint8_t *in = p->info_in;
     uint32_t nqp = wf_ib_get32(in), slots = wf_ib_get32(in + 4);
-    uint32_t slot_len = wf_ib_get32(in + 8);
+    uint32_t slot_len = wf_ib_get32(in + 8), rails = wf_ib_get32(in + 12);
 
-    if (nqp != (uint32_t)p->nqp) {
+    if (nqp != (uint32_t)p->nqp || rails != (uint32_t)p->nrails) {
         wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
-                        "the peer uses WEFT_IB_QPS=%u, this rank %d: set the "
-                        "same value on every rank",
-                        nqp, p->nqp);
+                        "the peer opens %u QP(s) over %u rail(s) for this "
+                        "pair, this rank %d over %d: set the same "
+                        "WEFT_IB_QPS on every rank",
+                        nqp, rails, p->nqp, p->nrails);
         return WEFT_ERR_TRANSPORT;
     }
     if (slots != p->nrecv || slot_len != WF_IB_SLOT_LEN) {
@@ -270,10 +299,10 @@ weft_status_t wf_ib_qp_connect(wf_tctx_t *ctx, wf_ib_peer_t *p)
                         slots, slot_len, p->nrecv, WF_IB_SLOT_LEN);
         return WEFT_ERR_TRANSPORT;
     }
-    p->rcredit_rkey = wf_ib_get32(in + 12);
     for (int i = 0; i < p->nqp; i++) {
         const uint8_t *qin = in + WF_IB_INFO_FIXED + i * WF_IB_INFO_QP;
         p->qp[i].rcredit_addr = wf_ib_get64(qin + 8);
+        p->qp[i].rcredit_rkey = wf_ib_get32(qin + 16);
         WEFT_CHECK(qp_rtr(ctx, p, i, wf_ib_get32(qin),
                           wf_ib_get32(qin + 4) & 0xffffff));
         WEFT_CHECK(qp_rts(ctx, p, i));
@@ -281,16 +310,42 @@ weft_status_t wf_ib_qp_connect(wf_tctx_t *ctx, wf_ib_peer_t *p)
     return WEFT_OK;
 }
 
+/* At debug: what each rail of the pair carried (SEND bytes this side
+ * posted, READ bytes it pulled), so a user can see the rails share. */
+static void rails_report(wf_tctx_t *ctx, const wf_ib_peer_t *p)
+{
+    char text[256] = "";
+
+    if (!p->qp[0].qp || !WF_LOG_ENABLED_(WEFT_LOG_DEBUG, WF_SUBSYS_NET))
+        return;
+    for (int r = 0; r < p->nrails; r++) {
+        uint64_t sent = 0, read = 0;
+        size_t used = strlen(text);
+        for (int i = r; i < p->nqp; i += p->nrails) {
+            sent += p->qp[i].bytes_sent;
+            read += p->qp[i].bytes_read;
+        }
+        snprintf(text + used, sizeof(text) - used,
+                 "%s%s:%d sent %llu, read %llu", r ? "; " : "",
+                 ctx->rail[r].port.dev_name, ctx->rail[r].port.port,
+                 (unsigned long long)sent, (unsigned long long)read);
+    }
+    WEFT_DEBUG(NET, "ib: %s: bytes per rail: %s", p->desc, text);
+}
+
 void wf_ib_qp_destroy(wf_tctx_t *ctx, wf_ib_peer_t *p)
 {
+    rails_report(ctx, p);
     for (int i = 0; i < WF_IB_QPS_MAX; i++) {
         if (p->qp[i].qp)
             ctx->v->destroy_qp(p->qp[i].qp);
         p->qp[i].qp = NULL;
     }
-    if (p->b.mr)
-        ctx->v->dereg_mr(p->b.mr);
-    p->b.mr = NULL;
+    for (int r = 0; r < WF_IB_RAILS_MAX; r++) {
+        if (p->b.mr[r])
+            ctx->v->dereg_mr(p->b.mr[r]);
+        p->b.mr[r] = NULL;
+    }
     free(p->b.mem);
     p->b.mem = NULL;
 }

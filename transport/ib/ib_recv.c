@@ -233,8 +233,9 @@ static bool rts_begin(wf_tctx_t *ctx, wf_ib_peer_t *p, uint32_t seq,
     *pl = (wf_ib_pull_t){.seq = seq, .tag = wf_ib_get64(h + 8),
                          .sig = {wf_ib_get64(h + 16), wf_ib_get64(h + 24)},
                          .len = (size_t)mlen,
-                         .raddr = wf_ib_get64(h + WF_IB_HDR_LEN),
-                         .rkey = wf_ib_get32(h + WF_IB_HDR_LEN + 8)};
+                         .raddr = wf_ib_get64(h + WF_IB_HDR_LEN)};
+    for (int i = 0; i < WF_IB_RAILS_MAX; i++)
+        pl->rkey[i] = wf_ib_get32(h + WF_IB_HDR_LEN + 8 + 4 * i);
     p->rx_next++;
     pl->req = posted_take(p, pl->tag);
     if (!pl->req) {

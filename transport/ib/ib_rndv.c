@@ -4,7 +4,8 @@
  * A send of WEFT_IB_ZCOPY_MIN bytes or more registers the user buffer
  * (through the registration cache) and sends, instead of its payload, a
  * "ready to send" (RTS): the first fragment of the message, with the
- * message header as always and then the buffer's address and rkey.  The
+ * message header as always and then the buffer's address and its rkey
+ * on every rail (READs on a QP use the key of that QP's rail).  The
  * RTS takes the message's number and travels on QP 0 like every header,
  * so matching stays in send order and a tag's messages, eager or not,
  * match in posting order.
@@ -57,8 +58,8 @@ void wf_ib_rndv_rts_put(const wf_treq_t *r, uint8_t *dst)
     const wf_ib_reg_t *reg = r->mh;
 
     wf_ib_put64(dst, (uint64_t)(uintptr_t)r->buf);
-    wf_ib_put32(dst + 8, reg->mr->rkey);
-    wf_ib_put32(dst + 12, 0);
+    for (int i = 0; i < WF_IB_RAILS_MAX; i++)
+        wf_ib_put32(dst + 8 + 4 * i, reg->mr[i] ? reg->mr[i]->rkey : 0);
 }
 
 void wf_ib_rndv_await(wf_ib_peer_t *p, wf_treq_t *r)
@@ -208,7 +209,7 @@ static weft_status_t post_read(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
         slot++; /* reads_out < WF_IB_READS_PER_QP: one is free */
     sge = (struct ibv_sge){.addr = (uintptr_t)(pl->dst + pl->posted),
                            .length = (uint32_t)n,
-                           .lkey = ((wf_ib_reg_t *)pl->mh)->mr->lkey};
+                           .lkey = ((wf_ib_reg_t *)pl->mh)->mr[q->rail]->lkey};
     memset(&wr, 0, sizeof(wr));
     wr.wr_id = wf_ib_wrid(p->rank, qi, WF_IB_WR_READ, slot);
     wr.sg_list = &sge;
@@ -216,7 +217,7 @@ static weft_status_t post_read(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
     wr.opcode = IBV_WR_RDMA_READ;
     wr.send_flags = IBV_SEND_SIGNALED;
     wr.wr.rdma.remote_addr = pl->raddr + pl->posted;
-    wr.wr.rdma.rkey = pl->rkey;
+    wr.wr.rdma.rkey = pl->rkey[q->rail];
     err = ibv_post_send(q->qp, &wr, &bad);
     if (err) {
         wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
@@ -230,6 +231,7 @@ static weft_status_t post_read(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
     q->read_len[slot] = (uint32_t)n;
     q->reads_out++;
     pl->posted += n;
+    q->bytes_read += n;
     p->rd_next = (qi + 1) % p->nqp;
     return WEFT_OK;
 }

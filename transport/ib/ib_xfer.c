@@ -200,7 +200,7 @@ static weft_status_t post_send(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
     struct ibv_sge sge = {
         .addr = (uintptr_t)slot_addr(q, slot),
         .length = (uint32_t)len,
-        .lkey = p->b.mr->lkey};
+        .lkey = p->b.mr[q->rail]->lkey};
     struct ibv_send_wr wr = {
         .wr_id = wf_ib_wrid(p->rank, qi, WF_IB_WR_SEND, slot),
         .sg_list = &sge,
@@ -219,6 +219,7 @@ static weft_status_t post_send(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
         return WEFT_ERR_TRANSPORT;
     }
     q->sends_posted++;
+    q->bytes_sent += len;
     return WEFT_OK;
 }
 
@@ -336,7 +337,7 @@ void wf_ib_credit_flush(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi)
     *q->credit_out = q->recvs_posted;
     sge = (struct ibv_sge){.addr = (uintptr_t)q->credit_out,
                            .length = sizeof(uint64_t),
-                           .lkey = p->b.mr->lkey};
+                           .lkey = p->b.mr[q->rail]->lkey};
     memset(&wr, 0, sizeof(wr));
     wr.wr_id = wf_ib_wrid(p->rank, qi, WF_IB_WR_CREDIT, 0);
     wr.sg_list = &sge;
@@ -344,7 +345,7 @@ void wf_ib_credit_flush(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi)
     wr.opcode = IBV_WR_RDMA_WRITE;
     wr.send_flags = IBV_SEND_SIGNALED;
     wr.wr.rdma.remote_addr = q->rcredit_addr;
-    wr.wr.rdma.rkey = p->rcredit_rkey;
+    wr.wr.rdma.rkey = q->rcredit_rkey;
     err = ibv_post_send(q->qp, &wr, &bad);
     if (err) {
         wf_ib_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
