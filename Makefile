@@ -35,14 +35,15 @@ IB_SRC := $(if $(IB_ON),$(wildcard transport/ib/*.c))
 IB_FLAGS := $(if $(IB_ON),-DWF_HAVE_IB)
 
 # The topology (src/topo/) reads the node with hwloc: HWLOC=auto builds
-# topo_hwloc.c when <hwloc.h> exists, else topo_none.c (no affinity).
+# the *_hwloc.c files when <hwloc.h> exists, else the *_none.c ones (no
+# affinity, staging memory unbound).
 HWLOC_HEADER := $(wildcard /usr/include/hwloc.h)
 ifeq ($(HWLOC),1)
 HWLOC_ON := 1
 else ifeq ($(HWLOC),auto)
 HWLOC_ON := $(if $(HWLOC_HEADER),1)
 endif
-TOPO_SRC := $(filter-out src/topo/topo_$(if $(HWLOC_ON),none,hwloc).c,\
+TOPO_SRC := $(filter-out src/topo/%_$(if $(HWLOC_ON),none,hwloc).c,\
               $(wildcard src/topo/*.c))
 HWLOC_LIBS := $(if $(HWLOC_ON),-lhwloc)
 

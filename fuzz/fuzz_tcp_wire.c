@@ -101,6 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(cfg.secret, secret, sizeof(secret));
     strcpy(cfg.ifname, "lo");
     cfg.timeout_ms = 2000;
+    cfg.topo_numa = -1;
     if (wf_tcp_transport.init(&cfg, &ctx) != WEFT_OK)
         return 0;
     int fd = dial(ctx);

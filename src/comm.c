@@ -131,6 +131,7 @@ static weft_status_t open_transport(wf_comm_impl_t *c,
     tc.ib_gid_set = c->cfg.ib_gid_index >= 0;
     tc.ib_qps = c->cfg.ib_qps;
     tc.ib_zcopy_min = (size_t)c->cfg.ib_zcopy_min;
+    tc.topo_numa = -1; /* until wf_comm_topo_steer chooses */
     if (strncmp(c->cfg.rendezvous, "mem://", 6) == 0)
         wf_strlcpy(tc.bind_hint, "127.0.0.1", sizeof(tc.bind_hint));
     else
@@ -178,6 +179,7 @@ weft_status_t wf_comm_connect(wf_comm_impl_t *c)
         .max_inflight = (int)c->cfg.max_inflight,
         .timeout_ms = c->cfg.timeout_ms,
         .debug_dump = c->cfg.debug_dump,
+        .numa = c->staging_numa,
     };
     wf_comm_place(c, &ep.pin, &ep.progress_cpu);
     WEFT_CHECK_GOTO(wf_engine_create(&ep, &c->engine), st, out);

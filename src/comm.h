@@ -34,6 +34,10 @@ typedef struct wf_comm_impl {
     int local_rank;  /* among the ranks on this machine (same node key) */
     int local_size;  /* ranks on this machine */
     int host_cores;  /* CPUs this process may use */
+    int staging_numa; /* OS index of the NUMA node staging memory is bound
+                       * to, -1: unbound (wf_comm_topo_steer) */
+    char staging_why[192]; /* where it is, or why unbound, for the
+                            * placement line (wf_comm_place) */
     uint64_t split_seq;  /* weft_comm_split calls so far */
     uint64_t shrink_seq; /* weft_comm_shrink calls so far */
     bool diag_done;      /* hang diagnosis published (diag.c), atomic */
@@ -90,7 +94,9 @@ void wf_comm_place(wf_comm_impl_t *c, bool *pin, int *cpu);
 struct wf_tconfig;
 /* Before the transport opens: when the user named no interface or HCA,
  * the topology's NICs for this rank go into tc->topo_ifname, topo_hca and
- * topo_why (comm_topo.c).  Takes one store round (the local rank). */
+ * topo_why; the NUMA node for staging memory, when it can be bound there,
+ * into tc->topo_numa and c->staging_numa (comm_topo.c).  Takes one store
+ * round (the local rank). */
 weft_status_t wf_comm_topo_steer(wf_comm_impl_t *c, struct wf_tconfig *tc);
 
 /* Makes `shell` the live handle of `impl`. */

@@ -1,9 +1,10 @@
 /*
  * comm_topo.c - where a communicator's rank runs: the topology's choice
- * for its local rank (src/topo/), logged at info, and the core its
- * progress thread is pinned to, and the NICs handed to the transport
- * before it opens.  Never fails for want of a topology: without one the
- * rank simply runs without affinity and the transport chooses as before.
+ * for its local rank (src/topo/), logged at info; the core its progress
+ * thread is pinned to; the NICs handed to the transport before it opens;
+ * the NUMA node its staging memory is bound to.  Never fails for want of
+ * a topology: without one the rank simply runs without affinity, with
+ * unbound staging memory, and the transport chooses as before.
  */
 #include <pthread.h>
 #include <string.h>
@@ -70,9 +71,9 @@ void wf_comm_place(wf_comm_impl_t *c, bool *pin, int *cpu)
         *pin = *cpu >= 0;
     }
     WEFT_INFO(INIT, "local rank %d of %d: GPU %s, NIC(s) %s, NUMA node %d, "
-              "core %d; %s; %s", c->local_rank, c->local_size,
+              "core %d; %s; %s; %s", c->local_rank, c->local_size,
               ch.gpu >= 0 ? t->devs[ch.gpu].busid : "none", nics, ch.numa,
-              ch.core, ch.why, pin_why);
+              ch.core, ch.why, pin_why, c->staging_why);
 }
 
 /* Whether some NIC of the topology has a name the transport could take
@@ -88,22 +89,58 @@ static bool can_steer(const wf_topo_t *t, const wf_tconfig_t *tc)
     return false;
 }
 
+/* Where this rank's staging memory goes (tc->topo_numa for the
+ * transport, c->staging_numa for the engine's scratch): the chosen NUMA
+ * node when the model is this host's and the kernel lets weft bind there
+ * (tried on one page).  A model read from a file names another machine's
+ * nodes: unbound.  c->staging_why says which, for the placement line. */
+static void choose_staging(wf_comm_impl_t *c, const wf_topo_t *t,
+                           const wf_topo_choice_t *ch, wf_tconfig_t *tc)
+{
+    char why[160];
+    int os = ch->numa >= 0 ? t->numa[ch->numa].os_index : -1;
+    if (!t->thissystem)
+        snprintf(why, sizeof(why), "the topology of %.120s is not this host",
+                 t->source);
+    else if (wf_topo_mem_bindable(os, why, sizeof(why)))
+        c->staging_numa = os;
+    if (c->staging_numa < 0)
+        snprintf(c->staging_why, sizeof(c->staging_why),
+                 "staging memory not bound: %s", why);
+    else if (os == ch->numa)
+        snprintf(c->staging_why, sizeof(c->staging_why),
+                 "staging memory bound to NUMA node %d", ch->numa);
+    else
+        snprintf(c->staging_why, sizeof(c->staging_why),
+                 "staging memory bound to NUMA node %d (os %d)", ch->numa,
+                 os);
+    tc->topo_numa = c->staging_numa;
+}
+
 weft_status_t wf_comm_topo_steer(wf_comm_impl_t *c, wf_tconfig_t *tc)
 {
-    const wf_topo_t *t = NULL;
+    const wf_topo_t *t = topo_get(c->cfg.topo_file);
     int lr = 0, ls = 1;
-    if (!*tc->ifname || !*tc->ib_hca)
-        t = topo_get(c->cfg.topo_file);
     bool want = can_steer(t, tc);
+    c->staging_numa = tc->topo_numa = -1;
+    wf_strlcpy(c->staging_why, "staging memory not bound: no topology",
+               sizeof(c->staging_why));
     /* Every rank publishes its node key (a rank that reads waits for all
-     * of them); only a rank with NICs to choose from reads: the extra
-     * store round is paid only where the choice can steer something. */
-    WEFT_CHECK(wf_bootstrap_node_rank(c->store, c->rank, c->size, want,
-                                      c->cfg.timeout_ms, &lr, &ls));
-    if (!want)
+     * of them); only a rank with NICs to choose from, or NUMA nodes to
+     * bind its staging memory to, reads: the extra store round is paid
+     * only where the choice can steer something.  On one NUMA node the
+     * staging node is that one whatever the local rank. */
+    bool numa = t && t->thissystem && t->nnuma > 1;
+    WEFT_CHECK(wf_bootstrap_node_rank(c->store, c->rank, c->size,
+                                      want || numa, c->cfg.timeout_ms, &lr,
+                                      &ls));
+    if (!t)
         return WEFT_OK;
     wf_topo_choice_t ch;
     wf_topo_choose(t, lr, ls, &ch);
+    choose_staging(c, t, &ch, tc);
+    if (!want)
+        return WEFT_OK;
     if (!*tc->ifname)
         wf_topo_nic_names(t, &ch, false, tc->topo_ifname,
                           sizeof(tc->topo_ifname));

@@ -82,6 +82,9 @@ typedef struct wf_tconfig {
     char topo_hca[128];   /* verbs names of those NICs; ib uses them when
                            * ib_hca is empty */
     char topo_why[128];   /* why those NICs, for the transport's log line */
+    int topo_numa;        /* OS index of the NUMA node the topology chose
+                           * for this rank's staging memory
+                           * (wf_topo_mem_alloc); -1: none, leave unbound */
     int port_min;         /* WEFT_PORT_RANGE, 0 0 for any */
     int port_max;
     int64_t timeout_ms;   /* connection establishment deadline */

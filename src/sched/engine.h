@@ -95,6 +95,8 @@ typedef struct wf_engine_params {
     bool debug_dump;            /* WEFT_DEBUG_DUMP: log the history on failure */
     bool pin;                   /* pin the progress thread to progress_cpu */
     int progress_cpu;           /* chosen by the topology (comm_topo.c) */
+    int numa;                   /* OS index of the NUMA node for scratch
+                                 * (wf_topo_mem_alloc); -1: unbound */
 } wf_engine_params_t;
 
 /* Creates the engine and starts its progress thread.  On success the
@@ -186,6 +188,8 @@ weft_status_t wf_exec_start(wf_engine_t *engine, struct weft_request *req);
 int wf_exec_advance(wf_engine_t *engine, struct weft_request *req,
                     bool *finished, weft_status_t *status);
 void wf_exec_free(wf_engine_t *engine, struct weft_request *req);
+/* Frees a scratch block of `bytes` (the engine's kept one, at teardown). */
+void wf_exec_scratch_free(void *p, uint64_t bytes);
 /* The signature the request's messages carry; NULL before it started. */
 const uint64_t *wf_exec_sig(const struct weft_request *req);
 /* Describes what the request is waiting for, for timeout messages. */

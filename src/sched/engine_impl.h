@@ -70,6 +70,7 @@ struct wf_engine {
     struct weft_request *active_head, *active_tail;
     void *spare_scratch;           /* kept for the next plan (exec.c) */
     uint64_t spare_bytes;
+    int numa;                      /* scratch's NUMA node, -1: unbound */
     wf_engine_dev_t *dev;          /* device state, from the first device
                                     * operation on (exec_dev.c) */
     /* Stray-message checks (stray.c): 1 + the sequence number of the last

@@ -11,6 +11,7 @@
 #include "common.h"
 #include "reduce/reduce.h"
 #include "sched/exec_impl.h"
+#include "topo/topo.h"
 
 static void push_ready(wf_exec_t *x, uint32_t nsteps, uint32_t i)
 {
@@ -35,7 +36,32 @@ static weft_status_t exec_index(wf_exec_t *x, const wf_plan_t *plan)
  * 12,700 page faults per operation and a third of the time at that size.
  * One block, the largest recently returned, is kept per engine (freed with
  * the engine).  Under progress_lock.
+ *
+ * Blocks of WF_SCRATCH_BIND_MIN bytes or more are staging memory on the
+ * rank's NUMA node (wf_topo_mem_alloc: a mapping of their own, bound
+ * before first touch, so pages land there even when a calling thread on
+ * another node faults them in).  Smaller ones come from malloc: a mapping
+ * and a bind cost about 10 us, more than such an operation moves, and
+ * with several requests in flight only one of them gets the kept block.
+ * The size alone says which allocator a block came from.
  */
+#define WF_SCRATCH_BIND_MIN (64 * 1024)
+
+static void *scratch_alloc(wf_engine_t *e, uint64_t bytes)
+{
+    if (bytes < WF_SCRATCH_BIND_MIN)
+        return malloc(bytes);
+    return wf_topo_mem_alloc((size_t)bytes, e->numa);
+}
+
+void wf_exec_scratch_free(void *p, uint64_t bytes)
+{
+    if (bytes < WF_SCRATCH_BIND_MIN)
+        free(p);
+    else
+        wf_topo_mem_free(p, (size_t)bytes);
+}
+
 static void *scratch_take(wf_engine_t *e, uint64_t bytes, uint64_t *cap)
 {
     if (e->spare_scratch && e->spare_bytes >= bytes) {
@@ -45,7 +71,7 @@ static void *scratch_take(wf_engine_t *e, uint64_t bytes, uint64_t *cap)
         return p;
     }
     *cap = bytes;
-    return malloc(bytes);
+    return scratch_alloc(e, bytes);
 }
 
 static void scratch_give(wf_engine_t *e, void *p, uint64_t bytes)
@@ -53,10 +79,10 @@ static void scratch_give(wf_engine_t *e, void *p, uint64_t bytes)
     if (!p)
         return;
     if (e->spare_scratch && e->spare_bytes >= bytes) {
-        free(p);
+        wf_exec_scratch_free(p, bytes);
         return;
     }
-    free(e->spare_scratch);
+    wf_exec_scratch_free(e->spare_scratch, e->spare_bytes);
     e->spare_scratch = p;
     e->spare_bytes = bytes;
 }

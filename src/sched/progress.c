@@ -490,7 +490,7 @@ static void engine_free(wf_engine_t *e)
         e->tops->fini(e->tctx);
     wf_engine_dev_free(e);
     wf_notice_free(e);
-    free(e->spare_scratch);
+    wf_exec_scratch_free(e->spare_scratch, e->spare_bytes);
     if (e->wake_fd >= 0)
         close(e->wake_fd);
     pthread_mutex_destroy(&e->lock);
@@ -523,6 +523,7 @@ weft_status_t wf_engine_create(const wf_engine_params_t *p,
     e->timeout_ms = p->timeout_ms;
     e->error_origin = -1;
     e->debug_dump = p->debug_dump;
+    e->numa = p->numa;
     e->peer_addrs = malloc(n * WF_TADDR_MAX);
     e->peer_addr_lens = calloc(n, sizeof(size_t));
     e->peer_connect_called = calloc(n, sizeof(bool));

@@ -61,6 +61,8 @@ typedef struct wf_topo {
     wf_topo_core_t *cores;
     wf_topo_dev_t *devs;
     char source[256];               /* "this host" or the XML file */
+    bool thissystem;                /* read from this host, not a file:
+                                     * its NUMA nodes can be bound to */
 } wf_topo_t;
 
 /* What one local rank would use.  Indexes into the model; -1: none. */
@@ -103,6 +105,32 @@ int wf_topo_pin_cpu(const wf_topo_t *t, const wf_topo_choice_t *c,
                     int local_size, char *why, size_t len);
 /* Pins `thread` to `cpu`; warns with the errno text on failure. */
 void wf_topo_pin_thread(pthread_t thread, int cpu);
+
+/* Staging memory on a NUMA node (topo_mem.c).
+ *
+ * wf_topo_mem_alloc: `len` (> 0) bytes of zeroed, page-aligned memory (an
+ * anonymous mapping of its own), placed on NUMA node `numa_os` (the
+ * kernel's, i.e. hwloc's OS index; tconfig's topo_numa) when it is >= 0:
+ * bound before first touch with hwloc's HWLOC_MEMBIND_BIND, which Linux
+ * applies as a preferred node (MPOL_PREFERRED_MANY, or MPOL_PREFERRED on
+ * older kernels), so a full node spills over instead of failing.
+ * When it cannot be bound (no hwloc, hwloc reads an XML file, the node is
+ * not on this host, the kernel refuses) it is the same memory unbound,
+ * said once at info (later ones at debug).  NULL only when the mapping
+ * itself fails (out of memory); binding never fails an allocation.
+ * Thread-safe.
+ *
+ * wf_topo_mem_free: releases such a block, `len` being the length it was
+ * allocated with; NULL is ignored. */
+void *wf_topo_mem_alloc(size_t len, int numa_os);
+void wf_topo_mem_free(void *p, size_t len);
+/* Whether wf_topo_mem_alloc(., numa_os) would bind: tries it on one page.
+ * When not, `why` says why ("no NUMA node chosen" for -1). */
+bool wf_topo_mem_bindable(int numa_os, char *why, size_t len);
+/* The backend (topo_membind_hwloc.c; topo_none.c cannot): binds the
+ * untouched mapping [p, p+len) to node `numa_os`, or says why not. */
+bool wf_topo_mem_bind(void *p, size_t len, int numa_os, char *why,
+                      size_t why_len);
 
 /* weft-info --topology: the tree and each local rank's choice, as text or
  * as JSON (one object per local rank) (topo_report.c). */

@@ -178,8 +178,8 @@ weft_status_t wf_topo_load(const char *xml_file, wf_topo_t **out)
     if (rc != 0)
         err = errno; /* before hwloc_topology_destroy can change it */
     /* hwloc read HWLOC_XMLFILE (or a synthetic description) by itself. */
-    if (rc == 0 && !(xml_file && *xml_file) &&
-        !hwloc_topology_is_thissystem(topo))
+    t->thissystem = rc == 0 && hwloc_topology_is_thissystem(topo);
+    if (rc == 0 && !(xml_file && *xml_file) && !t->thissystem)
         wf_strlcpy(t->source, "HWLOC_XMLFILE", sizeof(t->source));
     weft_status_t st = rc == 0 ? fill(topo, t) : WEFT_ERR_UNSUPPORTED;
     hwloc_topology_destroy(topo);

@@ -58,6 +58,7 @@ int fk_lazy;
 bool fk_rnr;
 enum ibv_wc_status fk_fail_read;
 size_t fk_zcopy_min;
+int fk_topo_numa = -1;
 unsigned long fk_reads;
 bool fk_hold_reads;
 void (*fk_on_read)(const char *local, uint32_t len);
@@ -396,6 +397,7 @@ weft_status_t fk_pair_open_rails(fk_pair_t *w, const int qps[2],
         c->v = &fake_v;
         c->nqp = qps[s];
         c->zcopy_min = fk_zcopy_min;
+        c->cfg.topo_numa = fk_topo_numa;
         c->nrails = rails[s];
         for (int r = 0; r < rails[s]; r++) {
             fake_cq[s][r].context = &fake_dev;

@@ -46,6 +46,9 @@ extern bool fk_hold_reads;
 extern void (*fk_on_read)(const char *local, uint32_t len);
 /* Each side's zero-copy threshold (ctx->zcopy_min) at pair_open. */
 extern size_t fk_zcopy_min;
+/* Each side's cfg.topo_numa at pair_open: where its slot memory goes
+ * (-1, the default: no topology, unbound). */
+extern int fk_topo_numa;
 
 /* Payload bytes each side sent on each rail (SENDs by the sender, READs
  * by the side read from), and work requests refused for a key that is

@@ -21,6 +21,7 @@
  * truncated, and every registration must be gone at the end.
  */
 #include "ib_fake.h"
+#include "../topo/topo_test.h"
 
 #if defined(WF_HAVE_IB)
 
@@ -278,7 +279,37 @@ WF_TEST(ib_stripe_rails, 60)
     fk_pair_close(&w);
 }
 
+/* The slot block of a pair lives on the NUMA node the topology chose
+ * (cfg.topo_numa), as the engine's and TCP's staging does; without a
+ * topology it is ordinary memory. */
+WF_TEST(ib_slots_on_the_chosen_node, 10)
+{
+    fk_pair_t w;
+    int qps[2] = {2, 2};
+    int only = -1;
+
+    wf_test_need_binding();
+    fk_rng = 1;
+    fk_topo_numa = 0;
+    ASSERT_OK(fk_pair_open(&w, qps));
+    fk_topo_numa = -1;
+    ASSERT_TRUE(wf_test_mem_on_node(w.peers[0][1].b.mem, 0));
+    ASSERT_TRUE(wf_test_mem_on_node(
+        w.peers[0][1].b.mem + w.peers[0][1].b.len - 1, 0));
+    run_traffic(&w);
+    fk_pair_close(&w);
+
+    ASSERT_OK(fk_pair_open(&w, qps));
+    ASSERT_EQ(wf_test_mempolicy(w.peers[0][1].b.mem, &only), 0); /* MPOL_DEFAULT */
+    fk_pair_close(&w);
+}
+
 #else
+
+WF_TEST(ib_slots_on_the_chosen_node, 10)
+{
+    WF_SKIP("needs the verbs transport (built without libibverbs-dev)");
+}
 
 WF_TEST(ib_stripe_reassembly, 10)
 {

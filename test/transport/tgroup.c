@@ -75,6 +75,7 @@ void tg_make_cfg(wf_tconfig_t *cfg, int rank, int size, const char *ifname,
     cfg->tcp_streams = tg_tcp_streams;
     cfg->tcp_stripe_min = tg_tcp_streams > 1 ? TG_STRIPE_MIN : 0;
     cfg->tcp_cma_min = tg_tcp_cma_min;
+    cfg->topo_numa = -1; /* no topology: staging memory unbound */
 }
 
 void tg_open_one(tg_group_t *g, int r, const wf_tconfig_t *cfg)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ib.h"
+#include "topo/topo.h"
 
 void wf_ib_qp_slots(int nqp, unsigned *nrecv, unsigned *nsend)
 {
@@ -61,24 +62,22 @@ static weft_status_t bufs_reg(wf_tctx_t *ctx, wf_ib_peer_t *p, int rail)
 }
 
 /* One block holds, per QP: receive slots, staging slots, control words;
- * it is registered on every rail of the pair. */
+ * it is registered on every rail of the pair.  It lives on the NUMA node
+ * the topology chose for this rank (its NIC's or GPU's), where the HCA
+ * and the progress thread reach it without crossing sockets. */
 static weft_status_t bufs_open(wf_tctx_t *ctx, wf_ib_peer_t *p)
 {
     wf_ib_bufs_t *b = &p->b;
     size_t per_qp = (size_t)(p->nrecv + p->nsend) * WF_IB_SLOT_LEN +
                     WF_IB_CTRL_LEN;
-    void *mem = NULL;
-    int err;
 
     b->len = wf_ib_peer_mem(p->nqp);
-    err = posix_memalign(&mem, (size_t)sysconf(_SC_PAGESIZE), b->len);
-    if (err) {
+    b->mem = wf_topo_mem_alloc(b->len, ctx->cfg.topo_numa);
+    if (!b->mem) {
         WEFT_WARN(NET, "ib: out of memory for the buffers of %s (%zu bytes)",
                   p->desc, b->len);
         return WEFT_ERR_NO_MEMORY;
     }
-    memset(mem, 0, b->len);
-    b->mem = mem;
     for (int r = 0; r < p->nrails; r++)
         WEFT_CHECK(bufs_reg(ctx, p, r));
     for (int i = 0; i < p->nqp; i++) {
@@ -346,6 +345,6 @@ void wf_ib_qp_destroy(wf_tctx_t *ctx, wf_ib_peer_t *p)
             ctx->v->dereg_mr(p->b.mr[r]);
         p->b.mr[r] = NULL;
     }
-    free(p->b.mem);
+    wf_topo_mem_free(p->b.mem, p->b.len);
     p->b.mem = NULL;
 }

@@ -410,7 +410,7 @@ struct wf_tctx {
     size_t npending;
     struct wf_treq *all; /* every live request, for fini */
     uint64_t unexp_arrivals; /* unexpected messages ever (scan_unexpected) */
-    char *scratch;       /* sink for discarded bytes */
+    char *scratch;       /* sink for discarded bytes (wf_topo_mem_alloc) */
     size_t scratch_len;
 };
 

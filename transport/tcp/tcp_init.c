@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "tcp.h"
+#include "topo/topo.h"
 
 #define WF_TCP_SCRATCH_LEN (64 * 1024)
 
@@ -243,7 +244,9 @@ static weft_status_t open_context(wf_tctx_t *ctx)
     wf_tcp_stream_t *streams = calloc(n * (size_t)ctx->max_streams,
                                       sizeof(*streams));
     ctx->scratch_len = WF_TCP_SCRATCH_LEN;
-    ctx->scratch = malloc(ctx->scratch_len);
+    /* The context's only long-lived buffer: on the rank's NUMA node, like
+     * the engine's scratch (per-message buffers stay with malloc). */
+    ctx->scratch = wf_topo_mem_alloc(ctx->scratch_len, ctx->cfg.topo_numa);
     if (!ctx->peers || !streams || !ctx->scratch) {
         free(streams);
         WEFT_WARN(NET, "tcp: out of memory for %d peers", ctx->cfg.size);
@@ -359,7 +362,7 @@ void wf_tcp_fini(wf_tctx_t *ctx)
     if (ctx->peers)
         free(ctx->peers[0].streams);
     free(ctx->peers);
-    free(ctx->scratch);
+    wf_topo_mem_free(ctx->scratch, ctx->scratch_len);
     free(ctx);
 }
 
