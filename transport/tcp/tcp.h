@@ -515,6 +515,10 @@ static inline int wf_tcp_nstreams(const wf_tcp_peer_t *p)
     return p->nstreams > 0 ? p->nstreams : 1;
 }
 void wf_tcp_set_nodelay(int fd);
+/* A connected stream whose two ends share an IP address and that runs
+ * BBR switches to a congestion control that does not pace (tcp_pacing.c);
+ * returns its name, or NULL when nothing changed. */
+const char *wf_tcp_unpace_same_host(int fd);
 /* Handles an event on a stream that is still being established. */
 void wf_tcp_dial_event(wf_tctx_t *ctx, wf_tcp_stream_t *s, uint32_t events);
 /* Runs due retries and deadlines, re-arms the timer fd. */

@@ -331,6 +331,10 @@ void wf_tcp_stream_up(wf_tctx_t *ctx, wf_tcp_stream_t *s)
     wf_tcp_peer_t *p = s->peer;
 
     s->state = WF_TCP_UP;
+    const char *cc = wf_tcp_unpace_same_host(s->fd);
+    if (cc)
+        WEFT_DEBUG(NET, "tcp: %s: stream %d: same host, %s instead of BBR's "
+                   "pacing", p->desc, s->idx, cc);
     wf_tcp_stream_watch(ctx, s, false);
     if (++p->nup < p->nstreams)
         return;
