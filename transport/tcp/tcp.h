@@ -129,6 +129,11 @@ typedef enum {
  * streams per peer. */
 #define WF_TCP_IF_MAX 4
 #define WF_TCP_STREAMS_MAX 16
+/* Unexpected-message buffers of WF_TCP_SPARE_MIN to WF_TCP_SPARE_MAX
+ * bytes kept per context for reuse: at most 32 MiB a context. */
+#define WF_TCP_SPARES 8
+#define WF_TCP_SPARE_MIN (128u << 10)
+#define WF_TCP_SPARE_MAX (4u << 20)
 #define WF_TCP_ADDR_LEN(n) ((size_t)(WF_TCP_ADDR_HDR + WF_TCP_ADDR_ENTRY * (n)))
 /* A dial over a topology-chosen address that has not connected after
  * this long (at most a quarter of the connect timeout) falls back. */
@@ -227,6 +232,8 @@ typedef struct wf_tcp_umsg {
     bool complete;          /* all payload bytes are in `data` */
     struct wf_treq *waiter; /* a receive matched it before it completed */
     char *data;             /* grows with the bytes received (rx_grow) */
+    size_t cap;             /* bytes data holds; 0: not from the pool */
+    struct wf_tctx *ctx;    /* whose pool data returns to (umsg_free) */
     /* A single-copy message whose payload is still in the sender's
      * memory (NULL data): read into the receive that claims it, or into
      * `data` once the caller waits with nothing else to do (tcp_cma.c). */
@@ -411,6 +418,13 @@ struct wf_tctx {
     struct wf_treq *all; /* every live request, for fini */
     uint64_t unexp_arrivals; /* unexpected messages ever (scan_unexpected) */
     char *scratch;       /* sink for discarded bytes (wf_topo_mem_alloc) */
+    /* Freed unexpected-message buffers kept for the next ones
+     * (wf_tcp_umsg_free): back-to-back collectives read the next call's
+     * chunks early, and fresh 128 KiB+ blocks are mapped and faulted in
+     * anew every time (docs/performance.md). */
+    char *spare[WF_TCP_SPARES];
+    size_t spare_cap[WF_TCP_SPARES];
+    int nspare;
     size_t scratch_len;
 };
 
@@ -585,6 +599,8 @@ void wf_tcp_unlink_unexp(wf_tcp_peer_t *p, wf_tcp_umsg_t *m,
 wf_tcp_umsg_t *wf_tcp_umsg_new(wf_tctx_t *ctx, wf_tcp_peer_t *p,
                                const wf_tcp_rx_t *rx, size_t cap);
 /* The same without a buffer (data NULL). */
+/* Frees the buffers kept by wf_tcp_umsg_free (at context teardown). */
+void wf_tcp_spares_free(wf_tctx_t *ctx);
 wf_tcp_umsg_t *wf_tcp_umsg_new_empty(wf_tctx_t *ctx, wf_tcp_peer_t *p,
                                      const wf_tcp_rx_t *rx);
 /* Fails the peer's pending requests and drops partial messages; complete

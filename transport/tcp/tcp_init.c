@@ -363,6 +363,7 @@ void wf_tcp_fini(wf_tctx_t *ctx)
         free(ctx->peers[0].streams);
     free(ctx->peers);
     wf_topo_mem_free(ctx->scratch, ctx->scratch_len);
+    wf_tcp_spares_free(ctx);
     free(ctx);
 }
 

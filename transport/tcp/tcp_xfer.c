@@ -73,10 +73,44 @@ void wf_tcp_req_done(wf_treq_t *r, weft_status_t st)
     r->status = st;
 }
 
+/* A buffer of the context's pool of at least `want` bytes (the largest
+ * kept), or NULL; its size in *cap. */
+static char *spare_take(wf_tctx_t *ctx, size_t want, size_t *cap)
+{
+    int best = -1;
+
+    for (int i = 0; i < ctx->nspare; i++)
+        if (ctx->spare_cap[i] >= want &&
+            (best < 0 || ctx->spare_cap[i] > ctx->spare_cap[best]))
+            best = i;
+    if (best < 0)
+        return NULL;
+    char *data = ctx->spare[best];
+    *cap = ctx->spare_cap[best];
+    ctx->nspare--;
+    ctx->spare[best] = ctx->spare[ctx->nspare];
+    ctx->spare_cap[best] = ctx->spare_cap[ctx->nspare];
+    return data;
+}
+
 void wf_tcp_umsg_free(wf_tcp_umsg_t *m)
 {
-    free(m->data);
+    wf_tctx_t *ctx = m->ctx;
+
+    if (ctx && m->data && m->cap >= WF_TCP_SPARE_MIN &&
+        m->cap <= WF_TCP_SPARE_MAX && ctx->nspare < WF_TCP_SPARES) {
+        ctx->spare[ctx->nspare] = m->data;
+        ctx->spare_cap[ctx->nspare++] = m->cap;
+    } else {
+        free(m->data);
+    }
     free(m);
+}
+
+void wf_tcp_spares_free(wf_tctx_t *ctx)
+{
+    while (ctx->nspare > 0)
+        free(ctx->spare[--ctx->nspare]);
 }
 
 void wf_tcp_deliver(wf_treq_t *r, const wf_tcp_umsg_t *m)
@@ -396,7 +430,15 @@ static bool rx_msg_done(wf_tctx_t *ctx, wf_tcp_stream_t *s)
 wf_tcp_umsg_t *wf_tcp_umsg_new(wf_tctx_t *ctx, wf_tcp_peer_t *p,
                                const wf_tcp_rx_t *rx, size_t cap)
 {
-    char *data = malloc(cap ? cap : 1);
+    size_t have = 0;
+    /* A kept buffer may be larger than asked: it holds what an earlier
+     * message really sent, so memory still follows real bytes. */
+    char *data = cap >= WF_TCP_SPARE_MIN / 2 ? spare_take(ctx, cap, &have)
+                                             : NULL;
+    if (!data) {
+        have = cap ? cap : 1;
+        data = malloc(have);
+    }
     wf_tcp_umsg_t *m = data ? wf_tcp_umsg_new_empty(ctx, p, rx) : NULL;
 
     if (!m) {
@@ -404,6 +446,7 @@ wf_tcp_umsg_t *wf_tcp_umsg_new(wf_tctx_t *ctx, wf_tcp_peer_t *p,
         return NULL;
     }
     m->data = data;
+    m->cap = have;
     return m;
 }
 
@@ -414,6 +457,7 @@ wf_tcp_umsg_t *wf_tcp_umsg_new_empty(wf_tctx_t *ctx, wf_tcp_peer_t *p,
 
     if (!m)
         return NULL;
+    m->ctx = ctx;
     m->tag = rx->tag;
     m->sig[0] = rx->sig[0];
     m->sig[1] = rx->sig[1];
@@ -478,7 +522,7 @@ static bool rx_start(wf_tctx_t *ctx, wf_tcp_stream_t *s)
         }
         rx->umsg = m;
         rx->dst = m->data;
-        rx->dst_len = cap;
+        rx->dst_len = WF_MIN(rx->len, m->cap);
     }
     if (rx->len == 0)
         return rx_msg_done(ctx, s);
@@ -506,7 +550,7 @@ static bool rx_grow(wf_tctx_t *ctx, wf_tcp_stream_t *s)
         return false;
     }
     m->data = rx->dst = data;
-    rx->dst_len = cap;
+    m->cap = rx->dst_len = cap;
     return true;
 }
 
