@@ -622,6 +622,12 @@ const char *wf_ib_peer_describe(wf_tctx_t *ctx, int peer);
 
 weft_status_t wf_ib_mem_reg(wf_tctx_t *ctx, void *buf, size_t len,
                             int memtype, void **mh);
+/* Pins host memory [addr, addr + len) on rail `rail` with `access`; NULL
+ * after a warning naming the device, `what` ("for peer 1 ...", "at
+ * 0x..."), the errno text and, where the kernel refused to pin, the
+ * memlock limit. */
+struct ibv_mr *wf_ib_pin(wf_tctx_t *ctx, int rail, void *addr, size_t len,
+                         int access, const char *what);
 void wf_ib_mem_dereg(wf_tctx_t *ctx, void *mh);
 void wf_ib_mrcache_free(wf_tctx_t *ctx);
 

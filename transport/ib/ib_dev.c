@@ -24,8 +24,6 @@
 #include "ib.h"
 
 #define WF_IB_MAX_PORTS 8
-/* Ports wf_ib_dev_open opens at most (the caller's max is capped). */
-#define WF_IB_MAX_RAILS_OPEN WF_IB_RAILS_MAX
 
 void wf_ib_gid_str(const union ibv_gid *gid, char *out, size_t size)
 {
@@ -345,12 +343,12 @@ weft_status_t wf_ib_dev_open(const wf_ibv_t *v, const char *hca,
 {
     int n = 0, got;
     struct ibv_device **devs = v->get_device_list(&n);
-    struct ibv_port_attr pa[WF_IB_MAX_RAILS_OPEN];
+    struct ibv_port_attr pa[WF_IB_RAILS_MAX];
     char list[256];
     weft_status_t st = WEFT_OK;
 
     *n_out = 0;
-    max = WF_MAX(1, WF_MIN(max, WF_IB_MAX_RAILS_OPEN));
+    max = WF_MAX(1, WF_MIN(max, WF_IB_RAILS_MAX));
     if (!devs || n == 0) {
         WEFT_WARN(NET, "ib: no RDMA devices found%s%s",
                   devs ? "" : ": ", devs ? "" : wf_errno_str(errno));

@@ -244,6 +244,7 @@ weft_status_t wf_ib_init(const wf_tconfig_t *cfg, wf_tctx_t **out)
 {
     weft_status_t st;
     wf_tctx_t *ctx;
+    int pair_qps;
 
     if (!cfg || !out)
         return WEFT_ERR_INVALID_ARG;
@@ -259,6 +260,7 @@ weft_status_t wf_ib_init(const wf_tconfig_t *cfg, wf_tctx_t **out)
     ctx->nqp = cfg->ib_qps > 0 ? cfg->ib_qps : 1;
     ctx->zcopy_min = cfg->ib_zcopy_min;
     WEFT_CHECK_GOTO(open_context(ctx), st, err_fini);
+    pair_qps = wf_ib_pair_qps(ctx->nqp, ctx->nrails);
     WEFT_DEBUG(NET, "ib: rank %d on %s (%d rail%s; rail 0: %s, mtu %s, gid "
                "index %d; %d QP%s per peer, zero-copy from %zu bytes), "
                "bootstrap %s",
@@ -268,8 +270,7 @@ weft_status_t wf_ib_init(const wf_tconfig_t *cfg, wf_tctx_t **out)
                                                                        : "IB",
                wf_ib_mtu_str(ctx->rail[0].port.mtu),
                ctx->rail[0].port.gid_index,
-               wf_ib_pair_qps(ctx->nqp, ctx->nrails),
-               wf_ib_pair_qps(ctx->nqp, ctx->nrails) == 1 ? "" : "s",
+               pair_qps, pair_qps == 1 ? "" : "s",
                ctx->zcopy_min, ctx->local_str);
     *out = ctx;
     return WEFT_OK;

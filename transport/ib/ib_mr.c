@@ -13,6 +13,7 @@
  * GPUDirect (ib_gdr.c).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,31 +79,38 @@ static void remove_entry(wf_ib_mrcache_t *c, const wf_ib_reg_t *r)
     }
 }
 
+struct ibv_mr *wf_ib_pin(wf_tctx_t *ctx, int rail, void *addr, size_t len,
+                         int access, const char *what)
+{
+    struct ibv_mr *mr = ctx->v->reg_mr(ctx->rail[rail].pd, addr, len, access);
+    int err = errno;
+
+    if (!mr)
+        WEFT_WARN(NET, "ib: %s: ibv_reg_mr of %zu bytes %s failed: %s%s",
+                  ctx->rail[rail].port.dev_name, len, what, wf_errno_str(err),
+                  err == ENOMEM || err == EPERM || err == EAGAIN
+                      ? " (memlock limit too low? see `ulimit -l`)"
+                      : "");
+    return mr;
+}
+
 /* Pins host memory on rail `rail`, or registers device memory through
  * GPUDirect (ib_gdr.c); logs why not. */
 static weft_status_t reg_rail(wf_tctx_t *ctx, wf_ib_reg_t *r, int memtype,
                               int rail)
 {
     const char *kind;
-    int err;
+    char what[40];
 
     if (memtype == WF_MEM_DEVICE)
         return wf_ib_gdr_reg(ctx, rail, r->addr, r->len, &r->mr[rail],
                              &kind);
-    r->mr[rail] = ctx->v->reg_mr(ctx->rail[rail].pd, r->addr, r->len,
-                                 IBV_ACCESS_LOCAL_WRITE |
-                                     IBV_ACCESS_REMOTE_WRITE |
-                                     IBV_ACCESS_REMOTE_READ);
-    if (r->mr[rail])
-        return WEFT_OK;
-    err = errno;
-    WEFT_WARN(NET, "ib: %s: ibv_reg_mr of %zu bytes at %p failed: %s%s",
-              ctx->rail[rail].port.dev_name, r->len, (void *)r->addr,
-              wf_errno_str(err),
-              err == ENOMEM || err == EPERM
-                  ? " (memlock limit too low? see `ulimit -l`)"
-                  : "");
-    return WEFT_ERR_TRANSPORT;
+    snprintf(what, sizeof(what), "at %p", (void *)r->addr);
+    r->mr[rail] = wf_ib_pin(ctx, rail, r->addr, r->len,
+                            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                                IBV_ACCESS_REMOTE_READ,
+                            what);
+    return r->mr[rail] ? WEFT_OK : WEFT_ERR_TRANSPORT;
 }
 
 static void reg_drop(wf_tctx_t *ctx, wf_ib_reg_t *r)

@@ -40,27 +40,6 @@ size_t wf_ib_peer_mem(int nqp)
                           WF_IB_CTRL_LEN);
 }
 
-/* Registers the peer's block on rail `rail`. */
-static weft_status_t bufs_reg(wf_tctx_t *ctx, wf_ib_peer_t *p, int rail)
-{
-    wf_ib_bufs_t *b = &p->b;
-    int err;
-
-    b->mr[rail] = ctx->v->reg_mr(ctx->rail[rail].pd, b->mem, b->len,
-                                 IBV_ACCESS_LOCAL_WRITE |
-                                     IBV_ACCESS_REMOTE_WRITE);
-    if (b->mr[rail])
-        return WEFT_OK;
-    err = errno;
-    WEFT_WARN(NET, "ib: %s: ibv_reg_mr of %zu bytes for %s failed: %s%s",
-              ctx->rail[rail].port.dev_name, b->len, p->desc,
-              wf_errno_str(err),
-              err == ENOMEM || err == EPERM || err == EAGAIN
-                  ? " (memlock limit too low? see `ulimit -l`)"
-                  : "");
-    return WEFT_ERR_TRANSPORT;
-}
-
 /* One block holds, per QP: receive slots, staging slots, control words;
  * it is registered on every rail of the pair.  It lives on the NUMA node
  * the topology chose for this rank (its NIC's or GPU's), where the HCA
@@ -70,6 +49,7 @@ static weft_status_t bufs_open(wf_tctx_t *ctx, wf_ib_peer_t *p)
     wf_ib_bufs_t *b = &p->b;
     size_t per_qp = (size_t)(p->nrecv + p->nsend) * WF_IB_SLOT_LEN +
                     WF_IB_CTRL_LEN;
+    char what[sizeof(p->desc) + 8];
 
     b->len = wf_ib_peer_mem(p->nqp);
     b->mem = wf_topo_mem_alloc(b->len, ctx->cfg.topo_numa);
@@ -78,8 +58,14 @@ static weft_status_t bufs_open(wf_tctx_t *ctx, wf_ib_peer_t *p)
                   p->desc, b->len);
         return WEFT_ERR_NO_MEMORY;
     }
-    for (int r = 0; r < p->nrails; r++)
-        WEFT_CHECK(bufs_reg(ctx, p, r));
+    snprintf(what, sizeof(what), "for %s", p->desc);
+    for (int r = 0; r < p->nrails; r++) {
+        b->mr[r] = wf_ib_pin(ctx, r, b->mem, b->len,
+                             IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+                             what);
+        if (!b->mr[r])
+            return WEFT_ERR_TRANSPORT;
+    }
     for (int i = 0; i < p->nqp; i++) {
         wf_ib_qp_t *q = &p->qp[i];
         q->rail = i % p->nrails;

@@ -433,7 +433,7 @@ wf_tcp_umsg_t *wf_tcp_umsg_new(wf_tctx_t *ctx, wf_tcp_peer_t *p,
     size_t have = 0;
     /* A kept buffer may be larger than asked: it holds what an earlier
      * message really sent, so memory still follows real bytes. */
-    char *data = cap >= WF_TCP_SPARE_MIN / 2 ? spare_take(ctx, cap, &have)
+    char *data = cap >= WF_TCP_UNEXP_INITIAL ? spare_take(ctx, cap, &have)
                                              : NULL;
     if (!data) {
         have = cap ? cap : 1;
