@@ -178,6 +178,12 @@ typedef struct wf_transport_ops {
                                               uint64_t tag,
                                               const uint64_t sig[2]),
                                 void *arg);
+    /* True when a send of `len` bytes to `peer` posted now would be a
+     * notice the receiver answers by reading the payload from the
+     * sender's memory: it holds no transport buffer or socket space while
+     * it waits for the receiver, so the engine does not count it against
+     * its send window.  NULL: every send holds buffers. */
+    bool (*send_pulled)(wf_tctx_t *ctx, int peer, size_t len);
 } wf_transport_ops_t;
 
 /* The registry: transports compiled in, in preference order. */

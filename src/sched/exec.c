@@ -133,7 +133,8 @@ void wf_exec_free(wf_engine_t *e, struct weft_request *req)
         const wf_step_t *s = &req->plan.steps[x->posted[i].step];
         int *inflight = s->kind == WF_STEP_SEND ? e->inflight_send
                                                 : e->inflight_recv;
-        inflight[s->peer]--;
+        if (x->posted[i].counted)
+            inflight[s->peer]--;
         wf_exec_dev_staging_give(e, x->posted[i].staging);
     }
     if (req->dev_ops)
@@ -212,6 +213,18 @@ weft_status_t wf_engine_connect(wf_engine_t *e, int peer)
     return WEFT_OK;
 }
 
+/* Whether the transport sends `len` bytes to `peer` as a notice the
+ * receiver answers by reading the payload itself (single copy on one
+ * machine).  Such a send holds no transport buffer while it waits, so
+ * WEFT_MAX_INFLIGHT does not hold it back: behind the window, a ring's
+ * allgather chunks waited for reduce-scatter chunks that the peer could
+ * not take yet (its scratch slots were busy), and a 64 MiB allreduce on
+ * 2 ranks took 1.4x as long (docs/design.md). */
+static bool send_pulled(wf_engine_t *e, int peer, uint64_t len)
+{
+    return e->tops->send_pulled && e->tops->send_pulled(e->tctx, peer, len);
+}
+
 /* Posts a transfer; returns 1 when posted, 0 when it must wait for a flow
  * slot, negative on failure. */
 static int post_transfer(wf_engine_t *e, struct weft_request *req,
@@ -227,7 +240,8 @@ static int post_transfer(wf_engine_t *e, struct weft_request *req,
      * which they depend on through the peers, wait for one. */
     if (is_send && req->dev_ops)
         return wf_exec_dev_send(e, req, i); /* staged out first */
-    if (is_send && inflight[s->peer] >= e->max_inflight)
+    bool counted = !is_send || !send_pulled(e, s->peer, s->count);
+    if (is_send && counted && inflight[s->peer] >= e->max_inflight)
         return 0;
     weft_status_t st = wf_engine_connect(e, s->peer);
     if (st < 0)
@@ -246,14 +260,15 @@ static int post_transfer(wf_engine_t *e, struct weft_request *req,
                  : e->tops->irecv(e->tctx, s->peer, tag, buf, s->count, NULL,
                                   &treq);
     if (st == WEFT_OK)
-        st = wf_exec_add_posted(x, (posted_t){i, treq, staging});
+        st = wf_exec_add_posted(x, (posted_t){i, treq, staging, counted});
     if (st < 0 || st == WEFT_ERR_AGAIN)
         wf_exec_dev_staging_give(e, staging);
     if (st == WEFT_ERR_AGAIN)
         return 0;
     if (st < 0)
         return st;
-    inflight[s->peer]++;
+    if (counted)
+        inflight[s->peer]++;
     x->state[i] = ST_POSTED;
     return 1;
 }
@@ -365,8 +380,9 @@ static int poll_posted(wf_engine_t *e, struct weft_request *req,
             continue;
         }
         x->posted[k] = x->posted[--x->nposted];
-        (s->kind == WF_STEP_SEND ? e->inflight_send
-                                 : e->inflight_recv)[s->peer]--;
+        if (p.counted)
+            (s->kind == WF_STEP_SEND ? e->inflight_send
+                                     : e->inflight_recv)[s->peer]--;
         if (st < 0) {
             wf_exec_dev_staging_give(e, p.staging);
             fail_req(e, req, *status = st, s);

@@ -293,7 +293,7 @@ static weft_status_t send_staged(wf_engine_t *e, struct weft_request *req,
     if (st < 0)
         return st;
     *posted = true;
-    return wf_exec_add_posted(x, (posted_t){w->step, treq, w->staging});
+    return wf_exec_add_posted(x, (posted_t){w->step, treq, w->staging, true});
 }
 
 int wf_exec_dev_poll(wf_engine_t *e, struct weft_request *req,

@@ -17,6 +17,8 @@ typedef struct {
     uint32_t step;
     wf_treq_t *treq;
     void *staging;
+    bool counted; /* in e->inflight_send/recv: every receive, and every
+                   * send but those the receiver pulls (exec.c) */
 } posted_t;
 
 /* Device work in flight for a step (exec_dev.c). */

@@ -672,8 +672,14 @@ void wf_tcp_cma_peer_reads(wf_tctx_t *ctx, wf_tcp_peer_t *p, int idx,
 /* Reads the 8-byte cookie at `addr` in process `pid`: 0 when it reads
  * `want`, else the errno (EPERM for another value). */
 int wf_tcp_cma_probe(pid_t pid, uint64_t addr, uint64_t want);
-/* Queues send r as an RTS when the peer can read this process and r is
- * large enough; false when it goes the usual way. */
+/* Whether a send of `len` bytes to p goes as an RTS: the peer can read
+ * this process and the message is large enough. */
+bool wf_tcp_cma_sends(const wf_tctx_t *ctx, const wf_tcp_peer_t *p,
+                      size_t len);
+/* The transport's send_pulled(): wf_tcp_cma_sends for a valid peer. */
+bool wf_tcp_send_pulled(wf_tctx_t *ctx, int peer, size_t len);
+/* Queues send r as an RTS when wf_tcp_cma_sends; false when it goes the
+ * usual way. */
 bool wf_tcp_cma_queue(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_treq_t *r,
                       const uint64_t sig[2]);
 /* A header on stream 0 that may be one of ours: 1 handled (an RTS's

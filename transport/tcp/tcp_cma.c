@@ -146,10 +146,23 @@ void wf_tcp_cma_peer_reads(wf_tctx_t *ctx, wf_tcp_peer_t *p, int idx,
         p->cma_ok = ctx->cma_min > 0 && reads == 1;
 }
 
+bool wf_tcp_cma_sends(const wf_tctx_t *ctx, const wf_tcp_peer_t *p,
+                      size_t len)
+{
+    return p->cma_ok && ctx->cma_min && len >= ctx->cma_min;
+}
+
+bool wf_tcp_send_pulled(wf_tctx_t *ctx, int peer, size_t len)
+{
+    return ctx && peer >= 0 && peer < ctx->cfg.size &&
+           peer != ctx->cfg.rank &&
+           wf_tcp_cma_sends(ctx, &ctx->peers[peer], len);
+}
+
 bool wf_tcp_cma_queue(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_treq_t *r,
                       const uint64_t sig[2])
 {
-    if (!p->cma_ok || !ctx->cma_min || r->len < ctx->cma_min)
+    if (!wf_tcp_cma_sends(ctx, p, r->len))
         return false;
     r->cma_seq = p->cma_send_seq++;
     wf_tcp_put64(r->cma_trailer, (uint64_t)(uintptr_t)r->buf);

@@ -175,4 +175,5 @@ const wf_transport_ops_t wf_tcp_transport = {
     .peer_describe = tcp_peer_describe,
     .peer_linked = tcp_peer_linked,
     .scan_unexpected = tcp_scan_unexpected,
+    .send_pulled = wf_tcp_send_pulled,
 };
