@@ -149,6 +149,18 @@ WF_TEST(transport_tcp_cma_used, 30)
     ASSERT_TRUE(tg_check(rbuf, big, 7));
     ASSERT_EQ(cma_read_from(&g, 1, &readable, &ok), 2 * big);
     ASSERT_EQ(buffered_from(&g, 1), 1);
+    /* Its buffer went back to the pool (it was malloc'ed and freed per
+     * message before), and the next unexpected message reads into it. */
+    ASSERT_EQ(g.ctx[1]->nspare, 1);
+    tg_fill(sbuf, big, 9);
+    ASSERT_OK(g.ops->isend(g.ctx[0], 1, 55, NULL, sbuf, big, NULL, &sr));
+    ASSERT_OK(tg_wait(&g, 0, sr, &info));
+    ASSERT_EQ(g.ctx[1]->nspare, 0);
+    ASSERT_OK(g.ops->irecv(g.ctx[1], 0, 55, rbuf, big, NULL, &rr));
+    ASSERT_OK(tg_wait(&g, 1, rr, &info));
+    ASSERT_TRUE(info.len == big && tg_check(rbuf, big, 9));
+    ASSERT_EQ(buffered_from(&g, 1), 2);
+    ASSERT_EQ(g.ctx[1]->nspare, 1);
 
     /* Truncated: only what fits is read, the length is the message's. */
     tg_fill(sbuf, big, 8);
@@ -160,7 +172,7 @@ WF_TEST(transport_tcp_cma_used, 30)
     ASSERT_TRUE(info.len == big && info.truncated);
     ASSERT_TRUE(tg_check(rbuf, 5000, 8));
     ASSERT_EQ(rbuf[5000], 0xEE);
-    ASSERT_EQ(cma_read_from(&g, 1, &readable, &ok), 2 * big + 5000);
+    ASSERT_EQ(cma_read_from(&g, 1, &readable, &ok), 3 * big + 5000);
     tg_close(&g);
     free(sbuf);
     free(rbuf);

@@ -599,10 +599,14 @@ void wf_tcp_unlink_unexp(wf_tcp_peer_t *p, wf_tcp_umsg_t *m,
 wf_tcp_umsg_t *wf_tcp_umsg_new(wf_tctx_t *ctx, wf_tcp_peer_t *p,
                                const wf_tcp_rx_t *rx, size_t cap);
 /* The same without a buffer (data NULL). */
-/* Frees the buffers kept by wf_tcp_umsg_free (at context teardown). */
-void wf_tcp_spares_free(wf_tctx_t *ctx);
 wf_tcp_umsg_t *wf_tcp_umsg_new_empty(wf_tctx_t *ctx, wf_tcp_peer_t *p,
                                      const wf_tcp_rx_t *rx);
+/* Gives m a buffer of at least `cap` bytes (m->data, m->cap): from the
+ * context's pool when it keeps one that large, else fresh; false when
+ * out of memory. */
+bool wf_tcp_umsg_buffer(wf_tctx_t *ctx, wf_tcp_umsg_t *m, size_t cap);
+/* Frees the buffers kept by wf_tcp_umsg_free (at context teardown). */
+void wf_tcp_spares_free(wf_tctx_t *ctx);
 /* Fails the peer's pending requests and drops partial messages; complete
  * unexpected messages stay deliverable. */
 void wf_tcp_xfer_fail(wf_tctx_t *ctx, wf_tcp_peer_t *p);

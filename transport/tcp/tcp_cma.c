@@ -287,13 +287,13 @@ void wf_tcp_cma_claim(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_tcp_umsg_t *m,
     wf_tcp_umsg_free(m);
 }
 
-/* Reads the pending message m of peer p into a buffer of its own; false
- * when the peer failed (m is then unlinked and freed). */
+/* Reads the pending message m of peer p into an unexpected buffer (one
+ * the context keeps when it has one that large); false when the peer
+ * failed (m is then unlinked and freed). */
 static bool pending_read(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_tcp_umsg_t *m,
                          wf_tcp_umsg_t *prev)
 {
-    m->data = malloc(m->len ? m->len : 1);
-    if (!m->data) {
+    if (!wf_tcp_umsg_buffer(ctx, m, m->len)) {
         wf_tcp_peer_fail(ctx, p, WEFT_ERR_NO_MEMORY,
                          "out of memory for an unexpected single-copy "
                          "message of %zu bytes", m->len);

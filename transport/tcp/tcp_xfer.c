@@ -427,8 +427,7 @@ static bool rx_msg_done(wf_tctx_t *ctx, wf_tcp_stream_t *s)
     return true;
 }
 
-wf_tcp_umsg_t *wf_tcp_umsg_new(wf_tctx_t *ctx, wf_tcp_peer_t *p,
-                               const wf_tcp_rx_t *rx, size_t cap)
+bool wf_tcp_umsg_buffer(wf_tctx_t *ctx, wf_tcp_umsg_t *m, size_t cap)
 {
     size_t have = 0;
     /* A kept buffer may be larger than asked: it holds what an earlier
@@ -439,14 +438,27 @@ wf_tcp_umsg_t *wf_tcp_umsg_new(wf_tctx_t *ctx, wf_tcp_peer_t *p,
         have = cap ? cap : 1;
         data = malloc(have);
     }
-    wf_tcp_umsg_t *m = data ? wf_tcp_umsg_new_empty(ctx, p, rx) : NULL;
-
-    if (!m) {
-        free(data);
-        return NULL;
-    }
+    if (!data)
+        return false;
     m->data = data;
     m->cap = have;
+    return true;
+}
+
+wf_tcp_umsg_t *wf_tcp_umsg_new(wf_tctx_t *ctx, wf_tcp_peer_t *p,
+                               const wf_tcp_rx_t *rx, size_t cap)
+{
+    wf_tcp_umsg_t tmp = {0};
+
+    if (!wf_tcp_umsg_buffer(ctx, &tmp, cap))
+        return NULL;
+    wf_tcp_umsg_t *m = wf_tcp_umsg_new_empty(ctx, p, rx);
+    if (!m) {
+        free(tmp.data);
+        return NULL;
+    }
+    m->data = tmp.data;
+    m->cap = tmp.cap;
     return m;
 }
 
