@@ -328,7 +328,9 @@ WF_TEST(transport_tcp_stripe_cut_follows_the_rates, 10)
  * fresh pages in for every early chunk); every byte still arrives. */
 WF_TEST(transport_tcp_unexpected_buffers_reused, 30)
 {
-    enum { NMSG = 3, MLEN = 300 * 1024 };
+    /* More than the 8 buffers the pool was first limited to: 4 ranks at
+     * 64 MiB have hundreds of early chunks a call. */
+    enum { NMSG = 12, MLEN = 300 * 1024 };
     static uint8_t sbuf[NMSG][MLEN], rbuf[NMSG][MLEN];
     wf_treq_t *sr[NMSG], *rr[NMSG];
     wf_treq_info_t info;
@@ -361,4 +363,39 @@ WF_TEST(transport_tcp_unexpected_buffers_reused, 30)
         ASSERT_EQ(g.ctx[1]->nspare, NMSG); /* handed back for the next ones */
     }
     tg_close(&g);
+}
+
+/* The pool keeps at most WF_TCP_SPARE_BYTES: of nine delivered 4 MiB
+ * messages it keeps eight, and frees the ninth. */
+WF_TEST(transport_tcp_unexpected_pool_bounded, 30)
+{
+    enum { NMSG = 9 };
+    const size_t mlen = WF_TCP_SPARE_MAX;
+    uint8_t *sbuf = malloc(mlen), *rbuf = malloc(mlen);
+    wf_treq_t *sr[NMSG], *rr;
+    wf_treq_info_t info;
+    tg_group_t g;
+
+    ASSERT_TRUE(sbuf && rbuf);
+    open_streams(&g, 2, 1, "lo");
+    tg_connect_pair(&g, 0, 1);
+    tg_fill(sbuf, mlen, 5);
+    for (int i = 0; i < NMSG; i++)
+        ASSERT_OK(wf_tcp_transport.isend(g.ctx[0], 1, 200 + (uint64_t)i, NULL,
+                                         sbuf, mlen, NULL, &sr[i]));
+    for (int i = 0; i < NMSG; i++)
+        ASSERT_OK(tg_wait(&g, 0, sr[i], &info));
+    tg_spin(&g, 50);
+    for (int i = 0; i < NMSG; i++) {
+        memset(rbuf, 0, mlen);
+        ASSERT_OK(wf_tcp_transport.irecv(g.ctx[1], 0, 200 + (uint64_t)i, rbuf,
+                                         mlen, NULL, &rr));
+        ASSERT_OK(tg_wait(&g, 1, rr, &info));
+        ASSERT_TRUE(info.len == mlen && tg_check(rbuf, mlen, 5));
+    }
+    ASSERT_EQ(g.ctx[1]->nspare, WF_TCP_SPARE_BYTES / WF_TCP_SPARE_MAX);
+    ASSERT_EQ(g.ctx[1]->spare_bytes, WF_TCP_SPARE_BYTES);
+    tg_close(&g);
+    free(sbuf);
+    free(rbuf);
 }

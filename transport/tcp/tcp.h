@@ -130,8 +130,12 @@ typedef enum {
 #define WF_TCP_IF_MAX 4
 #define WF_TCP_STREAMS_MAX 16
 /* Unexpected-message buffers of WF_TCP_SPARE_MIN to WF_TCP_SPARE_MAX
- * bytes kept per context for reuse: at most 32 MiB a context. */
-#define WF_TCP_SPARES 8
+ * bytes kept per context for reuse: at most WF_TCP_SPARES of them and
+ * WF_TCP_SPARE_BYTES in all.  Sized by count alone (8) the pool ran dry
+ * on 4 ranks at 64 MiB, where 100-300 chunks of 256 KiB a rank and call
+ * arrive before their receive (docs/performance.md). */
+#define WF_TCP_SPARES 128
+#define WF_TCP_SPARE_BYTES (32u << 20)
 #define WF_TCP_SPARE_MIN (128u << 10)
 #define WF_TCP_SPARE_MAX (4u << 20)
 #define WF_TCP_ADDR_LEN(n) ((size_t)(WF_TCP_ADDR_HDR + WF_TCP_ADDR_ENTRY * (n)))
@@ -425,6 +429,7 @@ struct wf_tctx {
     char *spare[WF_TCP_SPARES];
     size_t spare_cap[WF_TCP_SPARES];
     int nspare;
+    size_t spare_bytes; /* the sum of spare_cap */
     size_t scratch_len;
 };
 

@@ -87,6 +87,7 @@ static char *spare_take(wf_tctx_t *ctx, size_t want, size_t *cap)
         return NULL;
     char *data = ctx->spare[best];
     *cap = ctx->spare_cap[best];
+    ctx->spare_bytes -= *cap;
     ctx->nspare--;
     ctx->spare[best] = ctx->spare[ctx->nspare];
     ctx->spare_cap[best] = ctx->spare_cap[ctx->nspare];
@@ -98,9 +99,11 @@ void wf_tcp_umsg_free(wf_tcp_umsg_t *m)
     wf_tctx_t *ctx = m->ctx;
 
     if (ctx && m->data && m->cap >= WF_TCP_SPARE_MIN &&
-        m->cap <= WF_TCP_SPARE_MAX && ctx->nspare < WF_TCP_SPARES) {
+        m->cap <= WF_TCP_SPARE_MAX && ctx->nspare < WF_TCP_SPARES &&
+        ctx->spare_bytes + m->cap <= WF_TCP_SPARE_BYTES) {
         ctx->spare[ctx->nspare] = m->data;
         ctx->spare_cap[ctx->nspare++] = m->cap;
+        ctx->spare_bytes += m->cap;
     } else {
         free(m->data);
     }
@@ -111,6 +114,7 @@ void wf_tcp_spares_free(wf_tctx_t *ctx)
 {
     while (ctx->nspare > 0)
         free(ctx->spare[--ctx->nspare]);
+    ctx->spare_bytes = 0;
 }
 
 void wf_tcp_deliver(wf_treq_t *r, const wf_tcp_umsg_t *m)
