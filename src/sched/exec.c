@@ -122,6 +122,17 @@ err_nomem:
     return WEFT_ERR_NO_MEMORY;
 }
 
+/* Gives back the flow slot of a transfer that ended or is dropped: the
+ * one post_transfer counted, if it counted one. */
+static void release_flow_slot(wf_engine_t *e, const struct weft_request *req,
+                              const posted_t *p)
+{
+    const wf_step_t *s = &req->plan.steps[p->step];
+    if (p->counted)
+        (s->kind == WF_STEP_SEND ? e->inflight_send
+                                 : e->inflight_recv)[s->peer]--;
+}
+
 void wf_exec_free(wf_engine_t *e, struct weft_request *req)
 {
     wf_exec_t *x = req->exec;
@@ -130,11 +141,7 @@ void wf_exec_free(wf_engine_t *e, struct weft_request *req)
     /* Transfers still posted (the request failed): the transport drops
      * them at fini; give back their flow slots now. */
     for (uint32_t i = 0; i < x->nposted; i++) {
-        const wf_step_t *s = &req->plan.steps[x->posted[i].step];
-        int *inflight = s->kind == WF_STEP_SEND ? e->inflight_send
-                                                : e->inflight_recv;
-        if (x->posted[i].counted)
-            inflight[s->peer]--;
+        release_flow_slot(e, req, &x->posted[i]);
         wf_exec_dev_staging_give(e, x->posted[i].staging);
     }
     if (req->dev_ops)
@@ -380,9 +387,7 @@ static int poll_posted(wf_engine_t *e, struct weft_request *req,
             continue;
         }
         x->posted[k] = x->posted[--x->nposted];
-        if (p.counted)
-            (s->kind == WF_STEP_SEND ? e->inflight_send
-                                     : e->inflight_recv)[s->peer]--;
+        release_flow_slot(e, req, &p);
         if (st < 0) {
             wf_exec_dev_staging_give(e, p.staging);
             fail_req(e, req, *status = st, s);

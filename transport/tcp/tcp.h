@@ -606,10 +606,10 @@ wf_tcp_umsg_t *wf_tcp_umsg_new(wf_tctx_t *ctx, wf_tcp_peer_t *p,
 /* The same without a buffer (data NULL). */
 wf_tcp_umsg_t *wf_tcp_umsg_new_empty(wf_tctx_t *ctx, wf_tcp_peer_t *p,
                                      const wf_tcp_rx_t *rx);
-/* Gives m a buffer of at least `cap` bytes (m->data, m->cap): from the
- * context's pool when it keeps one that large, else fresh; false when
- * out of memory. */
-bool wf_tcp_umsg_buffer(wf_tctx_t *ctx, wf_tcp_umsg_t *m, size_t cap);
+/* A buffer for an unexpected message of at least `cap` bytes, its size
+ * in *have: from the context's pool when it keeps one that large, else
+ * fresh; NULL when out of memory. */
+char *wf_tcp_unexp_buffer(wf_tctx_t *ctx, size_t cap, size_t *have);
 /* Frees the buffers kept by wf_tcp_umsg_free (at context teardown). */
 void wf_tcp_spares_free(wf_tctx_t *ctx);
 /* Fails the peer's pending requests and drops partial messages; complete

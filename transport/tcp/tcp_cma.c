@@ -293,7 +293,8 @@ void wf_tcp_cma_claim(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_tcp_umsg_t *m,
 static bool pending_read(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_tcp_umsg_t *m,
                          wf_tcp_umsg_t *prev)
 {
-    if (!wf_tcp_umsg_buffer(ctx, m, m->len)) {
+    m->data = wf_tcp_unexp_buffer(ctx, m->len, &m->cap);
+    if (!m->data) {
         wf_tcp_peer_fail(ctx, p, WEFT_ERR_NO_MEMORY,
                          "out of memory for an unexpected single-copy "
                          "message of %zu bytes", m->len);

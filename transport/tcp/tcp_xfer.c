@@ -431,38 +431,32 @@ static bool rx_msg_done(wf_tctx_t *ctx, wf_tcp_stream_t *s)
     return true;
 }
 
-bool wf_tcp_umsg_buffer(wf_tctx_t *ctx, wf_tcp_umsg_t *m, size_t cap)
+char *wf_tcp_unexp_buffer(wf_tctx_t *ctx, size_t cap, size_t *have)
 {
-    size_t have = 0;
     /* A kept buffer may be larger than asked: it holds what an earlier
      * message really sent, so memory still follows real bytes. */
-    char *data = cap >= WF_TCP_UNEXP_INITIAL ? spare_take(ctx, cap, &have)
+    char *data = cap >= WF_TCP_UNEXP_INITIAL ? spare_take(ctx, cap, have)
                                              : NULL;
     if (!data) {
-        have = cap ? cap : 1;
-        data = malloc(have);
+        *have = cap ? cap : 1;
+        data = malloc(*have);
     }
-    if (!data)
-        return false;
-    m->data = data;
-    m->cap = have;
-    return true;
+    return data;
 }
 
 wf_tcp_umsg_t *wf_tcp_umsg_new(wf_tctx_t *ctx, wf_tcp_peer_t *p,
                                const wf_tcp_rx_t *rx, size_t cap)
 {
-    wf_tcp_umsg_t tmp = {0};
+    size_t have;
+    char *data = wf_tcp_unexp_buffer(ctx, cap, &have);
+    wf_tcp_umsg_t *m = data ? wf_tcp_umsg_new_empty(ctx, p, rx) : NULL;
 
-    if (!wf_tcp_umsg_buffer(ctx, &tmp, cap))
-        return NULL;
-    wf_tcp_umsg_t *m = wf_tcp_umsg_new_empty(ctx, p, rx);
     if (!m) {
-        free(tmp.data);
+        free(data);
         return NULL;
     }
-    m->data = tmp.data;
-    m->cap = tmp.cap;
+    m->data = data;
+    m->cap = have;
     return m;
 }
 
