@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Fits the cost model's one-host constants to measured sweeps.
 
-    scripts/algo-fit.py --cost-terms build/bin/cost-terms SWEEP.md...
+    scripts/algo-fit.py --cost-terms build/bin/cost-terms
+                        [--single-copy BYTES] SWEEP.md...
 
 SWEEP.md are tables printed by scripts/algo-sweep.sh, of any collectives
 that have more than one algorithm (each table under its "### COLLECTIVE"
@@ -17,7 +18,9 @@ algorithm the model picks / best time) plus a little of the prediction
 error, so that a cell where the algorithms are within noise of each other
 does not pull the constants into nonsense.  It prints the constants now in
 the library and the fitted ones, each with the cells where its pick is not
-the measured best.
+the measured best.  The library has two one-host sets: --single-copy 65536
+(WEFT_TCP_CMA_MIN, for sweeps taken with it, the default) compares with
+and fits the set of the single copy, without it the set of the sockets.
 """
 import argparse
 import math
@@ -57,7 +60,7 @@ def load_sweeps(paths):
     return cells
 
 
-def library_terms(tool, cells):
+def library_terms(tool, cells, single_copy=0):
     """{(collective, ranks, size): {algo: (rounds, path_sent, path_reduced,
     messages, bytes, reduced)}} and the library's one-host constants."""
     by_ranks = {}
@@ -65,7 +68,8 @@ def library_terms(tool, cells):
         by_ranks.setdefault((coll, ranks), []).append(size)
     terms, constants = {}, None
     for (coll, ranks), sizes in sorted(by_ranks.items()):
-        out = subprocess.run([tool, "--coll", coll, str(ranks)] +
+        out = subprocess.run([tool, "--coll", coll,
+                              "--single-copy", str(single_copy), str(ranks)] +
                              [str(s) for s in sizes],
                              check=True, capture_output=True, text=True)
         for line in out.stdout.splitlines():
@@ -180,6 +184,9 @@ def main():
     ap.add_argument("sweeps", nargs="+")
     ap.add_argument("--cost-terms", default="build/bin/cost-terms")
     ap.add_argument("--cores", type=int, default=os.cpu_count())
+    ap.add_argument("--single-copy", type=int, default=0, metavar="BYTES",
+                    help="the sweeps' WEFT_TCP_CMA_MIN: the library's "
+                    "constants of the single copy (default 0: of sockets)")
     ap.add_argument("--gamma", type=float, default=None,
                     help="reduction cost, us per KB (default: the library's)")
     ap.add_argument("--samples", type=int, default=3000)
@@ -194,7 +201,7 @@ def main():
     cells = load_sweeps(args.sweeps)
     if not cells:
         sys.exit("algo-fit: no table rows in " + " ".join(args.sweeps))
-    terms, now = library_terms(args.cost_terms, cells)
+    terms, now = library_terms(args.cost_terms, cells, args.single_copy)
     gamma = args.gamma / 1e3 if args.gamma else now[2]
     print(f"{len(cells)} cells, {args.cores} cores")
     report("library now", now, cells, terms, args.cores)

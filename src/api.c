@@ -212,7 +212,8 @@ static weft_status_t start_on(wf_comm_impl_t *c, const call_t *k,
         .root = k->root, .rank = c->rank, .size = c->size,
         .chunk_bytes = (size_t)c->cfg.chunk_size,
         .local_size = c->local_size, .host_cores = c->host_cores,
-        .link_mbps = (int)c->cfg.link_mbps};
+        .link_mbps = (int)c->cfg.link_mbps,
+        .single_copy_min = c->single_copy_min};
     wf_coll_buffer_bytes(&a, &sb, &rb);
     WEFT_CHECK(check_buffer(k, "sendbuf", k->sendbuf, sb));
     WEFT_CHECK(check_buffer(k, "recvbuf", k->recvbuf, rb));

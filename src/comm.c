@@ -153,11 +153,14 @@ weft_status_t wf_comm_connect(wf_comm_impl_t *c)
     uint8_t *peer_addrs = calloc((size_t)c->size, WF_TADDR_MAX);
     size_t *peer_lens = calloc((size_t)c->size, sizeof(size_t));
     uint64_t *node_keys = calloc((size_t)c->size, sizeof(uint64_t));
+    wf_tdev_attr_t attr;
     weft_status_t st = WEFT_ERR_NO_MEMORY;
     if (!peer_addrs || !peer_lens || !node_keys)
         goto out;
     WEFT_CHECK_GOTO(open_transport(c, &ops, &tctx), st, out);
     WEFT_CHECK_GOTO(ops->get_address(tctx, addr, &addr_len), st, out);
+    WEFT_CHECK_GOTO(ops->query(tctx, &attr), st, out);
+    c->single_copy_min = attr.single_copy_min;
     WEFT_CHECK_GOTO(wf_bootstrap_exchange(c->store, c->rank, c->size, addr,
                                           addr_len, c->cfg.timeout_ms,
                                           peer_addrs, peer_lens, node_keys),

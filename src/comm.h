@@ -34,6 +34,8 @@ typedef struct wf_comm_impl {
     int local_rank;  /* among the ranks on this machine (same node key) */
     int local_size;  /* ranks on this machine */
     int host_cores;  /* CPUs this process may use */
+    size_t single_copy_min; /* the transport's single copy on one machine
+                             * from this size, 0: none (the cost model) */
     int staging_numa; /* OS index of the NUMA node staging memory is bound
                        * to, -1: unbound (wf_comm_topo_steer) */
     char staging_why[192]; /* where it is, or why unbound, for the

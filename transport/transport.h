@@ -107,6 +107,10 @@ typedef struct wf_tdev_attr {
     char address[80];     /* human-readable local address, e.g. 10.0.0.1:5000 */
     uint32_t caps;        /* WF_TCAP_* */
     uint64_t speed_mbps;  /* 0 when unknown */
+    size_t single_copy_min; /* messages of this many bytes or more go by a
+                             * single copy between processes on one
+                             * machine where the peer allows it; 0: never
+                             * (the cost model's constants follow it) */
 } wf_tdev_attr_t;
 
 /* Filled by test() when a request completes. */

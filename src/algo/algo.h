@@ -60,6 +60,9 @@ typedef struct wf_coll_args {
     int local_size;     /* ranks sharing this machine (0: unknown, 1) */
     int host_cores;     /* its CPUs (0: unknown, enough) */
     int link_mbps;      /* WEFT_LINK_MBPS (0: the cost model's own) */
+    size_t single_copy_min; /* the transport copies messages of this many
+                             * bytes or more once between ranks on one
+                             * machine (WEFT_TCP_CMA_MIN); 0: never */
 } wf_coll_args_t;
 
 /* Sizes in bytes of the send and receive buffers the plan may touch on

@@ -20,14 +20,16 @@ const wf_cost_model_t wf_cost_network = {
     .path_share = 0.25,
 };
 
-/* Every rank on one machine.  Fitted (make algo-fit) to the sweeps of
- * every collective with a choice in docs/algorithms.md (2, 3, 4 and 8
- * ranks on 2 cores, 8 B to 256 MiB; the fit and its misses are described
- * there): a round costs about 15 us; the CPUs copy a byte sent for about
- * 0.28 ns (3.6 GB/s, both ends together) and handle a message for 18 us;
- * the float32 sum kernel streams 5 GB/s of output (make bench-reduce).
- * Beta, what one pair's copy adds to the critical path on top of that
- * CPU work, is small: on one machine the bytes cost CPU, not wire. */
+/* Every rank on one machine, every byte through the sockets.  Fitted
+ * (make algo-fit) to the sweeps of every collective with a choice over
+ * loopback TCP (the tables at the top of bench/sweeps/: 2, 3, 4 and 8
+ * ranks on 2 cores, 8 B to 256 MiB; the fit and its misses are in
+ * docs/algorithms.md): a round costs about 15 us; the CPUs copy a byte
+ * sent for about 0.28 ns (3.6 GB/s, both ends together) and handle a
+ * message for 18 us; the float32 sum kernel streams 5 GB/s of output
+ * (make bench-reduce).  Beta, what one pair's copy adds to the critical
+ * path on top of that CPU work, is small: on one machine the bytes cost
+ * CPU, not wire. */
 const wf_cost_model_t wf_cost_one_host = {
     .alpha_us = 15.0,
     .beta_us_per_byte = 0.06 / 1000.0,  /* 16 GB/s */
@@ -35,4 +37,21 @@ const wf_cost_model_t wf_cost_one_host = {
     .host_msg_us = 18.0,
     .host_us_per_byte = 0.28 / 1000.0,
     .path_share = 0.09,
+};
+
+/* Every rank on one machine with the single copy (WEFT_TCP_CMA_MIN, the
+ * default).  Fitted the same way to the sweeps taken with it
+ * (bench/sweeps/pulled/): a message and a round still cost about 18 us,
+ * but a byte sent costs the CPUs 0.2 ns (one read by the receiver, 5 GB/s)
+ * where the sockets' two copies and TCP cost 0.28, and what a byte adds
+ * to the critical path beyond that work comes out at nothing: the
+ * receivers of one sender read from it at once, so the algorithm that
+ * does the least work with the fewest messages wins. */
+const wf_cost_model_t wf_cost_one_host_single_copy = {
+    .alpha_us = 18.0,
+    .beta_us_per_byte = 0.001 / 1000.0, /* 1 TB/s: nothing */
+    .gamma_us_per_byte = 0.2 / 1000.0,  /* 5 GB/s */
+    .host_msg_us = 19.0,
+    .host_us_per_byte = 0.2 / 1000.0,
+    .path_share = 0.004,
 };

@@ -37,6 +37,10 @@ extern const wf_cost_model_t wf_cost_network;
 /* Every rank on one machine: a "link" is the kernel copying memory
  * (calibrated on loopback TCP, docs/algorithms.md). */
 extern const wf_cost_model_t wf_cost_one_host;
+/* Every rank on one machine with the transport's single copy: a large
+ * message is read once by its receiver rather than copied through the
+ * kernel's sockets (calibrated on the same sweeps with it). */
+extern const wf_cost_model_t wf_cost_one_host_single_copy;
 
 /* The network's constants, with beta from WEFT_LINK_MBPS when it is set. */
 static inline wf_cost_model_t wf_cost_network_model(const wf_coll_args_t *a)
@@ -54,12 +58,22 @@ static inline bool wf_cost_on_one_host(const wf_coll_args_t *a)
     return a->link_mbps <= 0 && a->size > 1 && a->local_size == a->size;
 }
 
-/* The constants for this call: the one-host ones on one host, else the
- * network's. */
+/* The constants for this call: the one-host ones on one host (those of
+ * the single copy when the transport uses it), else the network's. */
 static inline wf_cost_model_t wf_cost_model(const wf_coll_args_t *a)
 {
-    return wf_cost_on_one_host(a) ? wf_cost_one_host
-                                  : wf_cost_network_model(a);
+    if (!wf_cost_on_one_host(a))
+        return wf_cost_network_model(a);
+    return a->single_copy_min ? wf_cost_one_host_single_copy
+                              : wf_cost_one_host;
+}
+
+/* Which constants wf_cost_model takes, for the log. */
+static inline const char *wf_cost_model_name(const wf_coll_args_t *a)
+{
+    if (!wf_cost_on_one_host(a))
+        return a->link_mbps > 0 ? "WEFT_LINK_MBPS" : "network";
+    return a->single_copy_min ? "one-host single-copy" : "one-host socket";
 }
 
 static inline double wf_cost_with(const wf_cost_model_t *m, double rounds,

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "algo/algo.h"
+#include "algo/cost.h"
 #include "common.h"
 #include "reduce/reduce.h"
 
@@ -116,6 +117,16 @@ static bool override_for(const char *spec, wf_coll_t coll, char *name,
 
 /* Logs the choice at info level the first time per collective, size class
  * (power of two of the bytes) and algorithm. */
+/* The constants behind an estimate: those of wf_cost_model for an
+ * algorithm that describes its terms, else the network's (wf_cost). */
+static const char *constants_name(const wf_algo_t *algo,
+                                  const wf_coll_args_t *args)
+{
+    if (algo->cost_terms)
+        return wf_cost_model_name(args);
+    return args->link_mbps > 0 ? "WEFT_LINK_MBPS" : "network";
+}
+
 static void log_choice(const wf_coll_args_t *args, const wf_algo_t *algo,
                        double cost, bool forced)
 {
@@ -127,10 +138,10 @@ static void log_choice(const wf_coll_args_t *args, const wf_algo_t *algo,
                             __ATOMIC_RELAXED) == id)
         return;
     WEFT_INFO(COLL, "%s of %llu bytes (%s) on %d ranks: algorithm %s (%s, "
-              "estimate %.1f us)", wf_coll_name(args->coll),
+              "%s constants, estimate %.1f us)", wf_coll_name(args->coll),
               (unsigned long long)bytes, wf_dtype_name(args->dtype),
-              args->size, algo->name,
-              forced ? "WEFT_ALGO" : "cost model", cost);
+              args->size, algo->name, forced ? "WEFT_ALGO" : "cost model",
+              constants_name(algo, args), cost);
 }
 
 weft_status_t wf_algo_select(const wf_coll_args_t *args, const char *spec,

@@ -285,6 +285,21 @@ WF_TEST(transport_tcp_cma_off_on_one_side, 30)
     tg_close(&g);
 }
 
+/* query() tells the core the threshold, which chooses the cost model's
+ * constants (docs/algorithms.md): each context its own, 0 when off. */
+WF_TEST(transport_tcp_cma_query_reports_threshold, 10)
+{
+    tg_group_t g;
+    wf_tdev_attr_t attr;
+
+    open_pair(&g, 64 << 10, 0);
+    ASSERT_OK(g.ops->query(g.ctx[0], &attr));
+    ASSERT_EQ(attr.single_copy_min, 64 << 10);
+    ASSERT_OK(g.ops->query(g.ctx[1], &attr));
+    ASSERT_EQ(attr.single_copy_min, 0);
+    tg_close(&g);
+}
+
 /* Two processes, as in a real job: the child receives 8 MiB from the
  * parent and says through its exit status whether it arrived intact and
  * by single copy. */

@@ -395,6 +395,7 @@ weft_status_t wf_tcp_query(wf_tctx_t *ctx, wf_tdev_attr_t *attr)
     wf_strlcpy(attr->address, ctx->local_str, sizeof(attr->address));
     attr->caps = WF_TCAP_HOST_MEM;
     attr->speed_mbps = link_speed(ctx->ifname);
+    attr->single_copy_min = ctx->cma_min;
     return WEFT_OK;
 }
 
