@@ -115,8 +115,6 @@ static bool override_for(const char *spec, wf_coll_t coll, char *name,
     return found && strcmp(name, "auto") != 0;
 }
 
-/* Logs the choice at info level the first time per collective, size class
- * (power of two of the bytes) and algorithm. */
 /* The constants behind an estimate: those of wf_cost_model for an
  * algorithm that describes its terms, else the network's (wf_cost). */
 static const char *constants_name(const wf_algo_t *algo,
@@ -127,6 +125,8 @@ static const char *constants_name(const wf_algo_t *algo,
     return args->link_mbps > 0 ? "WEFT_LINK_MBPS" : "network";
 }
 
+/* Logs the choice at info level the first time per collective, size class
+ * (power of two of the bytes) and algorithm. */
 static void log_choice(const wf_coll_args_t *args, const wf_algo_t *algo,
                        double cost, bool forced)
 {
