@@ -12,7 +12,9 @@ terms of every algorithm (rounds, bytes on the critical path, and the work
 of all ranks) come from the library through bench/cost/cost_terms.c, so
 this script holds only the way src/algo/cost.h combines them
 (wf_cost_terms_eval) and the search.  gamma stays fixed at the reduction
-kernel's measured speed (--gamma, us per KB); the others are searched at
+kernel's measured speed (--gamma, us per KB); wake, the CPU of a message
+that waited for a receive, only with --single-copy (the sockets' set has
+none); the others are searched at
 random and then refined, minimising the sum over cells of log(time of the
 algorithm the model picks / best time) plus a little of the prediction
 error, so that a cell where the algorithms are within noise of each other
@@ -62,7 +64,8 @@ def load_sweeps(paths):
 
 def library_terms(tool, cells, single_copy=0):
     """{(collective, ranks, size): {algo: (rounds, path_sent, path_reduced,
-    messages, bytes, reduced)}} and the library's one-host constants."""
+    messages, bytes, reduced, waits)}} and the library's one-host
+    constants."""
     by_ranks = {}
     for coll, ranks, size in cells:
         by_ranks.setdefault((coll, ranks), []).append(size)
@@ -84,12 +87,13 @@ def library_terms(tool, cells, single_copy=0):
 
 def estimate(c, t, ranks, cores):
     """src/algo/cost.h wf_cost_terms_eval with every rank on this machine.
-    c: alpha, beta, gamma, host_msg, host_byte (us, us/byte), path_share."""
-    alpha, beta, gamma, host_msg, host_byte, share = c
-    rounds, path_sent, path_reduced, messages, sent, reduced = t
+    c: alpha, beta, gamma, host_msg, host_byte (us, us/byte), path_share,
+    wake (us)."""
+    alpha, beta, gamma, host_msg, host_byte, share, wake = c
+    rounds, path_sent, path_reduced, messages, sent, reduced, waits = t
     path = rounds * alpha + path_sent * beta + path_reduced * gamma
-    host = ((messages * host_msg + sent * host_byte + reduced * gamma) /
-            min(cores, ranks))
+    host = ((messages * host_msg + waits * wake + sent * host_byte +
+             reduced * gamma) / min(cores, ranks))
     return host + share * path if host > path else path + share * host
 
 
@@ -114,7 +118,7 @@ def judge(c, cells, terms, cores):
     return total, worst, rms, misses
 
 
-def fit(cells, terms, cores, gamma, seed, samples, weight=0.3):
+def fit(cells, terms, cores, gamma, seed, samples, weight=0.3, wake=True):
     rng = random.Random(seed)
     score = lambda c: (lambda j: j[0] + weight * j[2])(judge(c, cells, terms,
                                                           cores))
@@ -122,7 +126,7 @@ def fit(cells, terms, cores, gamma, seed, samples, weight=0.3):
     for _ in range(samples):
         c = (rng.uniform(2, 40), 10 ** rng.uniform(-5, -2.5), gamma,
              rng.uniform(2, 80), 10 ** rng.uniform(-5, -2.7),
-             rng.uniform(0, 0.5))
+             rng.uniform(0, 0.5), rng.uniform(0, 60) if wake else 0.0)
         s = score(c)
         if best is None or s < best[0]:
             best = (s, c)
@@ -139,7 +143,8 @@ def report(title, c, cells, terms, cores):
     total, worst, rms, misses = judge(c, cells, terms, cores)
     print(f"{title}: alpha {c[0]:.1f} us, beta {c[1] * 1e3:.3f} us/KB, "
           f"gamma {c[2] * 1e3:.3f} us/KB, host_msg {c[3]:.1f} us, "
-          f"host_byte {c[4] * 1e3:.3f} us/KB, path_share {c[5]:.3f}")
+          f"host_byte {c[4] * 1e3:.3f} us/KB, path_share {c[5]:.3f}, "
+          f"wake {c[6]:.1f} us")
     print(f"  picks the measured best in {len(cells) - len(misses)} of "
           f"{len(cells)} cells; worst pick/best {worst:.2f}; "
           f"rms prediction error {100 * (math.exp(rms) - 1):.0f}%")
@@ -209,7 +214,8 @@ def main():
         tables(now, cells, terms, args.cores)
         return
     report("fitted", fit(cells, terms, args.cores, gamma, args.seed,
-                         args.samples, args.error_weight),
+                         args.samples, args.error_weight,
+                         args.single_copy > 0),
            cells, terms, args.cores)
 
 

@@ -13,9 +13,11 @@
  * transport's single-copy threshold (WEFT_TCP_CMA_MIN; default 0, none),
  * which chooses the one-host constants printed.  The root is rank 0, as in
  * weft-bench.  Output, one line per algorithm and size (float32 sum):
- *   terms NAME RANKS BYTES rounds path_sent path_reduced messages bytes reduced
+ *   terms NAME RANKS BYTES rounds path_sent path_reduced messages bytes
+ *         reduced waits
  * preceded by one line
- *   one_host alpha beta gamma host_msg host_byte path_share  (us, us/byte)
+ *   one_host alpha beta gamma host_msg host_byte path_share wake
+ *   (us, us/byte)
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -61,9 +63,9 @@ int main(int argc, char **argv)
     }
     const wf_cost_model_t *m = single_copy ? &wf_cost_one_host_single_copy
                                            : &wf_cost_one_host;
-    printf("one_host %.10g %.10g %.10g %.10g %.10g %.10g\n", m->alpha_us, m->beta_us_per_byte,
-           m->gamma_us_per_byte, m->host_msg_us, m->host_us_per_byte,
-           m->path_share);
+    printf("one_host %.10g %.10g %.10g %.10g %.10g %.10g %.10g\n",
+           m->alpha_us, m->beta_us_per_byte, m->gamma_us_per_byte,
+           m->host_msg_us, m->host_us_per_byte, m->path_share, m->wake_us);
     size_t n;
     const wf_algo_t *const *reg = wf_algo_registry(&n);
     for (int i = arg + 1; i < argc; i++) {
@@ -82,9 +84,10 @@ int main(int argc, char **argv)
                 !reg[k]->supports(&a))
                 continue;
             reg[k]->cost_terms(&a, &t);
-            printf("terms %s %d %zu %.10g %.10g %.10g %.10g %.10g %.10g\n", reg[k]->name, ranks,
-                   bytes, t.rounds, t.path_sent, t.path_reduced, t.messages,
-                   t.bytes, t.reduced);
+            printf("terms %s %d %zu %.10g %.10g %.10g %.10g %.10g %.10g "
+                   "%.10g\n", reg[k]->name, ranks, bytes, t.rounds,
+                   t.path_sent, t.path_reduced, t.messages, t.bytes,
+                   t.reduced, t.waits);
         }
     }
     return 0;

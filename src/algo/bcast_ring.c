@@ -108,7 +108,8 @@ static void ring_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
     *t = (wf_cost_terms_t){.rounds = n - 2 + nc,
                            .path_sent = bytes + (n - 2) * chunk,
                            .messages = (n - 1) * nc,
-                           .bytes = (n - 1) * bytes};
+                           .bytes = (n - 1) * bytes,
+                           .waits = (n - 2) * nc}; /* all but the root's */
 }
 
 static double ring_cost(const wf_coll_args_t *a)

@@ -198,9 +198,27 @@ static void sag_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
         wf_algo_segment(a->count, a->size, last, &end, &len);
         msgs += cells_between(lo, end + len, ce);
     }
+    /* The root's sends wait for nothing: its scatter of segments 1..n-1
+     * and its ring sends of the segments relative rank 1 lacks. */
+    double upfront = 0;
+    int kids[WF_RTREE_MAX_CHILDREN], sub1 = wf_rtree_subtree(1, a->size);
+    int nk = wf_rtree_children(0, a->size, true, kids);
+    for (int i = 0; i < nk; i++) {
+        int last = kids[i] + wf_rtree_subtree(kids[i], a->size) - 1;
+        wf_algo_segment(a->count, a->size, kids[i], &lo, &len);
+        wf_algo_segment(a->count, a->size, last, &end, &len);
+        upfront += cells_between(lo, end + len, ce);
+    }
+    for (int j = 0; j < a->size; j++) {
+        if (j >= 1 && j < 1 + sub1)
+            continue;
+        wf_algo_segment(a->count, a->size, j, &lo, &len);
+        upfront += cells_between(lo, lo + len, ce);
+    }
     *t = (wf_cost_terms_t){.rounds = wf_ceil_log2(a->size) + n - 1,
                            .path_sent = 2 * (n - 1) / n * bytes,
-                           .messages = msgs, .bytes = (n - 1) * bytes};
+                           .messages = msgs, .bytes = (n - 1) * bytes,
+                           .waits = msgs - upfront};
 }
 
 static double sag_cost(const wf_coll_args_t *a)

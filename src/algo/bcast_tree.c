@@ -78,10 +78,12 @@ static void tree_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
     double nc = (double)WF_MAX((size_t)1, wf_rtree_nchunks(
                                    a->count, wf_rtree_chunk_elems(a)));
     /* The root sends every chunk to each of its L children in turn; every
-     * other rank receives each chunk once. */
+     * other rank receives each chunk once, and all but the root's
+     * children get it forwarded. */
     *t = (wf_cost_terms_t){.rounds = L * nc, .path_sent = L * bytes,
                            .messages = (n - 1) * nc,
-                           .bytes = (n - 1) * bytes};
+                           .bytes = (n - 1) * bytes,
+                           .waits = (n - 1 - L) * nc};
 }
 
 static double tree_cost(const wf_coll_args_t *a)

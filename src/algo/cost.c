@@ -41,7 +41,8 @@ const wf_cost_model_t wf_cost_one_host = {
 
 /* Every rank on one machine with the single copy (WEFT_TCP_CMA_MIN, the
  * default).  Fitted the same way to the sweeps taken with it
- * (bench/sweeps/pulled/): a message and a round still cost about 18 us,
+ * (bench/sweeps/pulled/, checked on verify/): a message and a round still
+ * cost about 18 us,
  * but a byte sent costs the CPUs 0.2 ns (one read by the receiver, 5 GB/s)
  * where the sockets' two copies and TCP cost 0.28, and what a byte adds
  * to the critical path beyond that work comes out at nothing: the
@@ -54,4 +55,9 @@ const wf_cost_model_t wf_cost_one_host_single_copy = {
     .host_msg_us = 19.0,
     .host_us_per_byte = 0.2 / 1000.0,
     .path_share = 0.004,
+    /* A message forwarded after a receive wakes its receiver: the chain
+     * broadcast on 3 ranks took 2 ms more CPU per 16 MiB call than the
+     * tree, whose root posts everything at once (64 forwarded chunks, 186
+     * more context switches; docs/algorithms.md). */
+    .wake_us = 40.0,
 };

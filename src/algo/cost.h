@@ -29,6 +29,9 @@ typedef struct {
     double host_us_per_byte;  /* CPU time of a byte sent, both ends, then */
     double path_share;        /* weight of the critical path while the
                                * CPUs are the bottleneck */
+    double wake_us;           /* CPU time of a rank waking for a message
+                               * that waited for a receive (the terms'
+                               * `waits`), beyond host_msg_us */
 } wf_cost_model_t;
 
 /* Links between machines (calibrated on loopback with the links shared,
@@ -102,6 +105,11 @@ static inline double wf_cost(const wf_coll_args_t *a, double rounds,
 typedef struct wf_cost_terms {
     double rounds, path_sent, path_reduced;
     double messages, bytes, reduced;
+    /* Of `messages`, those whose send waits for a receive of the same
+     * call (forwarded ones): their receiver sleeps until the forwarder has
+     * its data, where messages posted at once are read back to back.
+     * Counted by the broadcasts; 0 (not counted) elsewhere. */
+    double waits;
 } wf_cost_terms_t;
 
 /* The critical path, or the CPU work of this machine's share of the work
@@ -121,7 +129,8 @@ static inline double wf_cost_terms_eval(const wf_coll_args_t *a,
     int cores = a->host_cores > 0 ? a->host_cores : local;
     if (a->size <= 1 || (local <= cores && !wf_cost_on_one_host(a)))
         return path_us;
-    double host = (t->messages * m.host_msg_us + t->bytes * m.host_us_per_byte +
+    double host = (t->messages * m.host_msg_us + t->waits * m.wake_us +
+                   t->bytes * m.host_us_per_byte +
                    t->reduced * m.gamma_us_per_byte) *
                   ((double)local / a->size) / (local < cores ? local : cores);
     /* The critical path still costs something while the CPUs are the

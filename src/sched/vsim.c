@@ -32,6 +32,7 @@ typedef struct {
     uint32_t ndone;
     double link_free, cpu_free, finish;
     uint64_t msgs, bytes;
+    uint64_t upfront; /* sends that wait for no receive of this plan */
 } vrank_t;
 
 typedef struct {
@@ -148,6 +149,27 @@ static void vsim_free(vsim_t *v)
     free(v->msgs);
 }
 
+/* Sends of a plan that wait for none of its receives, directly or
+ * through other steps (deps point to earlier steps): a rank posts them at
+ * once, where every other send waits for a message to arrive first. */
+static weft_status_t count_upfront(const wf_plan_t *plan, uint64_t *n)
+{
+    bool *after_recv = calloc(plan->nsteps ? plan->nsteps : 1, sizeof(bool));
+    if (!after_recv)
+        return WEFT_ERR_NO_MEMORY;
+    *n = 0;
+    for (uint32_t i = 0; i < plan->nsteps; i++) {
+        const wf_step_t *st = &plan->steps[i];
+        after_recv[i] = st->kind == WF_STEP_RECV;
+        for (int d = 0; d < WF_STEP_MAX_DEPS; d++)
+            if (st->deps[d] >= 0 && (uint32_t)st->deps[d] < i)
+                after_recv[i] |= after_recv[st->deps[d]];
+        *n += st->kind == WF_STEP_SEND && !after_recv[i];
+    }
+    free(after_recv);
+    return WEFT_OK;
+}
+
 /* Builds every rank's plan; counts sends to size the message table. */
 static weft_status_t build_all(vsim_t *v, const wf_algo_t *algo,
                                const wf_coll_args_t *tmpl)
@@ -160,6 +182,7 @@ static weft_status_t build_all(vsim_t *v, const wf_algo_t *algo,
         wf_plan_init(&k->plan, a.dtype, a.op, a.elem_size, a.size);
         WEFT_CHECK(algo->build(&a, &k->plan));
         WEFT_CHECK(wf_plan_index(&k->plan, &k->ix));
+        WEFT_CHECK(count_upfront(&k->plan, &k->upfront));
         for (uint32_t i = 0; i < k->plan.nsteps; i++)
             sends += k->plan.steps[i].kind == WF_STEP_SEND;
     }
@@ -202,6 +225,7 @@ static weft_status_t simulate(vsim_t *v, const wf_algo_t *algo,
         res->max_msgs = WF_MAX(res->max_msgs, k->msgs);
         res->max_bytes = WF_MAX(res->max_bytes, k->bytes);
         res->total_msgs += k->msgs;
+        res->upfront_msgs += k->upfront;
         res->total_bytes += k->bytes;
     }
     return WEFT_OK;

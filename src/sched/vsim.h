@@ -30,6 +30,8 @@ typedef struct {
     uint64_t max_msgs;     /* most messages one rank sends */
     uint64_t max_bytes;    /* most bytes one rank sends */
     uint64_t total_msgs;   /* messages all ranks send */
+    uint64_t upfront_msgs; /* of those, sent without waiting for any
+                            * receive of the same call */
     uint64_t total_bytes;  /* bytes all ranks send */
 } wf_vsim_result_t;
 
