@@ -10,6 +10,7 @@
  * WEFT_LINK_MBPS replaces beta where the links are known (a 1 Gbit/s
  * network: 8 us/KB). */
 const wf_cost_model_t wf_cost_network = {
+    .name = "network",
     .alpha_us = 25.0,
     .beta_us_per_byte = 1.5 / 1000.0,  /* 0.67 GB/s */
     .gamma_us_per_byte = 0.5 / 1000.0, /* 2 GB/s */
@@ -31,6 +32,7 @@ const wf_cost_model_t wf_cost_network = {
  * path on top of that CPU work, is small: on one machine the bytes cost
  * CPU, not wire. */
 const wf_cost_model_t wf_cost_one_host = {
+    .name = "one-host socket",
     .alpha_us = 15.0,
     .beta_us_per_byte = 0.06 / 1000.0,  /* 16 GB/s */
     .gamma_us_per_byte = 0.2 / 1000.0,  /* 5 GB/s */
@@ -42,13 +44,13 @@ const wf_cost_model_t wf_cost_one_host = {
 /* Every rank on one machine with the single copy (WEFT_TCP_CMA_MIN, the
  * default).  Fitted the same way to the sweeps taken with it
  * (bench/sweeps/pulled/, checked on verify/): a message and a round still
- * cost about 18 us,
- * but a byte sent costs the CPUs 0.2 ns (one read by the receiver, 5 GB/s)
- * where the sockets' two copies and TCP cost 0.28, and what a byte adds
- * to the critical path beyond that work comes out at nothing: the
- * receivers of one sender read from it at once, so the algorithm that
- * does the least work with the fewest messages wins. */
+ * cost about 18 us, but a byte sent costs the CPUs 0.2 ns (one read by
+ * the receiver, 5 GB/s) where the sockets' two copies and TCP cost 0.28,
+ * and what a byte adds to the critical path beyond that work comes out
+ * at nothing: the receivers of one sender read from it at once, so the
+ * algorithm that does the least work with the fewest messages wins. */
 const wf_cost_model_t wf_cost_one_host_single_copy = {
+    .name = "one-host single-copy",
     .alpha_us = 18.0,
     .beta_us_per_byte = 0.001 / 1000.0, /* 1 TB/s: nothing */
     .gamma_us_per_byte = 0.2 / 1000.0,  /* 5 GB/s */

@@ -21,6 +21,7 @@
 #include "algo/algo.h"
 
 typedef struct {
+    const char *name;         /* for the log: which constants these are */
     double alpha_us;          /* per message round: latency + overheads */
     double beta_us_per_byte;  /* inverse bandwidth of one link */
     double gamma_us_per_byte; /* inverse reduction speed */
@@ -49,8 +50,10 @@ extern const wf_cost_model_t wf_cost_one_host_single_copy;
 static inline wf_cost_model_t wf_cost_network_model(const wf_coll_args_t *a)
 {
     wf_cost_model_t m = wf_cost_network;
-    if (a->link_mbps > 0)
+    if (a->link_mbps > 0) {
+        m.name = "WEFT_LINK_MBPS";
         m.beta_us_per_byte = 8.0 / (double)a->link_mbps; /* 8 bits/byte */
+    }
     return m;
 }
 
@@ -74,9 +77,7 @@ static inline wf_cost_model_t wf_cost_model(const wf_coll_args_t *a)
 /* Which constants wf_cost_model takes, for the log. */
 static inline const char *wf_cost_model_name(const wf_coll_args_t *a)
 {
-    if (!wf_cost_on_one_host(a))
-        return a->link_mbps > 0 ? "WEFT_LINK_MBPS" : "network";
-    return a->single_copy_min ? "one-host single-copy" : "one-host socket";
+    return wf_cost_model(a).name;
 }
 
 static inline double wf_cost_with(const wf_cost_model_t *m, double rounds,

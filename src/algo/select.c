@@ -120,9 +120,8 @@ static bool override_for(const char *spec, wf_coll_t coll, char *name,
 static const char *constants_name(const wf_algo_t *algo,
                                   const wf_coll_args_t *args)
 {
-    if (algo->cost_terms)
-        return wf_cost_model_name(args);
-    return args->link_mbps > 0 ? "WEFT_LINK_MBPS" : "network";
+    return algo->cost_terms ? wf_cost_model_name(args)
+                            : wf_cost_network_model(args).name;
 }
 
 /* Logs the choice at info level the first time per collective, size class
