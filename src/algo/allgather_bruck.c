@@ -135,14 +135,21 @@ static void bruck_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
     double grid = (double)wf_unr_grid(a), msgs = 0;
     /* Round k sends cnt = min(d, n - d) blocks, in chunks, and once more
      * on the cnt - 1 ranks whose run of blocks wraps past the last one. */
+    double upfront = 0;
     for (int d = 1; d < a->size; d *= 2) {
         int cnt = WF_MIN(d, a->size - d);
         msgs += n * wf_msgs(cnt * block, grid) + cnt - 1;
+        /* Every run starts with the rank's own block, sent at once: all
+         * of it where it is alone (round 0, and the last round when it
+         * sends one block), else the pieces that hold nothing else. */
+        upfront += n * (cnt == 1 ? wf_msgs(block, grid)
+                                 : wf_unr_own_msgs(block, grid));
     }
     *t = (wf_cost_terms_t){.rounds = wf_ceil_log2(a->size),
                            .path_sent = WF_UNR_FAR_FACTOR * (n - 1) * block,
                            .messages = msgs,
-                           .bytes = n * (n - 1) * block};
+                           .bytes = n * (n - 1) * block,
+                           .waits = msgs - upfront};
 }
 
 static double bruck_cost(const wf_coll_args_t *a)

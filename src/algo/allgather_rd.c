@@ -165,10 +165,22 @@ static void rd_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
      * the buffer. */
     msgs += e * (wf_msgs(block, grid) +
                  wf_unr_runs_msgs(2 * e, (n - 1) * block, grid));
+    /* Sent at once: the pieces of a rank's own block that hold nothing
+     * else.  That is the whole block where it is alone: the folded ranks'
+     * one send, round 0, and on the e ranks that stand for two blocks
+     * (their blocks are cut off from the rest of the buffer) every later
+     * round and the send back; on the other p - e ranks in later rounds,
+     * the chunks inside the block. */
+    double whole = wf_msgs(block, grid);
+    double upfront = e * whole + f.p * whole +
+                     (lg - 1) * (e * whole +
+                                 (f.p - e) * wf_unr_own_msgs(block, grid)) +
+                     e * whole;
     *t = (wf_cost_terms_t){
         .rounds = e > 0 ? lg + 2 : lg,
         .path_sent = WF_UNR_FAR_FACTOR * (e > 0 ? 2 * n - 1 : n - 1) * block,
-        .messages = msgs, .bytes = n * (n - 1) * block};
+        .messages = msgs, .bytes = n * (n - 1) * block,
+        .waits = msgs - upfront};
 }
 
 static double rd_cost(const wf_coll_args_t *a)

@@ -87,11 +87,13 @@ static bool agring_supports(const wf_coll_args_t *a)
 static void agring_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 {
     double n = a->size, block = (double)a->count * (double)a->elem_size;
-    /* Every rank forwards n-1 blocks, each in chunks. */
+    /* Every rank sends n-1 blocks, each in chunks: its own at once, the
+     * others as they arrive. */
     double per_block = wf_msgs(block, (double)wf_unr_grid(a));
     *t = (wf_cost_terms_t){.rounds = n - 1, .path_sent = (n - 1) * block,
                            .messages = n * (n - 1) * per_block,
-                           .bytes = n * (n - 1) * block};
+                           .bytes = n * (n - 1) * block,
+                           .waits = n * (n - 2) * per_block};
 }
 
 static double agring_cost(const wf_coll_args_t *a)

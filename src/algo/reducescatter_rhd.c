@@ -249,14 +249,19 @@ static void rhd_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
         msgs += wf_unr_group_msgs(&f, d, d * n * block, grid);
     /* The fold: a whole input in (2e + 1 runs in the buffer), one
      * finished block out. */
-    msgs += e * (wf_unr_runs_msgs(2 * e + 1, n * block, grid) +
-                 wf_msgs(block, grid));
+    double fold_in = e * wf_unr_runs_msgs(2 * e + 1, n * block, grid);
+    msgs += fold_in + e * wf_msgs(block, grid);
+    /* Sent at once: the folded ranks' inputs and the first round of the
+     * p - e ranks that received none; everything else was reduced from
+     * a receive first. */
+    double first = wf_unr_group_msgs(&f, f.p / 2, f.p / 2 * n * block, grid);
+    double upfront = fold_in + first * (f.p - e) / f.p;
     *t = (wf_cost_terms_t){
         .rounds = e > 0 ? lg + 2 : lg,
         .path_sent = WF_UNR_FAR_FACTOR * (e > 0 ? moved + n * block : moved),
         .path_reduced = e > 0 ? moved + n * block : moved,
         .messages = msgs, .bytes = n * moved + e * block,
-        .reduced = n * moved};
+        .reduced = n * moved, .waits = msgs - upfront};
 }
 
 static double rhd_cost(const wf_coll_args_t *a)

@@ -172,6 +172,14 @@ static inline double wf_unr_group_msgs(const wf_unr_fold_t *f, int d,
     return wf_unr_runs_msgs(runs, bytes, grid);
 }
 
+/* For the cost model: the pieces, cut at the chunk grid, of a run of
+ * blocks that hold only the block at its start, none when the block is
+ * smaller than a chunk (about floor(block / grid)). */
+static inline double wf_unr_own_msgs(double block, double grid)
+{
+    return grid > 0 ? (double)(uint64_t)(block / grid) : 0;
+}
+
 /* First virtual block of virtual rank v (v <= p; v == p gives n). */
 static inline uint64_t wf_unr_vstart(const wf_unr_fold_t *f, int v)
 {

@@ -250,6 +250,29 @@ WF_TEST(select_one_host_broadcast_counts_forwarded_chunks, 10)
     ASSERT_TRUE(chain.waits == 64);
 }
 
+/* The same for allgather: on 3 ranks Bruck sends only each rank's own
+ * block (one block per round), all posted at once, where the ring
+ * forwards the block it received in step 0.  128 MiB took 35.0 and
+ * 50.4 ms with Bruck in the two sweeps with the single copy, 49.3 and
+ * 61.4 ms with the ring, which the model picked before it counted the
+ * allgathers' waits (bench/sweeps/pulled/ and verify/). */
+WF_TEST(select_one_host_allgather_counts_forwarded_blocks, 10)
+{
+    const wf_algo_t *algo = NULL;
+    wf_coll_args_t a = {.coll = WF_COLL_ALLGATHER, .count = 11184810,
+                        .dtype = WEFT_FLOAT32, .elem_size = 4, .size = 3,
+                        .chunk_bytes = 256 << 10, .local_size = 3,
+                        .host_cores = 2, .single_copy_min = 64 << 10};
+    ASSERT_OK(wf_algo_select(&a, "auto", &algo));
+    ASSERT_STR_CONTAINS(algo->name, "bruck");
+    wf_cost_terms_t bruck, ring;
+    wf_algo_allgather_bruck.cost_terms(&a, &bruck);
+    wf_algo_allgather_ring.cost_terms(&a, &ring);
+    ASSERT_TRUE(bruck.waits == 0);
+    /* 3 ranks forward one block each, in 171 chunks of 256 KiB. */
+    ASSERT_TRUE(ring.waits == 3 * 171);
+}
+
 /* WEFT_LINK_MBPS tells the model what the links are, even when the ranks
  * share a kernel (make bench-netns shapes namespaces to 1 Gbit/s): 64 KiB
  * on 4 ranks then needs a bandwidth-optimal algorithm, where the one-host
