@@ -109,8 +109,8 @@ typedef struct wf_cost_terms {
     /* Of `messages`, those whose send waits for a receive of the same
      * call (forwarded ones): their receiver sleeps until the forwarder has
      * its data, where messages posted at once are read back to back.
-     * Counted by the broadcasts, allgathers and reduce-scatters; 0 (not
-     * counted) by the allreduces and reduces. */
+     * Counted by every collective with a choice but allreduce, whose
+     * algorithms leave it at 0 (not counted). */
     double waits;
 } wf_cost_terms_t;
 

@@ -225,13 +225,15 @@ static void rsg_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
     size_t start, len; /* the root's own segment, not gathered */
     wf_algo_segment(a->count, a->size, a->root, &start, &len);
     double own = (double)(len * a->elem_size);
+    /* Only the ring's first step, one segment from every rank, is input
+     * sent at once; every later send was reduced from a receive. */
+    double messages = (n - 1) * pieces + pieces -
+                      (own > 0 ? wf_msgs(own, (double)a->chunk_bytes) : 0);
     *t = (wf_cost_terms_t){
         .rounds = n, .path_sent = 2 * (n - 1) / n * bytes,
         .path_reduced = (n - 1) / n * bytes,
-        .messages = (n - 1) * pieces + pieces -
-                    (own > 0 ? wf_msgs(own, (double)a->chunk_bytes) : 0),
-        .bytes = (n - 1) * bytes + bytes - own,
-        .reduced = (n - 1) * bytes};
+        .messages = messages, .bytes = (n - 1) * bytes + bytes - own,
+        .reduced = (n - 1) * bytes, .waits = messages - pieces};
 }
 
 static double rsg_cost(const wf_coll_args_t *a)

@@ -159,12 +159,15 @@ static void tree_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
     double nc = (double)WF_MAX((size_t)1, wf_rtree_nchunks(
                                    a->count, wf_rtree_chunk_elems(a)));
     /* The root receives and reduces every chunk from each of its L
-     * children; every other rank sends each chunk once. */
+     * children; every other rank sends each chunk once: the leaves their
+     * input at once, the floor(n/2) - 1 others (the even ones but the
+     * last, counted from the root) what they reduced from a receive. */
     *t = (wf_cost_terms_t){.rounds = L * nc, .path_sent = L * bytes,
                            .path_reduced = L * bytes,
                            .messages = (n - 1) * nc,
                            .bytes = (n - 1) * bytes,
-                           .reduced = (n - 1) * bytes};
+                           .reduced = (n - 1) * bytes,
+                           .waits = (double)(a->size / 2 - 1) * nc};
 }
 
 static double tree_cost(const wf_coll_args_t *a)

@@ -132,12 +132,9 @@ WF_TEST(vsim_cost_terms_match_the_plans, 240)
                 ASSERT_TRUE(!r.skipped);
                 double bytes = (double)r.total_bytes;
                 double msgs = (double)r.total_msgs;
-                /* The broadcasts, allgathers and reduce-scatters count
-                 * the messages that wait for a receive; the others leave
-                 * `waits` at 0. */
-                bool counts_waits = algo->coll == WF_COLL_BROADCAST ||
-                                    algo->coll == WF_COLL_ALLGATHER ||
-                                    algo->coll == WF_COLL_REDUCE_SCATTER;
+                /* All but the allreduces count the messages that wait
+                 * for a receive; those leave `waits` at 0. */
+                bool counts_waits = algo->coll != WF_COLL_ALLREDUCE;
                 double waits = counts_waits
                                    ? msgs - (double)r.upfront_msgs
                                    : 0;
