@@ -158,3 +158,41 @@ WF_TEST(vsim_cost_terms_match_the_plans, 240)
     ASSERT_EQ(described, 15);
     ASSERT_EQ(checked, 7 * 4 * described);
 }
+
+/* The closed forms of `waits` subtract the messages sent at once from
+ * all messages: for any size and world, also far beyond what the
+ * simulator test runs, they stay between 0 and the messages. */
+WF_TEST(cost_terms_waits_stay_within_the_messages, 30)
+{
+    const size_t sizes[] = {0, 4, 8, 4096, 65536, 1 << 20, (4 << 20) + 12,
+                            256u << 20};
+    size_t nreg;
+    const wf_algo_t *const *reg = wf_algo_registry(&nreg);
+    int wrong = 0, checked = 0;
+    for (int n = 2; n <= 1024; n += n < 20 ? 1 : 37) {
+        for (size_t s = 0; s < WF_ARRAY_LEN(sizes); s++) {
+            for (size_t i = 0; i < nreg; i++) {
+                const wf_algo_t *algo = reg[i];
+                wf_coll_args_t a = {.coll = algo->coll,
+                                    .count = sizes[s] / 4,
+                                    .dtype = WEFT_FLOAT32, .op = WEFT_SUM,
+                                    .elem_size = 4, .peer = -1, .size = n,
+                                    .root = n / 3,
+                                    .chunk_bytes = 256 << 10};
+                wf_cost_terms_t t;
+                if (!algo->cost_terms || !algo->supports(&a))
+                    continue;
+                algo->cost_terms(&a, &t);
+                checked++;
+                if (t.waits < 0 || t.waits > t.messages) {
+                    fprintf(stderr, "%s %s, %d ranks, %zu B: %.1f of %.1f "
+                            "messages wait\n", wf_coll_name(algo->coll),
+                            algo->name, n, sizes[s], t.waits, t.messages);
+                    wrong++;
+                }
+            }
+        }
+    }
+    ASSERT_EQ(wrong, 0);
+    ASSERT_TRUE(checked > 15 * 8 * 40);
+}
