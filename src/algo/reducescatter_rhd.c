@@ -242,10 +242,13 @@ static void rhd_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 {
     wf_unr_fold_t f = wf_unr_fold(a);
     double n = f.n, block = (double)f.block, e = f.e;
-    double grid = (double)wf_unr_grid(a), msgs = 0, lg = wf_ceil_log2(f.p);
+    double grid = (double)wf_unr_grid(a), lg = wf_ceil_log2(f.p);
     double moved = (n - 1) * block;
-    /* Each of the p ranks sends half of what it still holds each round. */
-    for (int d = f.p / 2; d >= 1; d /= 2)
+    /* Each of the p ranks sends half of what it still holds each round;
+     * the first round's sends are input (below). */
+    double first = wf_unr_group_msgs(&f, f.p / 2, f.p / 2 * n * block, grid);
+    double msgs = first;
+    for (int d = f.p / 4; d >= 1; d /= 2)
         msgs += wf_unr_group_msgs(&f, d, d * n * block, grid);
     /* The fold: a whole input in (2e + 1 runs in the buffer), one
      * finished block out. */
@@ -254,7 +257,6 @@ static void rhd_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
     /* Sent at once: the folded ranks' inputs and the first round of the
      * p - e ranks that received none; everything else was reduced from
      * a receive first. */
-    double first = wf_unr_group_msgs(&f, f.p / 2, f.p / 2 * n * block, grid);
     double upfront = fold_in + first * (f.p - e) / f.p;
     *t = (wf_cost_terms_t){
         .rounds = e > 0 ? lg + 2 : lg,
