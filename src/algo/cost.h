@@ -74,12 +74,6 @@ static inline wf_cost_model_t wf_cost_model(const wf_coll_args_t *a)
                               : wf_cost_one_host;
 }
 
-/* Which constants wf_cost_model takes, for the log. */
-static inline const char *wf_cost_model_name(const wf_coll_args_t *a)
-{
-    return wf_cost_model(a).name;
-}
-
 static inline double wf_cost_with(const wf_cost_model_t *m, double rounds,
                                   double bytes_sent, double bytes_reduced)
 {

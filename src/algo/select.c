@@ -120,7 +120,7 @@ static bool override_for(const char *spec, wf_coll_t coll, char *name,
 static const char *constants_name(const wf_algo_t *algo,
                                   const wf_coll_args_t *args)
 {
-    return algo->cost_terms ? wf_cost_model_name(args)
+    return algo->cost_terms ? wf_cost_model(args).name
                             : wf_cost_network_model(args).name;
 }
 

@@ -204,11 +204,11 @@ WF_TEST(select_one_host_follows_the_single_copy, 10)
                         .host_cores = 2};
     ASSERT_OK(wf_algo_select(&a, "auto", &algo));
     ASSERT_STR_CONTAINS(algo->name, "ring");
-    ASSERT_STR_CONTAINS(wf_cost_model_name(&a), "socket");
+    ASSERT_STR_CONTAINS(wf_cost_model(&a).name, "socket");
     a.single_copy_min = 64 << 10;
     ASSERT_OK(wf_algo_select(&a, "auto", &algo));
     ASSERT_STR_CONTAINS(algo->name, "dbtree");
-    ASSERT_STR_CONTAINS(wf_cost_model_name(&a), "single-copy");
+    ASSERT_STR_CONTAINS(wf_cost_model(&a).name, "single-copy");
     a = (wf_coll_args_t){.coll = WF_COLL_ALLGATHER, .count = 4 << 20,
                          .dtype = WEFT_FLOAT32, .elem_size = 4, .size = 8,
                          .chunk_bytes = 256 << 10, .local_size = 8,
@@ -220,7 +220,7 @@ WF_TEST(select_one_host_follows_the_single_copy, 10)
     ASSERT_STR_CONTAINS(algo->name, "rd");
     /* Ranks on separate machines: the network's constants either way. */
     a.local_size = 1;
-    ASSERT_STR_CONTAINS(wf_cost_model_name(&a), "network");
+    ASSERT_STR_CONTAINS(wf_cost_model(&a).name, "network");
 }
 
 /* With the single copy the binomial broadcast's root posts every chunk at
