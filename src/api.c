@@ -183,9 +183,10 @@ static weft_status_t launch(wf_comm_impl_t *c, const call_t *k,
     req->on_stall = request_stalled;
     req->stall_every_ms = wf_stall_every_ms(c->cfg.timeout_ms);
     req->owner = k->comm;
-    wf_plan_init(&req->plan, a->dtype, a->op, a->elem_size, a->size);
-    WEFT_CHECK_GOTO(wf_algo_select(a, c->cfg.algo, &req->algo), st, err);
-    WEFT_CHECK_GOTO(req->algo->build(a, &req->plan), st, err);
+    WEFT_CHECK_GOTO(wf_plan_cache_get(&c->plans, a, c->cfg.algo,
+                                      &req->built), st, err);
+    req->algo = req->built->algo;
+    req->plan = &req->built->plan;
     if (k->stream)
         WEFT_CHECK_GOTO(attach_stream(k, req), st, err);
     WEFT_CHECK_GOTO(wf_engine_submit(c->engine, req, !k->blocking), st, err);
@@ -205,15 +206,23 @@ static weft_status_t start_on(wf_comm_impl_t *c, const call_t *k,
         return WEFT_ERR_INVALID_ARG;
     }
     WEFT_CHECK(check_kinds(k, c));
-    wf_coll_args_t a = {
-        .coll = k->coll, .count = k->count, .dtype = (weft_dtype_t)k->dtype,
-        .op = wf_coll_reduces(k->coll) ? (weft_op_t)k->op : WEFT_SUM,
-        .elem_size = wf_dtype_size((weft_dtype_t)k->dtype), .peer = k->peer,
-        .root = k->root, .rank = c->rank, .size = c->size,
-        .chunk_bytes = (size_t)c->cfg.chunk_size,
-        .local_size = c->local_size, .host_cores = c->host_cores,
-        .link_mbps = (int)c->cfg.link_mbps,
-        .single_copy_min = c->single_copy_min};
+    /* Zeroed whole, padding included: the plan cache compares the bytes. */
+    wf_coll_args_t a;
+    memset(&a, 0, sizeof(a));
+    a.coll = k->coll;
+    a.count = k->count;
+    a.dtype = (weft_dtype_t)k->dtype;
+    a.op = wf_coll_reduces(k->coll) ? (weft_op_t)k->op : WEFT_SUM;
+    a.elem_size = wf_dtype_size((weft_dtype_t)k->dtype);
+    a.peer = k->peer;
+    a.root = k->root;
+    a.rank = c->rank;
+    a.size = c->size;
+    a.chunk_bytes = (size_t)c->cfg.chunk_size;
+    a.local_size = c->local_size;
+    a.host_cores = c->host_cores;
+    a.link_mbps = (int)c->cfg.link_mbps;
+    a.single_copy_min = c->single_copy_min;
     wf_coll_buffer_bytes(&a, &sb, &rb);
     WEFT_CHECK(check_buffer(k, "sendbuf", k->sendbuf, sb));
     WEFT_CHECK(check_buffer(k, "recvbuf", k->recvbuf, rb));

@@ -203,6 +203,7 @@ void wf_comm_impl_free(wf_comm_impl_t *c, bool abort)
     weft_server_stop(c->server);
     memset(c->secret, 0, sizeof(c->secret));
     wf_memcache_fini(&c->memcache);
+    wf_plan_cache_fini(&c->plans);
     free(c);
 }
 
@@ -229,6 +230,7 @@ WEFT_API weft_status_t weft_comm_create(const weft_comm_params_t *params,
                            ? params->config : NULL;
     WEFT_CHECK_GOTO(wf_config_load(&c->cfg, over), st, err);
     WEFT_CHECK_GOTO(apply_params(&c->cfg, params), st, err);
+    wf_plan_cache_init(&c->plans, (int)c->cfg.plan_cache);
     if (c->cfg.source[WF_PARAM_ID_log] == WF_SOURCE_OVERRIDE ||
         c->cfg.source[WF_PARAM_ID_log_subsys] == WF_SOURCE_OVERRIDE)
         wf_log_reconfigure(c->cfg.log, c->cfg.log_subsys);

@@ -15,6 +15,7 @@
 #include "devbuf.h"
 #include "rdv/store.h"
 #include "sched/engine.h"
+#include "sched/plan_cache.h"
 #include "weft.h"
 
 #define WF_COMM_MAGIC 0x7766636du /* "wfcm" */
@@ -46,6 +47,8 @@ typedef struct wf_comm_impl {
     bool failure_posted; /* failure posted to the store (stall.c), atomic */
     bool stall_busy;     /* a stall check is running (stall.c), atomic */
     wf_memcache_t memcache; /* buffer memory types (devbuf.c) */
+    wf_plan_cache_t plans;  /* built plans by call signature; set up once
+                             * the configuration is read */
     /* Calls inside the library that use this implementation (wf_comm_get
      * to wf_comm_put), and whether destroy/abort has released the handle:
      * the last of the two frees it.  Guarded by comm.c's shell lock. */

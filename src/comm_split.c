@@ -90,6 +90,7 @@ weft_status_t wf_comm_child(wf_comm_impl_t *p, uint64_t comm_key, int rank,
     }
     wf_memcache_init(&c->memcache);
     c->cfg = p->cfg;
+    wf_plan_cache_init(&c->plans, (int)c->cfg.plan_cache);
     c->cfg.rank = c->rank = rank;
     c->cfg.world_size = c->size = size;
     c->job_key = p->job_key;

@@ -27,6 +27,7 @@
 
 #include "algo/algo.h"
 #include "sched/plan.h"
+#include "sched/plan_cache.h"
 #include "transport.h"
 #include "weft.h"
 #include "weft_cuda.h"
@@ -55,7 +56,9 @@ struct weft_request {
     int dev_ordinal;
     uint64_t seq;             /* operation number: collectives or p2p pair */
     uint64_t deadline_ms;
-    wf_plan_t plan;
+    wf_built_plan_t *built;   /* the plan and its index, shared with other
+                               * calls of the same arguments (a reference) */
+    const wf_plan_t *plan;    /* &built->plan */
     wf_exec_t *exec;
     struct weft_request *next; /* engine queues */
     /* Called by weft_wait, with `owner`: the communicator's handle, which

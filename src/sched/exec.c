@@ -19,14 +19,25 @@ static void push_ready(wf_exec_t *x, uint32_t nsteps, uint32_t i)
     x->queue[(x->q_head + x->q_len++) % nsteps] = i;
 }
 
-/* Indexes the dependencies and seeds the ready queue. */
-static weft_status_t exec_index(wf_exec_t *x, const wf_plan_t *plan)
+/* The execution state and its per-step arrays in one allocation: the
+ * dependency counts start from the built plan's, and the steps without
+ * dependencies are ready. */
+static wf_exec_t *exec_new(const wf_built_plan_t *built)
 {
-    WEFT_CHECK(wf_plan_index(plan, &x->ix));
-    for (uint32_t i = 0; i < plan->nsteps; i++)
-        if (x->ix.pending[i] == 0)
-            push_ready(x, plan->nsteps, i);
-    return WEFT_OK;
+    uint32_t n = built->plan.nsteps;
+    size_t slots = (size_t)n + 1;
+    wf_exec_t *x = calloc(1, sizeof(*x) + slots * (3 * sizeof(uint32_t) + 1));
+    if (!x)
+        return NULL;
+    x->queue = (uint32_t *)(x + 1);
+    x->blocked = x->queue + slots;
+    x->pending = x->blocked + slots;
+    x->state = (uint8_t *)(x->pending + slots);
+    memcpy(x->pending, built->deps.pending, slots * sizeof(uint32_t));
+    for (uint32_t i = 0; i < n; i++)
+        if (x->pending[i] == 0)
+            push_ready(x, n, i);
+    return x;
 }
 
 /*
@@ -89,36 +100,28 @@ static void scratch_give(wf_engine_t *e, void *p, uint64_t bytes)
 
 weft_status_t wf_exec_start(wf_engine_t *e, struct weft_request *req)
 {
-    uint32_t n = req->plan.nsteps;
-    wf_exec_t *x = calloc(1, sizeof(*x));
+    uint32_t n = req->plan->nsteps;
+    wf_exec_t *x = exec_new(req->built);
     if (!x)
         goto err_nomem;
     req->exec = x;
-    size_t slots = (size_t)n + 1;
-    x->state = calloc(slots, 1);
-    x->queue = calloc(slots, sizeof(uint32_t));
-    x->blocked = calloc(slots, sizeof(uint32_t));
-    if (!x->state || !x->queue || !x->blocked)
-        goto err_nomem;
-    if (req->plan.scratch_bytes && req->dev_ops) {
+    if (req->plan->scratch_bytes && req->dev_ops) {
         /* Device operations keep their scratch on the device. */
-        WEFT_CHECK(wf_exec_dev_scratch(e, req, req->plan.scratch_bytes,
+        WEFT_CHECK(wf_exec_dev_scratch(e, req, req->plan->scratch_bytes,
                                        &x->scratch, &x->scratch_cap));
-    } else if (req->plan.scratch_bytes) {
-        x->scratch = scratch_take(e, req->plan.scratch_bytes,
+    } else if (req->plan->scratch_bytes) {
+        x->scratch = scratch_take(e, req->plan->scratch_bytes,
                                   &x->scratch_cap);
         if (!x->scratch)
             goto err_nomem;
     }
     wf_sig_make(req, x->sig);
-    if (exec_index(x, &req->plan) != WEFT_OK)
-        goto err_nomem;
     return WEFT_OK;
 err_nomem:
     WEFT_WARN(SCHED, "out of memory starting %s #%llu (%u steps, %llu "
               "scratch bytes)", wf_coll_name(req->args.coll),
               (unsigned long long)req->seq, n,
-              (unsigned long long)req->plan.scratch_bytes);
+              (unsigned long long)req->plan->scratch_bytes);
     return WEFT_ERR_NO_MEMORY;
 }
 
@@ -127,7 +130,7 @@ err_nomem:
 static void release_flow_slot(wf_engine_t *e, const struct weft_request *req,
                               const posted_t *p)
 {
-    const wf_step_t *s = &req->plan.steps[p->step];
+    const wf_step_t *s = &req->plan->steps[p->step];
     if (p->counted)
         (s->kind == WF_STEP_SEND ? e->inflight_send
                                  : e->inflight_recv)[s->peer]--;
@@ -146,10 +149,6 @@ void wf_exec_free(wf_engine_t *e, struct weft_request *req)
     }
     if (req->dev_ops)
         wf_exec_dev_release(e, req);
-    free(x->state);
-    wf_plan_index_free(&x->ix);
-    free(x->queue);
-    free(x->blocked);
     free(x->posted);
     free(x->dw);
     if (req->dev_ops)
@@ -173,16 +172,17 @@ void wf_exec_mark_done(struct weft_request *req, uint32_t i)
     wf_exec_t *x = req->exec;
     x->state[i] = ST_DONE;
     x->ndone++;
-    for (uint32_t k = x->ix.off[i]; k < x->ix.off[i + 1]; k++) {
-        uint32_t j = x->ix.list[k];
-        if (--x->ix.pending[j] == 0)
-            push_ready(x, req->plan.nsteps, j);
+    const wf_plan_index_t *deps = &req->built->deps;
+    for (uint32_t k = deps->off[i]; k < deps->off[i + 1]; k++) {
+        uint32_t j = deps->list[k];
+        if (--x->pending[j] == 0)
+            push_ready(x, req->plan->nsteps, j);
     }
 }
 
 static void run_local(struct weft_request *req, const wf_step_t *s)
 {
-    const wf_plan_t *p = &req->plan;
+    const wf_plan_t *p = req->plan;
     switch (s->kind) {
     case WF_STEP_REDUCE:
         wf_reduce(wf_exec_buf(req, s->dst), wf_exec_buf(req, s->src),
@@ -238,7 +238,7 @@ static int post_transfer(wf_engine_t *e, struct weft_request *req,
                          uint32_t i)
 {
     wf_exec_t *x = req->exec;
-    const wf_step_t *s = &req->plan.steps[i];
+    const wf_step_t *s = &req->plan->steps[i];
     bool is_send = s->kind == WF_STEP_SEND;
     int *inflight = is_send ? e->inflight_send : e->inflight_recv;
     /* Only sends are throttled.  A posted receive only lends a buffer, and
@@ -313,13 +313,13 @@ static int start_steps(wf_engine_t *e, struct weft_request *req,
                        weft_status_t *status)
 {
     wf_exec_t *x = req->exec;
-    uint32_t n = req->plan.nsteps, keep = 0;
+    uint32_t n = req->plan->nsteps, keep = 0;
     int work = 0;
     for (uint32_t k = 0; k < x->nblocked; k++) {
         int r = post_transfer(e, req, x->blocked[k]);
         if (r < 0)
             return fail_req(e, req, *status = r,
-                            &req->plan.steps[x->blocked[k]]), work;
+                            &req->plan->steps[x->blocked[k]]), work;
         if (r == 0)
             x->blocked[keep++] = x->blocked[k];
         work += r;
@@ -329,7 +329,7 @@ static int start_steps(wf_engine_t *e, struct weft_request *req,
         uint32_t i = x->queue[x->q_head];
         x->q_head = (x->q_head + 1) % n;
         x->q_len--;
-        const wf_step_t *s = &req->plan.steps[i];
+        const wf_step_t *s = &req->plan->steps[i];
         if (s->kind == WF_STEP_SEND || s->kind == WF_STEP_RECV) {
             int r = post_transfer(e, req, i);
             if (r < 0)
@@ -379,7 +379,7 @@ static int poll_posted(wf_engine_t *e, struct weft_request *req,
     int work = 0;
     for (uint32_t k = 0; k < x->nposted;) {
         posted_t p = x->posted[k];
-        const wf_step_t *s = &req->plan.steps[p.step];
+        const wf_step_t *s = &req->plan->steps[p.step];
         wf_treq_info_t info = {0};
         weft_status_t st = e->tops->test(e->tctx, p.treq, &info);
         if (st == WEFT_INPROGRESS) {
@@ -429,7 +429,7 @@ int wf_exec_advance(wf_engine_t *e, struct weft_request *req, bool *finished,
     if (st < 0) {
         *finished = true;
         *status = st;
-    } else if (req->exec->ndone == req->plan.nsteps) {
+    } else if (req->exec->ndone == req->plan->nsteps) {
         *finished = true;
         *status = WEFT_OK;
     }
@@ -463,7 +463,7 @@ void wf_exec_describe_wait(wf_engine_t *e, struct weft_request *req,
 {
     wf_exec_t *x = req->exec;
     for (uint32_t k = 0; x && k < x->nposted; k++) {
-        const wf_step_t *s = &req->plan.steps[x->posted[k].step];
+        const wf_step_t *s = &req->plan->steps[x->posted[k].step];
         if (s->kind == WF_STEP_RECV) {
             int k = snprintf(buf, len, "waiting to receive from %s",
                              e->tops->peer_describe(e->tctx, s->peer));
@@ -474,13 +474,13 @@ void wf_exec_describe_wait(wf_engine_t *e, struct weft_request *req,
         }
     }
     if (x && x->nposted) {
-        const wf_step_t *s = &req->plan.steps[x->posted[0].step];
+        const wf_step_t *s = &req->plan->steps[x->posted[0].step];
         snprintf(buf, len, "waiting to send to %s",
                  e->tops->peer_describe(e->tctx, s->peer));
         return;
     }
     snprintf(buf, len, "%u of %u steps done", x ? x->ndone : 0,
-             req->plan.nsteps);
+             req->plan->nsteps);
 }
 
 /* sig[0]: collective | dtype << 8 | op << 16 | algorithm << 24 |

@@ -207,7 +207,7 @@ static weft_status_t track(wf_engine_t *e, struct weft_request *req,
 
 int wf_exec_dev_send(wf_engine_t *e, struct weft_request *req, uint32_t i)
 {
-    const wf_step_t *s = &req->plan.steps[i];
+    const wf_step_t *s = &req->plan->steps[i];
     wf_engine_dev_t *d = dev_of(e, req);
     if (!d)
         return WEFT_ERR_CUDA;
@@ -234,7 +234,7 @@ int wf_exec_dev_send(wf_engine_t *e, struct weft_request *req, uint32_t i)
 weft_status_t wf_exec_dev_stage_in(wf_engine_t *e, struct weft_request *req,
                                    uint32_t i, void *staging)
 {
-    const wf_step_t *s = &req->plan.steps[i];
+    const wf_step_t *s = &req->plan->steps[i];
     wf_engine_dev_t *d = dev_of(e, req);
     if (!d)
         return WEFT_ERR_CUDA;
@@ -248,8 +248,8 @@ weft_status_t wf_exec_dev_stage_in(wf_engine_t *e, struct weft_request *req,
 weft_status_t wf_exec_dev_local(wf_engine_t *e, struct weft_request *req,
                                 uint32_t i)
 {
-    const wf_step_t *s = &req->plan.steps[i];
-    const wf_plan_t *p = &req->plan;
+    const wf_step_t *s = &req->plan->steps[i];
+    const wf_plan_t *p = req->plan;
     wf_engine_dev_t *d = dev_of(e, req);
     if (!d)
         return WEFT_ERR_CUDA;
@@ -280,7 +280,7 @@ static weft_status_t send_staged(wf_engine_t *e, struct weft_request *req,
                                  wf_devwork_t *w, bool *posted)
 {
     wf_exec_t *x = req->exec;
-    const wf_step_t *s = &req->plan.steps[w->step];
+    const wf_step_t *s = &req->plan->steps[w->step];
     wf_treq_t *treq = NULL;
     *posted = false;
     weft_status_t st = e->tops->isend(e->tctx, s->peer,
@@ -347,7 +347,7 @@ void wf_exec_dev_release(wf_engine_t *e, struct weft_request *req)
     wf_engine_dev_t *d = e->dev;
     for (uint32_t k = 0; d && k < x->ndw; k++) {
         wf_devwork_t *w = &x->dw[k];
-        const wf_step_t *s = &req->plan.steps[w->step];
+        const wf_step_t *s = &req->plan->steps[w->step];
         if (w->kind == DW_STAGE_OUT || w->kind == DW_SEND_WAIT)
             e->inflight_send[s->peer]--;
         wf_exec_dev_staging_give(e, w->staging);

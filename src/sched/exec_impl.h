@@ -36,9 +36,11 @@ typedef struct {
     void *staging;
 } wf_devwork_t;
 
+/* One allocation with its arrays behind it (wf_exec_start); the plan's
+ * dependents come from the shared index (req->built->deps). */
 struct wf_exec {
     uint8_t *state;
-    wf_plan_index_t ix;  /* pending dependencies and dependents */
+    uint32_t *pending;   /* unfinished dependencies of each step */
     uint32_t *queue;     /* ready FIFO, ring of nsteps entries */
     uint32_t q_head, q_len;
     uint32_t *blocked;   /* ready transfers waiting for a flow slot */

@@ -45,7 +45,7 @@ void wf_req_release(struct weft_request *req)
 {
     if (__atomic_sub_fetch(&req->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return;
-    wf_plan_free(&req->plan);
+    wf_built_plan_release(req->built);
     req->magic = 0;
     free(req);
 }
