@@ -98,6 +98,13 @@
 #define WF_TCP_REPLY_LEN 24
 /* frame header: magic u64, tag u64, sig[0] u64, sig[1] u64, len u64 */
 #define WF_TCP_HDR_LEN 40
+/* Stream 0 reads up to this many bytes past the frame it asked for, so
+ * that a header and a small payload after it cost one readv. */
+#define WF_TCP_AHEAD_LEN 4096
+/* Peers whose sockets progress() reads without asking epoll first, and
+ * how often it asks epoll anyway (tcp_poll.c). */
+#define WF_TCP_HOT 4
+#define WF_TCP_EPOLL_EVERY 4
 
 /* Handshake verdicts; the reasons travel in the challenge or reply so the
  * dialer can say why it was turned away. */
@@ -316,7 +323,13 @@ typedef struct wf_tcp_stream {
     size_t reply_got;
     wf_tcp_sunit_t *sendq, *sendq_tail;
     wf_tcp_rx_t rx;
+    /* Stream 0's read-ahead (tcp_xfer.c): bytes a readv took past what the
+     * reader asked for, consumed before the next readv.  Stream 0 never
+     * waits (tcp_stripe.c), so they are always consumed in the same call. */
+    char *ahead;
+    size_t ahead_off, ahead_len;
     uint64_t bytes_out, bytes_in; /* payload and headers, for tests/logs */
+    uint64_t reads;               /* readv calls that returned bytes */
     uint64_t rate; /* bytes/s it delivers while busy, 0 unknown
                     * (tcp_rate.c) */
     uint64_t acked_seen, busy_seen; /* TCP_INFO at the last sample */
@@ -396,6 +409,11 @@ struct wf_tctx {
     uint64_t posts_seen; /* posts when the last progress() returned */
     int idle_calls;      /* progress() calls in a row that found no event
                           * and followed no post: the caller is waiting */
+    /* Peers a receive waits on, whose stream 0 progress() reads directly
+     * (tcp_poll.c), and the calls since its last epoll_wait. */
+    int hot[WF_TCP_HOT];
+    int nhot;
+    int polls_skipped;
     int nlocal;         /* local interfaces streams bind to */
     int nlisten;        /* listeners: nlocal, +1 for a separate fallback */
     int fallback;       /* local[] index of the fallback address, -1 none */
@@ -587,6 +605,8 @@ weft_status_t wf_tcp_test(wf_tctx_t *ctx, wf_treq_t *req, wf_treq_info_t *info);
 void wf_tcp_flush(wf_tctx_t *ctx, wf_tcp_stream_t *s);
 /* Reads and dispatches incoming frames until the socket would block. */
 void wf_tcp_read(wf_tctx_t *ctx, wf_tcp_stream_t *s);
+/* A receive now waits on `peer`: progress() reads its stream 0 first. */
+void wf_tcp_hot_add(wf_tctx_t *ctx, int peer);
 void wf_tcp_req_done(wf_treq_t *r, weft_status_t st);
 /* Unlinks and returns the first posted receive with `tag`. */
 wf_treq_t *wf_tcp_take_posted(wf_tcp_peer_t *p, uint64_t tag);

@@ -352,6 +352,7 @@ void wf_tcp_fini(wf_tctx_t *ctx)
             if (s->fd >= 0 && s->state == WF_TCP_UP)
                 shutdown(s->fd, SHUT_WR);
             close_fd(&s->fd);
+            free(s->ahead);
         }
     }
     wf_tcp_xfer_free_all(ctx);

@@ -259,6 +259,7 @@ weft_status_t wf_tcp_irecv(wf_tctx_t *ctx, int peer, uint64_t tag, void *buf,
             wf_tcp_umsg_free(m);
         } else {
             m->waiter = r; /* the reader delivers when the rest arrives */
+            wf_tcp_hot_add(ctx, peer);
         }
     } else {
         if (p->posted_tail)
@@ -266,6 +267,7 @@ weft_status_t wf_tcp_irecv(wf_tctx_t *ctx, int peer, uint64_t tag, void *buf,
         else
             p->posted = r;
         p->posted_tail = r;
+        wf_tcp_hot_add(ctx, peer);
     }
     *req = r;
     return WEFT_OK;
@@ -659,21 +661,73 @@ static bool stream_eof(wf_tctx_t *ctx, wf_tcp_stream_t *s)
     return true;
 }
 
+/* Copies read-ahead bytes where rx_iov points; returns how many. */
+static size_t ahead_take(wf_tcp_stream_t *s, const struct iovec *iov,
+                         int niov)
+{
+    size_t n = 0;
+    for (int i = 0; i < niov && s->ahead_len; i++) {
+        size_t k = WF_MIN(iov[i].iov_len, s->ahead_len);
+        memcpy(iov[i].iov_base, s->ahead + s->ahead_off, k);
+        s->ahead_off += k;
+        s->ahead_len -= k;
+        n += k;
+        if (k < iov[i].iov_len)
+            break;
+    }
+    return n;
+}
+
+/* One readv into `iov` and, on stream 0, the read-ahead buffer after it.
+ * Returns the bytes that went to `iov` (the rest wait in s->ahead), 0 at
+ * EOF, -1 with errno set; *drained when the socket had less than asked. */
+static ssize_t read_frames(wf_tcp_stream_t *s, struct iovec *iov, int niov,
+                           bool *drained)
+{
+    size_t want = 0;
+    for (int i = 0; i < niov; i++)
+        want += iov[i].iov_len;
+    if (s->idx == 0 && !s->ahead)
+        s->ahead = malloc(WF_TCP_AHEAD_LEN); /* without it: no read-ahead */
+    if (s->ahead) {
+        iov[niov].iov_base = s->ahead;
+        iov[niov++].iov_len = WF_TCP_AHEAD_LEN;
+    }
+    ssize_t n = readv(s->fd, iov, niov);
+    if (n <= 0)
+        return n;
+    s->reads++;
+    *drained = (size_t)n < want + (s->ahead ? WF_TCP_AHEAD_LEN : 0);
+    if ((size_t)n <= want)
+        return n;
+    s->ahead_off = 0;
+    s->ahead_len = (size_t)n - want;
+    return (ssize_t)want;
+}
+
 void wf_tcp_read(wf_tctx_t *ctx, wf_tcp_stream_t *s)
 {
     wf_tcp_peer_t *p = s->peer;
     size_t budget = WF_TCP_READ_BUDGET;
-    struct iovec iov[2];
+    struct iovec iov[3];
+    bool drained = false;
     ssize_t n;
 
-    /* A stream of an acceptor may be up before its siblings: it reads. */
+    /* A stream of an acceptor may be up before its siblings: it reads.
+     * Bytes read ahead are consumed whatever the budget: the socket may
+     * hold nothing more to wake the next progress() for them. */
     while (s->state == WF_TCP_UP && p->state != WF_TCP_FAILED &&
-           !s->rx.waiting && budget > 0) {
+           !s->rx.waiting &&
+           (s->ahead_len || (!drained && budget > 0))) {
         if (!rx_grow(ctx, s))
             return;
         int niov = rx_iov(ctx, &s->rx, iov);
-        size_t want = iov[0].iov_len + (niov > 1 ? iov[1].iov_len : 0);
-        n = readv(s->fd, iov, niov);
+        if (s->ahead_len) {
+            if (!rx_consume(ctx, s, ahead_take(s, iov, niov)))
+                return;
+            continue;
+        }
+        n = read_frames(s, iov, niov, &drained);
         if (n == 0) {
             stream_eof(ctx, s);
             return;
@@ -687,14 +741,12 @@ void wf_tcp_read(wf_tctx_t *ctx, wf_tcp_stream_t *s)
                                "connection lost: %s", wf_errno_str(errno));
             return;
         }
-        budget -= WF_MIN(budget, (size_t)n);
+        budget -= WF_MIN(budget, (size_t)n + s->ahead_len);
+        /* A short read drained the socket (*drained): the next readv would
+         * only fail with EAGAIN, a syscall per small message for nothing.
+         * Bytes that arrive meanwhile keep the fd readable (the epoll set
+         * is level-triggered), so the next progress() reads them. */
         if (!rx_consume(ctx, s, (size_t)n))
-            return;
-        /* A short read drained the socket: the next readv would only
-         * fail with EAGAIN, a syscall per small message for nothing.
-         * Bytes that arrive meanwhile keep the fd readable (the epoll
-         * set is level-triggered), so the next progress() reads them. */
-        if ((size_t)n < want)
             return;
     }
 }

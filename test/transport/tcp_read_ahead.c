@@ -1,0 +1,200 @@
+/*
+ * tcp_read_ahead.c - stream 0's read-ahead and the hot peers of the TCP
+ * transport (docs/design.md, "Small messages"): one readv per small frame,
+ * frames of every size around the read-ahead buffer, posted and
+ * unexpected, truncated and cut off by the peer's exit, and a hot peer
+ * that must not hide the others from epoll.
+ */
+#include <unistd.h>
+
+#include "tcp/tcp.h"
+#include "tgroup.h"
+
+/* Frames sent one at a time, each waited for before the next: with the
+ * read-ahead a header and its 8-byte payload arrive in one readv.  (Before
+ * it, the header came alone and the payload in a second readv.) */
+WF_TEST(transport_tcp_small_frame_takes_one_read, 20)
+{
+    enum { FRAMES = 50 };
+    tg_group_t g;
+    wf_treq_t *sr, *rr;
+    wf_treq_info_t info;
+    uint8_t out[8], in[8];
+
+    tg_open(&g, &wf_tcp_transport, 2);
+    tg_connect_pair(&g, 0, 1);
+    tg_xfer(&g, 0, 1, 1, 10);
+    wf_tcp_stream_t *s = &g.ctx[1]->peers[0].streams[0];
+    uint64_t reads = s->reads;
+    for (int i = 0; i < FRAMES; i++) {
+        tg_fill(out, sizeof(out), (unsigned)i);
+        ASSERT_OK(g.ops->irecv(g.ctx[1], 0, 100 + (uint64_t)i, in,
+                               sizeof(in), NULL, &rr));
+        ASSERT_OK(g.ops->isend(g.ctx[0], 1, 100 + (uint64_t)i, NULL, out,
+                               sizeof(out), NULL, &sr));
+        ASSERT_OK(tg_wait(&g, 0, sr, &info));
+        ASSERT_OK(tg_wait(&g, 1, rr, &info));
+        ASSERT_EQ(info.len, sizeof(in));
+        ASSERT_TRUE(tg_check(in, sizeof(in), (unsigned)i));
+    }
+    printf("%llu reads for %d frames\n",
+           (unsigned long long)(s->reads - reads), FRAMES);
+    ASSERT_TRUE(s->reads - reads <= FRAMES);
+    tg_close(&g);
+}
+
+static const size_t sizes[] = {
+    0, 1, 8, WF_TCP_HDR_LEN - 1, WF_TCP_HDR_LEN, WF_TCP_HDR_LEN + 1,
+    WF_TCP_AHEAD_LEN - WF_TCP_HDR_LEN - 1, WF_TCP_AHEAD_LEN - WF_TCP_HDR_LEN,
+    WF_TCP_AHEAD_LEN - WF_TCP_HDR_LEN + 1, WF_TCP_AHEAD_LEN - 1,
+    WF_TCP_AHEAD_LEN, WF_TCP_AHEAD_LEN + 1, 3 * WF_TCP_AHEAD_LEN + 7, 70000,
+};
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+#define ROUNDS 3
+
+/* Every size around the buffer, back to back, three times over: each
+ * readv's read-ahead ends at a different place in the next frames.  With
+ * `late` the receives are posted only after every send completed (the
+ * frames wait as unexpected messages); otherwise before.  One receive in
+ * each round is too small and truncates its message. */
+static void frames_across_the_buffer(bool late)
+{
+    tg_group_t g;
+    enum { N = NSIZES * ROUNDS };
+    uint8_t *sbuf[N], *rbuf[N];
+    wf_treq_t *sr[N], *rr[N];
+    wf_treq_info_t info;
+
+    tg_open(&g, &wf_tcp_transport, 2);
+    tg_connect_pair(&g, 0, 1);
+    for (size_t i = 0; i < N; i++) {
+        size_t len = sizes[i % NSIZES];
+        sbuf[i] = malloc(len + 1);
+        rbuf[i] = malloc(len + 1);
+        ASSERT_TRUE(sbuf[i] && rbuf[i]);
+        tg_fill(sbuf[i], len, (unsigned)i);
+        memset(rbuf[i], 0xEE, len + 1);
+    }
+    size_t truncated = NSIZES + 9; /* 4055 bytes into a 9-byte receive */
+    for (size_t i = 0; !late && i < N; i++)
+        ASSERT_OK(g.ops->irecv(g.ctx[1], 0, i, rbuf[i],
+                               i == truncated ? 9 : sizes[i % NSIZES], NULL,
+                               &rr[i]));
+    for (size_t i = 0; i < N; i++)
+        ASSERT_OK(g.ops->isend(g.ctx[0], 1, i, NULL, sbuf[i],
+                               sizes[i % NSIZES], NULL, &sr[i]));
+    for (size_t i = 0; i < N; i++)
+        ASSERT_OK(tg_wait(&g, 0, sr[i], &info));
+    for (size_t i = 0; late && i < N; i++) {
+        tg_spin(&g, 1);
+        ASSERT_OK(g.ops->irecv(g.ctx[1], 0, i, rbuf[i],
+                               i == truncated ? 9 : sizes[i % NSIZES], NULL,
+                               &rr[i]));
+    }
+    for (size_t i = 0; i < N; i++) {
+        size_t len = sizes[i % NSIZES];
+        size_t cap = i == truncated ? 9 : len;
+        ASSERT_OK(tg_wait(&g, 1, rr[i], &info));
+        ASSERT_EQ(info.len, len);
+        ASSERT_EQ(info.truncated, i == truncated);
+        ASSERT_TRUE(tg_check(rbuf[i], cap, (unsigned)i));
+        ASSERT_EQ(rbuf[i][cap], 0xEE);
+        free(sbuf[i]);
+        free(rbuf[i]);
+    }
+    tg_xfer(&g, 0, 1, 999, 10); /* the stream is still in step */
+    tg_close(&g);
+}
+
+WF_TEST(transport_tcp_read_ahead_frames_posted, 30)
+{
+    frames_across_the_buffer(false);
+}
+
+WF_TEST(transport_tcp_read_ahead_frames_unexpected, 30)
+{
+    frames_across_the_buffer(true);
+}
+
+/* Small frames and the peer's close can arrive in one readv: every frame
+ * is delivered, then the close fails what is still awaited. */
+WF_TEST(transport_tcp_read_ahead_frames_before_close, 20)
+{
+    tg_group_t g;
+    wf_treq_t *sr, *rr[4];
+    wf_treq_info_t info;
+    char in[4][16];
+    weft_status_t st;
+
+    tg_open(&g, &wf_tcp_transport, 2);
+    tg_connect_pair(&g, 0, 1);
+    tg_xfer(&g, 0, 1, 1, 10);
+    ASSERT_OK(g.ops->irecv(g.ctx[1], 0, 10, in[0], sizeof(in[0]), NULL,
+                           &rr[0]));
+    for (int i = 0; i < 3; i++) {
+        ASSERT_OK(g.ops->isend(g.ctx[0], 1, 10 + (uint64_t)i, NULL,
+                               "frame", 6, NULL, &sr));
+        while ((st = g.ops->test(g.ctx[0], sr, &info)) == WEFT_INPROGRESS)
+            g.ops->progress(g.ctx[0]);
+        ASSERT_OK(st);
+    }
+    tg_fini(&g, 0);
+    usleep(20000); /* the frames and the FIN are in rank 1's socket */
+    for (int i = 1; i < 4; i++)
+        ASSERT_OK(g.ops->irecv(g.ctx[1], 0, 10 + (uint64_t)i, in[i],
+                               sizeof(in[i]), NULL, &rr[i]));
+    for (int i = 0; i < 3; i++) {
+        ASSERT_OK(tg_wait(&g, 1, rr[i], &info));
+        ASSERT_EQ(info.len, 6);
+        ASSERT_STR_CONTAINS(in[i], "frame");
+    }
+    ASSERT_STATUS(tg_wait(&g, 1, rr[3], &info), WEFT_ERR_REMOTE);
+    tg_close(&g);
+}
+
+/* While a receive waits on peer 0, whose socket progress() reads without
+ * epoll, a message from peer 2 that nobody awaits is still noticed within
+ * WF_TCP_EPOLL_EVERY calls: epoll_wait is skipped, never left out. */
+WF_TEST(transport_tcp_hot_peer_leaves_others_to_epoll, 20)
+{
+    tg_group_t g;
+    wf_treq_t *hot, *sr, *rr;
+    wf_treq_info_t info;
+    uint8_t in[8], out[8];
+    weft_status_t st;
+
+    tg_open(&g, &wf_tcp_transport, 3);
+    tg_connect_pair(&g, 0, 1);
+    tg_connect_pair(&g, 2, 1);
+    tg_xfer(&g, 0, 1, 1, 10);
+    tg_xfer(&g, 2, 1, 1, 10);
+    ASSERT_OK(g.ops->irecv(g.ctx[1], 0, 5, in, sizeof(in), NULL, &hot));
+    g.ops->progress(g.ctx[1]);
+    ASSERT_EQ(g.ctx[1]->nhot, 1);
+    for (int round = 0; round < 10; round++) {
+        uint64_t before = g.ctx[1]->unexp_arrivals;
+        tg_fill(out, sizeof(out), (unsigned)round);
+        ASSERT_OK(g.ops->isend(g.ctx[2], 1, 50 + (uint64_t)round, NULL, out,
+                               sizeof(out), NULL, &sr));
+        while ((st = g.ops->test(g.ctx[2], sr, &info)) == WEFT_INPROGRESS)
+            g.ops->progress(g.ctx[2]); /* rank 1 reads nothing meanwhile */
+        ASSERT_OK(st);
+        usleep(2000); /* in rank 1's socket now */
+        for (int k = 0; k < WF_TCP_EPOLL_EVERY; k++)
+            g.ops->progress(g.ctx[1]);
+        ASSERT_EQ(g.ctx[1]->unexp_arrivals, before + 1);
+        /* Delivered at once from the unexpected list. */
+        ASSERT_OK(g.ops->irecv(g.ctx[1], 2, 50 + (uint64_t)round, in,
+                               sizeof(in), NULL, &rr));
+        ASSERT_OK(g.ops->test(g.ctx[1], rr, &info));
+        ASSERT_TRUE(tg_check(in, sizeof(in), (unsigned)round));
+    }
+    st = g.ops->test(g.ctx[1], hot, &info);
+    ASSERT_STATUS(st, WEFT_INPROGRESS);
+    tg_xfer(&g, 0, 1, 6, 10); /* peer 0 is still read */
+    ASSERT_OK(g.ops->isend(g.ctx[0], 1, 5, NULL, out, sizeof(out), NULL,
+                           &sr));
+    ASSERT_OK(tg_wait(&g, 1, hot, &info));
+    ASSERT_OK(tg_wait(&g, 0, sr, &info));
+    tg_close(&g);
+}
