@@ -34,8 +34,15 @@
 static wf_treq_t *req_new(wf_tctx_t *ctx, wf_tcp_req_kind_t kind, int peer,
                           uint64_t tag, const void *buf, size_t len)
 {
-    wf_treq_t *r = calloc(1, sizeof(*r));
+    wf_treq_t *r = ctx->spare_reqs;
 
+    if (r) {
+        ctx->spare_reqs = r->next;
+        ctx->nspare_reqs--;
+        memset(r, 0, sizeof(*r));
+    } else {
+        r = calloc(1, sizeof(*r));
+    }
     if (!r) {
         WEFT_WARN(NET, "tcp: out of memory for a request to %s",
                   ctx->peers[peer].desc);
@@ -64,7 +71,13 @@ static void req_free(wf_tctx_t *ctx, wf_treq_t *r)
     if (r->all_next)
         r->all_next->all_prev = r->all_prev;
     free(r->pieces);
-    free(r);
+    if (ctx->nspare_reqs < WF_TCP_SPARE_REQS) {
+        r->next = ctx->spare_reqs;
+        ctx->spare_reqs = r;
+        ctx->nspare_reqs++;
+    } else {
+        free(r);
+    }
 }
 
 void wf_tcp_req_done(wf_treq_t *r, weft_status_t st)
@@ -846,4 +859,10 @@ void wf_tcp_xfer_free_all(wf_tctx_t *ctx)
     }
     while (ctx->all)
         req_free(ctx, ctx->all);
+    while (ctx->spare_reqs) {
+        wf_treq_t *r = ctx->spare_reqs;
+        ctx->spare_reqs = r->next;
+        free(r);
+    }
+    ctx->nspare_reqs = 0;
 }
