@@ -101,8 +101,8 @@
 /* Stream 0 reads up to this many bytes past the frame it asked for, so
  * that a header and a small payload after it cost one readv. */
 #define WF_TCP_AHEAD_LEN 4096
-/* Peers whose sockets progress() reads without asking epoll first, and
- * how often it asks epoll anyway (tcp_poll.c). */
+/* Awaited peers tracked for progress()'s direct read, and how often it
+ * asks epoll anyway while it reads one directly (tcp_poll.c). */
 /* Under AddressSanitizer requests are not reused, so that a use after
  * free still shows. */
 #if defined(__SANITIZE_ADDRESS__)
@@ -416,10 +416,12 @@ struct wf_tctx {
     uint64_t posts_seen; /* posts when the last progress() returned */
     int idle_calls;      /* progress() calls in a row that found no event
                           * and followed no post: the caller is waiting */
-    /* Peers a receive waits on, whose stream 0 progress() reads directly
-     * (tcp_poll.c), and the calls since its last epoll_wait. */
+    /* Peers receives wait on; while there is one, progress() reads its
+     * stream 0 directly (tcp_poll.c).  hot_overflow: more were awaited
+     * than hot[] holds.  polls_skipped: calls since the last epoll_wait. */
     int hot[WF_TCP_HOT];
     int nhot;
+    bool hot_overflow;
     int polls_skipped;
     int nlocal;         /* local interfaces streams bind to */
     int nlisten;        /* listeners: nlocal, +1 for a separate fallback */
@@ -617,7 +619,8 @@ weft_status_t wf_tcp_test(wf_tctx_t *ctx, wf_treq_t *req, wf_treq_info_t *info);
 void wf_tcp_flush(wf_tctx_t *ctx, wf_tcp_stream_t *s);
 /* Reads and dispatches incoming frames until the socket would block. */
 void wf_tcp_read(wf_tctx_t *ctx, wf_tcp_stream_t *s);
-/* A receive now waits on `peer`: progress() reads its stream 0 first. */
+/* A receive now waits on `peer`: while no other peer is awaited,
+ * progress() reads its stream 0 without asking epoll first. */
 void wf_tcp_hot_add(wf_tctx_t *ctx, int peer);
 void wf_tcp_req_done(wf_treq_t *r, weft_status_t st);
 /* Unlinks and returns the first posted receive with `tag`. */

@@ -62,17 +62,21 @@ static void dispatch(wf_tctx_t *ctx, const struct epoll_event *e)
 }
 
 /*
- * Hot peers: those a posted receive (or a message half read) waits on.
- * A waiting caller polls in a loop, and asking epoll_wait whether a socket
- * is readable and then reading it costs two system calls where one read
- * attempt does: a loopback ping-pong of 40-byte frames took 6.7 us per
- * exchange polled through epoll_wait, 4.5-5.5 us with reads alone
- * (docs/performance.md).  So progress() first reads the stream 0 of up
- * to WF_TCP_HOT such peers, and leaves epoll_wait out of all but every
- * WF_TCP_EPOLL_EVERY-th call while it has them: everything else (other
+ * The hot peer: the one peer a posted receive (or a message half read)
+ * waits on.  A waiting caller polls in a loop, and asking epoll_wait
+ * whether a socket is readable and then reading it costs two system calls
+ * where one read attempt does: a loopback exchange of 48-byte frames took
+ * 5.4-5.7 us polled through epoll_wait, 4.4-4.8 us with reads alone
+ * (make bench-tcp-floor, docs/performance.md).  So while receives wait on
+ * exactly one peer, progress() reads that peer's stream 0 first and calls
+ * epoll_wait only every WF_TCP_EPOLL_EVERY-th time: everything else (other
  * peers, streams 1.., accepts, EPOLLOUT, the timer) waits at most that
- * many calls, a microsecond or two.  The set is level-triggered, so an
- * event epoll still reports for bytes read here only costs an EAGAIN.
+ * many calls, a microsecond or two.  With receives on several peers one
+ * epoll_wait is cheaper than a read attempt on each (4 ranks on 2 cores
+ * lost 8% to them), so every call polls.  The epoll set is
+ * level-triggered: an event it still reports for bytes read here only
+ * costs an EAGAIN.  Up to WF_TCP_HOT awaited peers are tracked, so that
+ * the last one left is known when the others are done.
  */
 void wf_tcp_hot_add(wf_tctx_t *ctx, int peer)
 {
@@ -80,7 +84,9 @@ void wf_tcp_hot_add(wf_tctx_t *ctx, int peer)
         if (ctx->hot[i] == peer)
             return;
     if (ctx->nhot < WF_TCP_HOT)
-        ctx->hot[ctx->nhot++] = peer; /* more go through epoll only */
+        ctx->hot[ctx->nhot++] = peer;
+    else
+        ctx->hot_overflow = true; /* more than are tracked: epoll only */
 }
 
 static bool awaited(const wf_tcp_peer_t *p)
@@ -90,27 +96,32 @@ static bool awaited(const wf_tcp_peer_t *p)
            (p->posted || rx->in_payload || rx->hdr_got);
 }
 
-/* Reads the hot peers' stream 0; returns how many delivered bytes. */
+/* Drops the peers nothing waits on any more; true when one is left. */
+static bool one_hot_peer(wf_tctx_t *ctx)
+{
+    for (int i = 0; i < ctx->nhot;) {
+        if (awaited(&ctx->peers[ctx->hot[i]]))
+            i++;
+        else
+            ctx->hot[i] = ctx->hot[--ctx->nhot];
+    }
+    if (ctx->nhot == 0)
+        ctx->hot_overflow = false; /* whatever overflowed is done too */
+    return ctx->nhot == 1 && !ctx->hot_overflow;
+}
+
+/* Reads the hot peer's stream 0; 1 when bytes arrived. */
 static int read_hot(wf_tctx_t *ctx)
 {
-    int work = 0;
-    for (int i = 0; i < ctx->nhot;) {
-        wf_tcp_peer_t *p = &ctx->peers[ctx->hot[i]];
-        if (!awaited(p)) {
-            ctx->hot[i] = ctx->hot[--ctx->nhot];
-            continue;
-        }
-        wf_tcp_stream_t *s = &p->streams[0];
-        uint64_t before = s->bytes_in;
-        wf_tcp_read(ctx, s);
-        /* A read can queue a control frame (a single copy's FIN) that
-         * the sender waits for, as in stream_event. */
-        if (p->state == WF_TCP_UP && s->sendq)
-            wf_tcp_flush(ctx, s);
-        work += s->bytes_in != before;
-        i++;
-    }
-    return work;
+    wf_tcp_peer_t *p = &ctx->peers[ctx->hot[0]];
+    wf_tcp_stream_t *s = &p->streams[0];
+    uint64_t before = s->bytes_in;
+    wf_tcp_read(ctx, s);
+    /* A read can queue a control frame (a single copy's FIN) that the
+     * sender waits for, as in stream_event. */
+    if (p->state == WF_TCP_UP && s->sendq)
+        wf_tcp_flush(ctx, s);
+    return s->bytes_in != before;
 }
 
 int wf_tcp_progress(wf_tctx_t *ctx)
@@ -120,10 +131,11 @@ int wf_tcp_progress(wf_tctx_t *ctx)
 
     if (!ctx)
         return WEFT_ERR_INVALID_ARG;
-    int hot = ctx->nhot ? read_hot(ctx) : 0;
+    bool direct = ctx->nhot && one_hot_peer(ctx);
+    int hot = direct ? read_hot(ctx) : 0;
     /* While single-copy messages are pending, every call polls: their
      * flush counts calls without events (below). */
-    if (!ctx->nhot || ctx->cma_pending ||
+    if (!direct || ctx->cma_pending ||
         ++ctx->polls_skipped >= WF_TCP_EPOLL_EVERY) {
         ctx->polls_skipped = 0;
         n = epoll_wait(ctx->epfd, evs, WF_TCP_EVENTS, 0);
