@@ -2,7 +2,7 @@
 # DEBUG=1 (no optimisation) ASAN=1 (address+undefined sanitizers, builds in
 # build-asan) TSAN=1 (thread sanitizer, builds in build-tsan) PREFIX=...
 # Targets: all lib tools bench bench-report bench-reduce bench-netns algo-fit
-# bench-check bench-cpu test test-launchers test-gpu test-rdma cuda check install
+# bench-check bench-cpu bench-tcp-floor test test-launchers test-gpu test-rdma cuda check install
 # clean docs deps compare fuzz soak
 
 PREFIX ?= /usr/local
@@ -89,7 +89,8 @@ SONAME := libweft.so.0
 RPATH := -Wl,-rpath,'$$ORIGIN/../lib'
 
 .PHONY: all lib tools bench test check install clean docs deps compare \
-        bench-report bench-reduce bench-netns algo-fit bench-check bench-cpu
+        bench-report bench-reduce bench-netns algo-fit bench-check bench-cpu \
+        bench-tcp-floor
 all: lib tools
 
 lib: $(BUILD)/lib/libweft.so $(BUILD)/lib/libweft.a
@@ -348,6 +349,15 @@ $(REDUCE_BENCH): $(BUILD)/test-obj/bench/reduce/reduce_bench.o $(BUILD)/lib/libw
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 bench-reduce: $(REDUCE_BENCH)
 	$(REDUCE_BENCH) $(REDUCE_BENCH_ARGS)
+
+# Small frames over loopback TCP with no library, four ways of waiting for
+# them (bench/floor/): the floor under weft's 8-byte allreduce.
+TCP_FLOOR := $(BUILD)/bin/tcp-floor
+$(TCP_FLOOR): bench/floor/tcp_floor.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror $< -o $@
+bench-tcp-floor: $(TCP_FLOOR)
+	$(TCP_FLOOR) $(TCP_FLOOR_ARGS)
 
 # The cost terms of the library's algorithms, for scripts/algo-fit.py (links
 # the static library: the terms are not public API).
