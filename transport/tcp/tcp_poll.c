@@ -73,7 +73,8 @@ static void dispatch(wf_tctx_t *ctx, const struct epoll_event *e)
  * peers, streams 1.., accepts, EPOLLOUT, the timer) waits at most that
  * many calls, a microsecond or two.  With receives on several peers one
  * epoll_wait is cheaper than a read attempt on each (4 ranks on 2 cores
- * lost 8% to them), so every call polls.  The epoll set is
+ * lost 8% to them), so every call polls; likewise for a peer with several
+ * streams, whose pieces come on streams 1 and up.  The epoll set is
  * level-triggered: an event it still reports for bytes read here only
  * costs an EAGAIN.  Up to WF_TCP_HOT awaited peers are tracked, so that
  * the last one left is known when the others are done.
@@ -107,7 +108,10 @@ static bool one_hot_peer(wf_tctx_t *ctx)
     }
     if (ctx->nhot == 0)
         ctx->hot_overflow = false; /* whatever overflowed is done too */
-    return ctx->nhot == 1 && !ctx->hot_overflow;
+    /* A peer with several streams sends its large messages' pieces on
+     * streams 1.., which only epoll watches. */
+    return ctx->nhot == 1 && !ctx->hot_overflow &&
+           ctx->peers[ctx->hot[0]].nstreams <= 1;
 }
 
 /* Reads the hot peer's stream 0; 1 when bytes arrived. */
