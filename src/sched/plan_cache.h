@@ -47,7 +47,7 @@ typedef struct wf_plan_cache {
     wf_built_plan_t **entry;  /* cap slots, NULL when free */
     uint64_t *used;           /* tick of each entry's last hit */
     uint64_t tick;
-    uint64_t hits, misses;    /* for tests and weft-info */
+    uint64_t hits, misses;    /* for tests */
 } wf_plan_cache_t;
 
 /* `entries` is WEFT_PLAN_CACHE.  Never fails: without memory for the

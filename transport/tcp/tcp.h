@@ -101,15 +101,15 @@
 /* Stream 0 reads up to this many bytes past the frame it asked for, so
  * that a header and a small payload after it cost one readv. */
 #define WF_TCP_AHEAD_LEN 4096
-/* Awaited peers tracked for progress()'s direct read, and how often it
- * asks epoll anyway while it reads one directly (tcp_poll.c). */
-/* Under AddressSanitizer requests are not reused, so that a use after
- * free still shows. */
+/* Finished requests kept for reuse (tcp_xfer.c); under AddressSanitizer
+ * none, so that a use after free still shows. */
 #if defined(__SANITIZE_ADDRESS__)
 #define WF_TCP_SPARE_REQS 0
 #else
 #define WF_TCP_SPARE_REQS 64
 #endif
+/* Awaited peers tracked for progress()'s direct read, and how often it
+ * asks epoll anyway while it reads one directly (tcp_poll.c). */
 #define WF_TCP_HOT 4
 #define WF_TCP_EPOLL_EVERY 4
 

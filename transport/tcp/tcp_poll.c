@@ -114,17 +114,14 @@ static bool one_hot_peer(wf_tctx_t *ctx)
            ctx->peers[ctx->hot[0]].nstreams <= 1;
 }
 
-/* Reads the hot peer's stream 0; 1 when bytes arrived. */
+/* Reads the hot peer's stream 0 as if epoll had reported it readable
+ * (stream_event also sends the control frames a read queues, such as a
+ * single copy's FIN); 1 when bytes arrived. */
 static int read_hot(wf_tctx_t *ctx)
 {
-    wf_tcp_peer_t *p = &ctx->peers[ctx->hot[0]];
-    wf_tcp_stream_t *s = &p->streams[0];
+    wf_tcp_stream_t *s = &ctx->peers[ctx->hot[0]].streams[0];
     uint64_t before = s->bytes_in;
-    wf_tcp_read(ctx, s);
-    /* A read can queue a control frame (a single copy's FIN) that the
-     * sender waits for, as in stream_event. */
-    if (p->state == WF_TCP_UP && s->sendq)
-        wf_tcp_flush(ctx, s);
+    stream_event(ctx, s, EPOLLIN);
     return s->bytes_in != before;
 }
 
