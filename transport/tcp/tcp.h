@@ -463,6 +463,12 @@ struct wf_tctx {
     int nspare;
     size_t spare_bytes; /* the sum of spare_cap */
     size_t scratch_len;
+    /* The congestion control sockets had before wf_tcp_unpace_early (the
+     * system's default), restored on streams between machines. */
+    char cc_default[16];
+    /* Streams of this machine that left BBR only once connected (the early
+     * switch was refused): their pacing may go on (tests, logs). */
+    int cc_late;
 };
 
 /* ---- tcp_init.c -------------------------------------------------------- */
@@ -566,10 +572,26 @@ static inline int wf_tcp_nstreams(const wf_tcp_peer_t *p)
     return p->nstreams > 0 ? p->nstreams : 1;
 }
 void wf_tcp_set_nodelay(int fd);
-/* A connected stream whose two ends share an IP address and that runs
- * BBR switches to a congestion control that does not pace (tcp_pacing.c);
- * returns its name, or NULL when nothing changed. */
-const char *wf_tcp_unpace_same_host(int fd);
+/* ---- tcp_pacing.c: no pacing between ranks on one machine -------------- */
+/* Before listen() or connect(): a socket whose congestion control paces
+ * (BBR) takes one that does not.  Returns its name, or NULL when nothing
+ * changed; `was` (when given and empty) receives the control the socket
+ * had, the system's default. */
+const char *wf_tcp_unpace_early(int fd, char *was, size_t was_len);
+/* What a connected stream's congestion control `now` must become. */
+typedef enum {
+    WF_TCP_CC_KEEP,
+    WF_TCP_CC_UNPACE,  /* a stream of this machine that still paces */
+    WF_TCP_CC_RESTORE, /* a stream between machines that left the system's
+                        * default `system_cc` before connecting */
+} wf_tcp_cc_move_t;
+wf_tcp_cc_move_t wf_tcp_cc_after_connect(const char *now,
+                                         const char *system_cc,
+                                         bool same_host_pair);
+/* Applies wf_tcp_cc_after_connect to connected socket `fd`; returns the
+ * control it selected, or NULL.  *late: it had to leave BBR after the
+ * connection was established, where the kernel's pacing may go on. */
+const char *wf_tcp_pacing_settle(int fd, const char *system_cc, bool *late);
 /* Handles an event on a stream that is still being established. */
 void wf_tcp_dial_event(wf_tctx_t *ctx, wf_tcp_stream_t *s, uint32_t events);
 /* Runs due retries and deadlines, re-arms the timer fd. */

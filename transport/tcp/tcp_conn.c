@@ -303,6 +303,7 @@ static void dial_start(wf_tctx_t *ctx, wf_tcp_stream_t *s)
         return;
     }
     wf_tcp_set_nodelay(fd);
+    wf_tcp_unpace_early(fd, ctx->cc_default, sizeof(ctx->cc_default));
     if (bind_local(ctx, s, fd) != 0 ||
         epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, fd, &e) != 0) {
         int err = errno;
@@ -331,10 +332,17 @@ void wf_tcp_stream_up(wf_tctx_t *ctx, wf_tcp_stream_t *s)
     wf_tcp_peer_t *p = s->peer;
 
     s->state = WF_TCP_UP;
-    const char *cc = wf_tcp_unpace_same_host(s->fd);
-    if (cc)
-        WEFT_DEBUG(NET, "tcp: %s: stream %d: same host, %s instead of BBR's "
-                   "pacing", p->desc, s->idx, cc);
+    bool late;
+    const char *cc = wf_tcp_pacing_settle(s->fd, ctx->cc_default, &late);
+    if (cc && late) {
+        ctx->cc_late++;
+        WEFT_DEBUG(NET, "tcp: %s: stream %d: same host, %s instead of BBR "
+                   "only once connected: the kernel may still pace it",
+                   p->desc, s->idx, cc);
+    } else if (cc) {
+        WEFT_DEBUG(NET, "tcp: %s: stream %d: another host, back to %s",
+                   p->desc, s->idx, cc);
+    }
     wf_tcp_stream_watch(ctx, s, false);
     if (++p->nup < p->nstreams)
         return;

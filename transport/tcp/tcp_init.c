@@ -55,6 +55,8 @@ static int listen_on(wf_tctx_t *ctx, int i, int port, int backlog)
         return -1;
     /* Lets a restarted job reuse a port still in TIME_WAIT. */
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    /* Accepted streams inherit it (tcp_pacing.c). */
+    wf_tcp_unpace_early(fd, ctx->cc_default, sizeof(ctx->cc_default));
     set_port(&ctx->local[i], port);
     if (bind(fd, (struct sockaddr *)&ctx->local[i], ctx->local_len[i]) != 0 ||
         listen(fd, backlog) != 0) {

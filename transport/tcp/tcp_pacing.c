@@ -8,14 +8,28 @@
  * released segment by segment on a timer: a 1 MiB ping-pong took three
  * times as long as 512 KiB (docs/performance.md).  Pacing exists to keep
  * queues at a bottleneck short; between two sockets of one kernel there
- * is no bottleneck queue, so a stream on a loopback address, or whose two
- * ends share an address (a host talking to its own IP), leaves BBR for CUBIC, or
- * Reno where CUBIC is not built.  Connections between machines keep what
- * the administrator chose.
+ * is no bottleneck queue, so streams between ranks of one machine run
+ * CUBIC, or Reno where CUBIC is not built.  Connections between machines
+ * keep what the administrator chose.
+ *
+ * The switch must come before the connection does.  BBR turns the
+ * kernel's own pacing on for its socket when the connection is
+ * established, and leaving BBR afterwards does not turn it off: CUBIC is
+ * then paced at its own rate (twice, later 1.2 times, cwnd per smoothed
+ * RTT), and with more ranks than cores a rank that waits for a CPU
+ * inflates the RTT.  An rhd allreduce of 32 MiB on 8 ranks took 82-86 ms
+ * that way and 61-66 ms with CUBIC from the start (docs/performance.md).
+ * So every listening and dialing socket leaves BBR before listen() or
+ * connect() (wf_tcp_unpace_early; an accepted socket inherits its
+ * listener's choice), and once a stream is up (wf_tcp_cc_after_connect)
+ * one between two machines goes back to the system's default, and one on
+ * this machine that still runs BBR (the early switch was refused) leaves
+ * it late, as the best that is left.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -53,18 +67,71 @@ static bool same_host(int fd)
     return false;
 }
 
-const char *wf_tcp_unpace_same_host(int fd)
+static bool paces(const char *cc)
+{
+    return strncmp(cc, "bbr", 3) == 0;
+}
+
+/* The socket's congestion control, NUL-terminated, into cc[len]. */
+static bool congestion_of(int fd, char *cc, size_t len)
+{
+    socklen_t l = (socklen_t)len - 1;
+    memset(cc, 0, len);
+    return getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, &l) == 0;
+}
+
+/* Selects a congestion control that does not pace; returns its name, or
+ * NULL when none could be selected. */
+static const char *set_unpaced(int fd)
 {
     static const char *const instead[] = {"cubic", "reno"};
-    char cc[16] = "";
-    socklen_t len = sizeof(cc);
-
-    if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, &len) != 0 ||
-        strncmp(cc, "bbr", 3) != 0 || !same_host(fd))
-        return NULL;
     for (size_t i = 0; i < WF_ARRAY_LEN(instead); i++)
         if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, instead[i],
                        (socklen_t)strlen(instead[i])) == 0)
             return instead[i];
+    return NULL;
+}
+
+const char *wf_tcp_unpace_early(int fd, char *was, size_t was_len)
+{
+    char cc[16];
+    if (!congestion_of(fd, cc, sizeof(cc)))
+        return NULL;
+    if (was && was_len && !was[0])
+        snprintf(was, was_len, "%s", cc);
+    return paces(cc) ? set_unpaced(fd) : NULL;
+}
+
+wf_tcp_cc_move_t wf_tcp_cc_after_connect(const char *now,
+                                         const char *system_cc,
+                                         bool same_host_pair)
+{
+    if (same_host_pair)
+        return paces(now) ? WF_TCP_CC_UNPACE : WF_TCP_CC_KEEP;
+    /* Between machines: back to the default this side left before
+     * connecting, and only then. */
+    return system_cc && paces(system_cc) && strcmp(now, system_cc) != 0
+               ? WF_TCP_CC_RESTORE
+               : WF_TCP_CC_KEEP;
+}
+
+const char *wf_tcp_pacing_settle(int fd, const char *system_cc, bool *late)
+{
+    char cc[16];
+    *late = false;
+    if (!congestion_of(fd, cc, sizeof(cc)))
+        return NULL;
+    switch (wf_tcp_cc_after_connect(cc, system_cc, same_host(fd))) {
+    case WF_TCP_CC_UNPACE:
+        *late = true;
+        return set_unpaced(fd);
+    case WF_TCP_CC_RESTORE:
+        return setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, system_cc,
+                          (socklen_t)strlen(system_cc)) == 0
+                   ? system_cc
+                   : NULL;
+    case WF_TCP_CC_KEEP:
+        break;
+    }
     return NULL;
 }
