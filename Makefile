@@ -2,7 +2,7 @@
 # DEBUG=1 (no optimisation) ASAN=1 (address+undefined sanitizers, builds in
 # build-asan) TSAN=1 (thread sanitizer, builds in build-tsan) PREFIX=...
 # Targets: all lib tools bench bench-report bench-reduce bench-netns algo-fit
-# bench-check bench-cpu bench-tcp-floor test test-launchers test-gpu test-rdma cuda check install
+# bench-check bench-cpu bench-tcp-floor bench-tcp-levers test test-launchers test-gpu test-rdma cuda check install
 # clean docs deps compare fuzz soak
 
 PREFIX ?= /usr/local
@@ -90,7 +90,7 @@ RPATH := -Wl,-rpath,'$$ORIGIN/../lib'
 
 .PHONY: all lib tools bench test check install clean docs deps compare \
         bench-report bench-reduce bench-netns algo-fit bench-check bench-cpu \
-        bench-tcp-floor
+        bench-tcp-floor bench-tcp-levers
 all: lib tools
 
 lib: $(BUILD)/lib/libweft.so $(BUILD)/lib/libweft.a
@@ -358,6 +358,15 @@ $(TCP_FLOOR): bench/floor/tcp_floor.c
 	$(CC) -O2 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror $< -o $@
 bench-tcp-floor: $(TCP_FLOOR)
 	$(TCP_FLOOR) $(TCP_FLOOR_ARGS)
+
+# Two levers for large messages over TCP, MSG_ZEROCOPY and the reduction
+# fused with the receive, measured with no library (bench/floor/).
+TCP_LEVERS := $(BUILD)/bin/tcp-levers
+$(TCP_LEVERS): bench/floor/tcp_levers.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror $< -o $@
+bench-tcp-levers: $(TCP_LEVERS)
+	$(TCP_LEVERS) $(TCP_LEVERS_ARGS)
 
 # The cost terms of the library's algorithms, for scripts/algo-fit.py (links
 # the static library: the terms are not public API).

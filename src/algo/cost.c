@@ -23,22 +23,22 @@ const wf_cost_model_t wf_cost_network = {
 
 /* Every rank on one machine, every byte through the sockets.  Fitted
  * (make algo-fit) to the sweeps of every collective with a choice over
- * loopback TCP (the tables at the top of bench/sweeps/: 2, 3, 4 and 8
- * ranks on 2 cores, 8 B to 256 MiB; the fit and its misses are in
- * docs/algorithms.md): a round costs about 15 us; the CPUs copy a byte
- * sent for about 0.28 ns (3.6 GB/s, both ends together) and handle a
- * message for 18 us; the float32 sum kernel streams 5 GB/s of output
- * (make bench-reduce).  Beta, what one pair's copy adds to the critical
- * path on top of that CPU work, is small: on one machine the bytes cost
- * CPU, not wire. */
+ * loopback TCP (bench/sweeps/sockets-unpaced/: 2, 3, 4 and 8 ranks on
+ * 2 cores, 8 B to 256 MiB, taken once the streams stopped being paced;
+ * the fit and its misses are in docs/algorithms.md): a round costs about
+ * 7.5 us; the CPUs copy a byte sent for about 0.19 ns (5.2 GB/s, both ends
+ * together) and handle a message for 13.5 us; the float32 sum kernel
+ * streams 5 GB/s of output (make bench-reduce).  Beta, what one pair's
+ * copy adds to the critical path on top of that CPU work, is small: on
+ * one machine the bytes cost CPU, not wire. */
 const wf_cost_model_t wf_cost_one_host = {
     .name = "one-host socket",
-    .alpha_us = 15.0,
-    .beta_us_per_byte = 0.06 / 1000.0,  /* 16 GB/s */
+    .alpha_us = 7.5,
+    .beta_us_per_byte = 0.027 / 1000.0, /* 37 GB/s */
     .gamma_us_per_byte = 0.2 / 1000.0,  /* 5 GB/s */
-    .host_msg_us = 18.0,
-    .host_us_per_byte = 0.28 / 1000.0,
-    .path_share = 0.09,
+    .host_msg_us = 13.5,
+    .host_us_per_byte = 0.192 / 1000.0,
+    .path_share = 0.056,
 };
 
 /* Every rank on one machine with the single copy (WEFT_TCP_CMA_MIN, the

@@ -227,8 +227,11 @@ WF_TEST(select_one_host_follows_the_single_copy, 10)
  * once and its children read them back to back, where the chain and
  * scatter-allgather forward chunks whose receivers sleep and wake for
  * each (the model's `waits`): 16 MiB on 3 ranks took 2.6 and 3.6 ms with
- * the tree in two sweeps, 3.9 and 4.9 ms with scatter-allgather, which
- * the sockets' constants pick (bench/sweeps/pulled/ and verify/). */
+ * the tree in two sweeps, 3.9 and 4.9 ms with scatter-allgather
+ * (bench/sweeps/pulled/ and verify/).  The sockets' constants, which count
+ * no waits, pick one of the forwarding algorithms (the chain or
+ * scatter-allgather: over the sockets the two were within 1% at this size
+ * in bench/sweeps/sockets-unpaced/). */
 WF_TEST(select_one_host_broadcast_counts_forwarded_chunks, 10)
 {
     const wf_algo_t *algo = NULL;
@@ -237,7 +240,7 @@ WF_TEST(select_one_host_broadcast_counts_forwarded_chunks, 10)
                         .chunk_bytes = 256 << 10, .local_size = 3,
                         .host_cores = 2};
     ASSERT_OK(wf_algo_select(&a, "auto", &algo));
-    ASSERT_STR_CONTAINS(algo->name, "sag");
+    ASSERT_TRUE(algo == &wf_algo_bcast_ring || algo == &wf_algo_bcast_sag);
     a.single_copy_min = 64 << 10;
     ASSERT_OK(wf_algo_select(&a, "auto", &algo));
     ASSERT_STR_CONTAINS(algo->name, "tree");
