@@ -350,21 +350,17 @@ $(REDUCE_BENCH): $(BUILD)/test-obj/bench/reduce/reduce_bench.o $(BUILD)/lib/libw
 bench-reduce: $(REDUCE_BENCH)
 	$(REDUCE_BENCH) $(REDUCE_BENCH_ARGS)
 
-# Small frames over loopback TCP with no library, four ways of waiting for
-# them (bench/floor/): the floor under weft's 8-byte allreduce.
+# Loopback TCP measured with no library (bench/floor/), each program one
+# C file: tcp-floor, small frames and four ways of waiting for them (the
+# floor under weft's 8-byte allreduce); tcp-levers, MSG_ZEROCOPY and the
+# reduction fused with the receive for large messages.
 TCP_FLOOR := $(BUILD)/bin/tcp-floor
-$(TCP_FLOOR): bench/floor/tcp_floor.c
+TCP_LEVERS := $(BUILD)/bin/tcp-levers
+$(BUILD)/bin/tcp-%: bench/floor/tcp_%.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror $< -o $@
 bench-tcp-floor: $(TCP_FLOOR)
 	$(TCP_FLOOR) $(TCP_FLOOR_ARGS)
-
-# Two levers for large messages over TCP, MSG_ZEROCOPY and the reduction
-# fused with the receive, measured with no library (bench/floor/).
-TCP_LEVERS := $(BUILD)/bin/tcp-levers
-$(TCP_LEVERS): bench/floor/tcp_levers.c
-	@mkdir -p $(dir $@)
-	$(CC) -O2 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror $< -o $@
 bench-tcp-levers: $(TCP_LEVERS)
 	$(TCP_LEVERS) $(TCP_LEVERS_ARGS)
 

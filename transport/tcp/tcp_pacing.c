@@ -80,14 +80,19 @@ static bool congestion_of(int fd, char *cc, size_t len)
     return getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, &l) == 0;
 }
 
+static bool select_cc(int fd, const char *name)
+{
+    return setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name,
+                      (socklen_t)strlen(name)) == 0;
+}
+
 /* Selects a congestion control that does not pace; returns its name, or
  * NULL when none could be selected. */
 static const char *set_unpaced(int fd)
 {
     static const char *const instead[] = {"cubic", "reno"};
     for (size_t i = 0; i < WF_ARRAY_LEN(instead); i++)
-        if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, instead[i],
-                       (socklen_t)strlen(instead[i])) == 0)
+        if (select_cc(fd, instead[i]))
             return instead[i];
     return NULL;
 }
@@ -126,10 +131,7 @@ const char *wf_tcp_pacing_settle(int fd, const char *system_cc, bool *late)
         *late = true;
         return set_unpaced(fd);
     case WF_TCP_CC_RESTORE:
-        return setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, system_cc,
-                          (socklen_t)strlen(system_cc)) == 0
-                   ? system_cc
-                   : NULL;
+        return select_cc(fd, system_cc) ? system_cc : NULL;
     case WF_TCP_CC_KEEP:
         break;
     }
