@@ -6,12 +6,15 @@ usage: bench-netns-table.py OUT_DIR COLLECTIVE RATE ALGO... (auto last)
 Reads OUT_DIR/COLL-RATE-ALGO.csv (weft-bench --csv --percentiles of rank
 0) and prints a markdown table: busbw of the median iteration of every
 algorithm as a percentage of the link rate, the best forced algorithm, and
-auto-selection's median time relative to it.  Exits
-1 when a run reported wrong results.
+auto-selection's median time relative to it, and draws the same
+percentages as OUT_DIR/COLL-RATE.png (scripts/plotlines.py; without gnuplot
+it says why and goes on).  Exits 1 when a run reported wrong results.
 """
 import csv
 import re
 import sys
+
+from plotlines import draw
 
 UNITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12}
 
@@ -42,6 +45,7 @@ def main():
     sizes = sorted({s for rows in data.values() for s in rows})
     forced = [a for a in algos if a != "auto"]
     wrong = 0
+    percent = {a: [] for a in algos}
     print(f"\n### {coll}, link {rate} ({link:.3f} GB/s): busbw as % of the link")
     print()
     print("| size (B) | " + " | ".join(algos) + " | best forced | auto / best (time) |")
@@ -59,10 +63,19 @@ def main():
             times[a] = p50
             busbw = float(r["busbw_gbs"]) * mean / p50 if p50 > 0 else 0.0
             cells.append(f"{100 * busbw / link:.0f}%")
+            percent[a].append((size, 100 * busbw / link))
         best = min((a for a in forced if a in times), key=times.get, default=None)
         ratio = (f"{times['auto'] / times[best]:.2f}"
                  if best and "auto" in times else "-")
         print(f"| {size} | " + " | ".join(cells) + f" | {best or '-'} | {ratio} |")
+    png = f"{out}/{coll}-{rate}.png"
+    hosts = next((r["ranks"] for rows in data.values()
+                  for r in rows.values()), "?")
+    why = draw(png, f"make bench-netns: {coll}, {hosts} hosts on a bridge, "
+               f"each link shaped to {rate}",
+               "busbw of the median iteration, % of the link rate",
+               [(a, percent[a]) for a in algos], bold=("auto",))
+    print(f"\nplot: {png}" if why is None else f"\nplot skipped: {why}")
     if wrong:
         print(f"\nbench-netns: {wrong} wrong elements in {coll} at {rate}")
         return 1

@@ -8,10 +8,12 @@
 # its default single copy between ranks on one machine, the counterpart
 # of Open MPI's shared-memory path.  Prints one table per rank count:
 # busbw (GB/s) of each, weft-tcp's ratio to the best peer over TCP and
-# weft-cma's to the best peer of all.
+# weft-cma's to the best peer of all, and draws each table as a plot
+# (compare-N.png beside the raw outputs; needs gnuplot).
 #
 # The whole round (every harness on every rank count) runs COMPARE_REPEAT
-# times, interleaved, and each cell is the best of its rounds: on a small
+# times, interleaved, each round starting with the next harness, and each
+# cell is the best of its rounds: on a small
 # shared machine a burst of someone else's load then spoils one round of
 # everybody rather than every run of one harness.
 #
@@ -89,9 +91,17 @@ for n in $ranks; do
         : > "$out/$name-$n.txt"
     done
 done
+# Each round starts with another harness: whichever runs first after the
+# previous rank count's last one is slower at small sizes (measured: weft
+# over TCP, always first, was 0.7-0.8 of Open MPI up to 2 KiB in 20
+# calls, where 2,000 calls put it level with the same path run second).
+read -ra peer_list <<< "$peers"
+harnesses=(weft-tcp weft-cma "${peer_list[@]}")
 for round in $(seq "$repeat"); do
+    first=$(( (round - 1) % ${#harnesses[@]} ))
+    order=("${harnesses[@]:first}" "${harnesses[@]:0:first}")
     for n in $ranks; do
-        for name in weft-tcp weft-cma $peers; do
+        for name in "${order[@]}"; do
             echo "# round $round: $name on $n ranks" >&2
             if ! run_one "$name" "$n" >> "$out/$name-$n.txt"; then
                 echo "# $name on $n ranks failed in round $round" >&2
@@ -110,3 +120,18 @@ echo "$repeat rounds; weft is out-of-place, Gloo in place; mpi-shm is Open"
 echo "MPI's shared-memory path, the only peer not on TCP; weft-cma is weft"
 echo "with its single copy between ranks on one machine (WEFT_TCP_CMA_MIN),"
 echo "weft-tcp the same with every byte through its sockets."
+
+# One plot per rank count, every harness's best round at each size.
+for n in $ranks; do
+    series=()
+    for name in weft-tcp weft-cma $peers; do
+        series+=("$name=$out/$name-$n.txt")
+    done
+    png="$out/compare-$n.png"
+    if python3 "$(dirname "$0")/../../scripts/plotlines.py" --out "$png" \
+        --ylog --bold weft-tcp --ylabel "bus bandwidth (GB/s), best of $repeat rounds" \
+        --title "make compare: allreduce float32 sum, $n ranks, $(nproc) cores" \
+        "${series[@]}"; then
+        echo "plot: $png"
+    fi
+done

@@ -1,0 +1,122 @@
+/*
+ * test_plots.c - the plots and the table of the benchmark scripts, on
+ * made-up results whose answers are known: scripts/plotlines.py keeps a
+ * size's best round and draws a PNG, scripts/bench-netns-table.py turns
+ * busbw of the median iteration into a share of the link rate, names the
+ * best forced algorithm and auto's time relative to it, and draws its
+ * plot.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    ASSERT_TRUE(f != NULL);
+    ASSERT_TRUE(fputs(text, f) >= 0);
+    ASSERT_EQ(fclose(f), 0);
+}
+
+/* A PNG of more than an empty frame. */
+static void assert_png(const char *dir, const char *name)
+{
+    static const unsigned char magic[8] = {0x89, 'P', 'N', 'G',
+                                           '\r', '\n', 0x1a, '\n'};
+    char path[512];
+    unsigned char head[8] = {0};
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    ASSERT_TRUE(f != NULL);
+    ASSERT_EQ(fread(head, 1, 8, f), 8);
+    ASSERT_EQ(fseek(f, 0, SEEK_END), 0);
+    ASSERT_TRUE(ftell(f) > 5000);
+    fclose(f);
+    ASSERT_TRUE(memcmp(head, magic, 8) == 0);
+}
+
+static const char netns_header[] =
+    "collective,transport,algorithm,ranks,hosts,dtype,op,root,mode,"
+    "msgs_per_iter,warmup,iters,date,variant,size,count,time_us,p50_us,"
+    "p99_us,algbw_gbs,busbw_gbs,wrong,knobs\n";
+
+WF_TEST(plots_compare_and_netns_tables, 60)
+{
+    char dir[] = "/tmp/weft-plots-test-XXXXXX", cmd[2048], *out;
+    ASSERT_TRUE(mkdtemp(dir) != NULL);
+
+    /* Three rounds of one size: the plot keeps the best. */
+    write_file(dir, "a.txt", "8 0.5 0\n8 0.7 0\n8 0.6 0\n1024 2 0\n");
+    write_file(dir, "b.txt", "# a comment\n8 0.1 0\n1024 0.3 0\n");
+    snprintf(cmd, sizeof(cmd),
+             "python3 -c 'import sys; sys.path.insert(0, \"scripts\"); "
+             "import plotlines; print(plotlines.read_series(\"%s/a.txt\"))'",
+             dir);
+    ASSERT_EQ(wf_test_run_cmd(cmd, &out), 0);
+    ASSERT_STR_CONTAINS(out, "[(8.0, 0.7), (1024.0, 2.0)]");
+    free(out);
+
+    /* 1 Gbit/s is 0.125 GB/s.  ring: busbw 0.1 GB/s in the mean, median
+     * as fast as the mean: 80%.  auto: a mean of 0.1 GB/s but a median
+     * iteration twice the mean's time: 40%, and auto / best = 2.00. */
+    char csv[1024];
+    snprintf(csv, sizeof(csv),
+             "%sallreduce,auto,ring,4,vm,float,sum,-1,,1,1,5,d,out-of-place,"
+             "1024,256,100,100,110,0.1,0.1,0,\n"
+             "allreduce,auto,ring,4,vm,float,sum,-1,,1,1,5,d,in-place,"
+             "1024,256,900,900,900,0.01,0.01,0,\n",
+             netns_header);
+    write_file(dir, "allreduce-1gbit-ring.csv", csv);
+    snprintf(csv, sizeof(csv),
+             "%sallreduce,auto,auto,4,vm,float,sum,-1,,1,1,5,d,out-of-place,"
+             "1024,256,100,200,210,0.1,0.1,0,\n",
+             netns_header);
+    write_file(dir, "allreduce-1gbit-auto.csv", csv);
+    snprintf(cmd, sizeof(cmd),
+             "python3 scripts/bench-netns-table.py %s allreduce 1gbit ring "
+             "auto",
+             dir);
+    ASSERT_EQ(wf_test_run_cmd(cmd, &out), 0);
+    ASSERT_STR_CONTAINS(out, "| 1024 | 80% | 40% | ring | 2.00 |");
+    bool drawn = strstr(out, "plot: ") != NULL;
+    if (!drawn)
+        ASSERT_STR_CONTAINS(out, "plot skipped: gnuplot is not installed");
+    free(out);
+
+    if (drawn) {
+        assert_png(dir, "allreduce-1gbit.png");
+        snprintf(cmd, sizeof(cmd),
+                 "python3 scripts/plotlines.py --out %s/c.png --ylog "
+                 "--bold a --title t --ylabel y a=%s/a.txt b=%s/b.txt",
+                 dir, dir, dir);
+        ASSERT_EQ(wf_test_run_cmd(cmd, &out), 0);
+        free(out);
+        assert_png(dir, "c.png");
+    }
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    ASSERT_EQ(system(cmd), 0);
+    if (!drawn)
+        WF_SKIP("the tables are checked; the plots need gnuplot "
+                "(make deps installs gnuplot-nox)");
+}
+
+WF_TEST(plots_refuse_what_they_cannot_draw, 30)
+{
+    char *out;
+    ASSERT_EQ(wf_test_run_cmd("python3 scripts/plotlines.py --out "
+                              "/tmp/weft-plots-none.png x=/nonexistent/file",
+                              &out),
+              2);
+    ASSERT_STR_CONTAINS(out, "plotlines: /nonexistent/file: No such file");
+    free(out);
+    ASSERT_EQ(wf_test_run_cmd("python3 scripts/plotlines.py --out "
+                              "/tmp/weft-plots-none.png x=/dev/null",
+                              &out),
+              2);
+    ASSERT_STR_CONTAINS(out, "no data to plot");
+    free(out);
+}
