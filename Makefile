@@ -2,7 +2,7 @@
 # DEBUG=1 (no optimisation) ASAN=1 (address+undefined sanitizers, builds in
 # build-asan) TSAN=1 (thread sanitizer, builds in build-tsan) PREFIX=...
 # Targets: all lib tools bench bench-report bench-reduce bench-netns algo-fit
-# bench-check bench-cpu bench-tcp-floor bench-tcp-levers test test-launchers test-gpu test-rdma cuda check install
+# bench-check bench-cpu bench-stalls bench-tcp-floor bench-tcp-levers test test-launchers test-gpu test-rdma cuda check install
 # clean docs deps compare fuzz soak
 
 PREFIX ?= /usr/local
@@ -90,6 +90,7 @@ RPATH := -Wl,-rpath,'$$ORIGIN/../lib'
 
 .PHONY: all lib tools bench test check install clean docs deps compare \
         bench-report bench-reduce bench-netns algo-fit bench-check bench-cpu \
+        bench-stalls \
         bench-tcp-floor bench-tcp-levers
 all: lib tools
 
@@ -324,6 +325,15 @@ bench-check: all
 	@scripts/install-compare-deps.sh
 	$(MAKE) $(COMPARE_DIR)/mpi_allreduce $(COMPARE_DIR)/gloo_allreduce
 	bench/compare/check.sh $(BUILD)
+
+# Time against size around 64 KiB and every power of two, weft and the
+# TCP peers (bench/compare/stalls.sh; STALLS_RANKS, STALLS_ITERS): fails
+# when weft's time at a size exceeds twice its time at a larger one.
+bench-stalls: all
+	@scripts/install-compare-deps.sh
+	$(MAKE) $(COMPARE_DIR)/mpi_allreduce $(COMPARE_DIR)/gloo_allreduce
+	STALLS_RANKS="$(STALLS_RANKS)" STALLS_ITERS="$(STALLS_ITERS)" \
+	  bench/compare/stalls.sh $(BUILD)
 
 # CPU seconds per GB allreduced, weft against the same peers
 # (bench/compare/cpu.sh; CPU_RANKS, CPU_SIZE, CPU_ITERS).
