@@ -124,7 +124,7 @@ echo "weft-tcp the same with every byte through its sockets."
 # One plot per rank count, every harness's best round at each size.
 for n in $ranks; do
     series=()
-    for name in weft-tcp weft-cma $peers; do
+    for name in "${harnesses[@]}"; do
         series+=("$name=$out/$name-$n.txt")
     done
     png="$out/compare-$n.png"

@@ -1,6 +1,7 @@
 # runners.sh - how bench/compare runs each library's allreduce harness,
-# sourced by compare.sh and cpu.sh.  The caller sets `build`, `sizes` and
-# `iters`; each runner writes "size busbw wrong" lines to stdout.
+# sourced by compare.sh, cpu.sh and stalls.sh.  The caller sets `build`,
+# `sizes` and `iters`; each runner writes "size busbw wrong time_us" lines
+# to stdout (time_us: the average time per call).
 # shellcheck shell=bash
 # The caller's variables, and `peers` for the caller:
 # shellcheck disable=SC2034,SC2154
@@ -9,12 +10,13 @@ mpirun_base=(mpirun --oversubscribe --allow-run-as-root --bind-to none)
 peers="mpi-tcp mpi-shm gloo-ring gloo-ringchunked gloo-hd"
 
 run_weft() { # N single-copy-threshold
-    # Fields of weft-bench --csv: 14 variant, 15 size, 21 busbw, 22 wrong
+    # Fields of weft-bench --csv: 14 variant, 15 size, 17 time_us,
+    # 21 busbw, 22 wrong
     # (hosts, field 5, is one name here, so no quoted comma shifts them).
     # shellcheck disable=SC2086
     WEFT_TCP_CMA_MIN=$2 "$build/bin/weft-bench" allreduce -n "$1" $sizes \
         $iters --csv |
-        awk -F, '$14 == "out-of-place" { print $15, $21, $22 }'
+        awk -F, '$14 == "out-of-place" { print $15, $21, $22, $17 }'
 }
 
 run_mpi() { # N tcp|shm
@@ -25,13 +27,13 @@ run_mpi() { # N tcp|shm
                            --mca btl_tcp_if_include lo)
     # shellcheck disable=SC2086
     "${mpirun_base[@]}" -np "$1" "${net[@]}" "$build/compare/mpi_allreduce" \
-        $sizes $iters | awk '!/^#/ { print $1, $5, $6 }'
+        $sizes $iters | awk '!/^#/ { print $1, $5, $6, $3 }'
 }
 
 run_gloo() { # N algorithm
     # shellcheck disable=SC2086
     "$build/compare/gloo_allreduce" -n "$1" -A "$2" $sizes $iters |
-        awk '!/^#/ { print $1, $5, $6 }'
+        awk '!/^#/ { print $1, $5, $6, $3 }'
 }
 
 run_one() { # name N

@@ -5,7 +5,7 @@
 # MSS), and weft must not.  Every power of two from 4 KiB to 4 MiB, plus
 # one float32 either side of 64 KiB and of the MSS, one size per run, for
 # weft over its sockets (weft-tcp, WEFT_TCP_CMA_MIN=0) and the TCP peers
-# of `make compare`.  Prints the average time per call of each (µs) and
+# of `make compare`, run by the same runners (runners.sh).  Prints the average time per call of each (µs) and
 # each harness's worst stall: the largest time at a size over the
 # smallest time at any larger size (a time that falls as the size grows
 # is a stall of the smaller size; 1.00 is smooth).  Draws the times as
@@ -30,40 +30,13 @@ mkdir -p "$out"
 # shellcheck source=bench/compare/runners.sh
 . "$(dirname "$0")/runners.sh"
 
-sizes=()
+size_list=()
 for ((s = 4096; s <= 4194304; s *= 2)); do
-    sizes+=("$s")
+    size_list+=("$s")
 done
 # 64 KiB and the loopback MSS (65483 bytes), one float32 either side.
-sizes+=(65532 65540 65480 65484)
-mapfile -t sizes < <(printf '%s\n' "${sizes[@]}" | sort -n)
-
-# "size time_us" of one harness at one size: weft-bench's CSV field 17 is
-# the average time of the out-of-place rows; the peers print size, count,
-# time as their first three fields.
-time_of() { # name N size
-    local one="-b $3 -e $3"
-    case $1 in
-    weft-tcp)
-        # shellcheck disable=SC2086
-        WEFT_TCP_CMA_MIN=0 "$build/bin/weft-bench" allreduce -n "$2" $one \
-            $iters -c 0 --csv |
-            awk -F, '$14 == "out-of-place" { print $15, $17 }' ;;
-    mpi-tcp)
-        # shellcheck disable=SC2086
-        "${mpirun_base[@]}" -np "$2" --mca pml ob1 --mca btl tcp,self \
-            --mca btl_tcp_if_include lo "$build/compare/mpi_allreduce" \
-            $one $iters | awk '!/^#/ { print $1, $3 }' ;;
-    gloo-*)
-        local algo=${1#gloo-}
-        [ "$algo" = ringchunked ] && algo=ring_chunked
-        [ "$algo" = hd ] && algo=halving_doubling
-        # shellcheck disable=SC2086
-        "$build/compare/gloo_allreduce" -n "$2" -A "$algo" $one $iters |
-            awk '!/^#/ { print $1, $3 }' ;;
-    *) echo "stalls: unknown harness $1" >&2; return 1 ;;
-    esac
-}
+size_list+=(65532 65540 65480 65484)
+mapfile -t size_list < <(printf '%s\n' "${size_list[@]}" | sort -n)
 
 echo "# make bench-stalls: allreduce float32 sum, one size per run, $iters;" \
     "average time per call (us)"
@@ -73,8 +46,12 @@ status=0
 for n in $ranks; do
     for name in $harnesses; do
         : > "$out/$name-$n.txt"
-        for s in "${sizes[@]}"; do
-            time_of "$name" "$n" "$s" >> "$out/$name-$n.txt" ||
+        for s in "${size_list[@]}"; do
+            # One size per run (runners.sh reads `sizes`); it prints
+            # "size busbw wrong time_us", kept as "size time_us wrong".
+            sizes="-b $s -e $s"
+            run_one "$name" "$n" | awk '{ print $1, $4, $3 }' \
+                >> "$out/$name-$n.txt" ||
                 echo "# $name on $n ranks at $s bytes failed" >&2
         done
     done
@@ -87,6 +64,7 @@ for n in $ranks; do
             while ((getline line < f) > 0) {
                 split(line, v, " ")
                 t[h[i], v[1]] = v[2]
+                if (v[3] != 0) bad_result[h[i]] = 1
                 if (!(v[1] in seen)) { seen[v[1]] = 1; sz[++ns] = v[1] }
             }
             close(f)
@@ -122,6 +100,9 @@ for n in $ranks; do
             printf " %.2f (at %s) |", worst[i], at[i]
         }
         printf "\n"
+        for (i = 1; i <= nh; i++)
+            if (h[i] in bad_result)
+                printf "WARNING: %s reported wrong results\n", h[i]
         for (i = 1; i <= nh; i++)
             if (h[i] == "weft-tcp" && worst[i] > max + 0) {
                 printf "bench-stalls: FAIL: weft-tcp on %d ranks: %.2f at %s " \

@@ -39,10 +39,27 @@ static void assert_png(const char *dir, const char *name)
     ASSERT_TRUE(memcmp(head, magic, 8) == 0);
 }
 
-static const char netns_header[] =
-    "collective,transport,algorithm,ranks,hosts,dtype,op,root,mode,"
-    "msgs_per_iter,warmup,iters,date,variant,size,count,time_us,p50_us,"
-    "p99_us,algbw_gbs,busbw_gbs,wrong,knobs\n";
+/* DIR/allreduce-1gbit-ALGO.csv as weft-bench --csv writes it: the header
+ * and one row per "variant,size,count,time_us,p50_us,p99_us,algbw_gbs,
+ * busbw_gbs" line of `rows`. */
+static void write_netns_csv(const char *dir, const char *algo,
+                            const char *const *rows, int nrows)
+{
+    char name[64], csv[2048];
+    size_t len = (size_t)snprintf(
+        csv, sizeof(csv),
+        "collective,transport,algorithm,ranks,hosts,dtype,op,root,mode,"
+        "msgs_per_iter,warmup,iters,date,variant,size,count,time_us,p50_us,"
+        "p99_us,algbw_gbs,busbw_gbs,wrong,knobs\n");
+    for (int i = 0; i < nrows; i++)
+        len += (size_t)snprintf(csv + len, sizeof(csv) - len,
+                                "allreduce,auto,%s,4,vm,float,sum,-1,,1,1,5,"
+                                "d,%s,0,\n",
+                                algo, rows[i]);
+    ASSERT_TRUE(len < sizeof(csv));
+    snprintf(name, sizeof(name), "allreduce-1gbit-%s.csv", algo);
+    write_file(dir, name, csv);
+}
 
 WF_TEST(plots_compare_and_netns_tables, 60)
 {
@@ -63,19 +80,11 @@ WF_TEST(plots_compare_and_netns_tables, 60)
     /* 1 Gbit/s is 0.125 GB/s.  ring: busbw 0.1 GB/s in the mean, median
      * as fast as the mean: 80%.  auto: a mean of 0.1 GB/s but a median
      * iteration twice the mean's time: 40%, and auto / best = 2.00. */
-    char csv[1024];
-    snprintf(csv, sizeof(csv),
-             "%sallreduce,auto,ring,4,vm,float,sum,-1,,1,1,5,d,out-of-place,"
-             "1024,256,100,100,110,0.1,0.1,0,\n"
-             "allreduce,auto,ring,4,vm,float,sum,-1,,1,1,5,d,in-place,"
-             "1024,256,900,900,900,0.01,0.01,0,\n",
-             netns_header);
-    write_file(dir, "allreduce-1gbit-ring.csv", csv);
-    snprintf(csv, sizeof(csv),
-             "%sallreduce,auto,auto,4,vm,float,sum,-1,,1,1,5,d,out-of-place,"
-             "1024,256,100,200,210,0.1,0.1,0,\n",
-             netns_header);
-    write_file(dir, "allreduce-1gbit-auto.csv", csv);
+    const char *ring[] = {"out-of-place,1024,256,100,100,110,0.1,0.1",
+                          "in-place,1024,256,900,900,900,0.01,0.01"};
+    const char *autosel[] = {"out-of-place,1024,256,100,200,210,0.1,0.1"};
+    write_netns_csv(dir, "ring", ring, 2);
+    write_netns_csv(dir, "auto", autosel, 1);
     snprintf(cmd, sizeof(cmd),
              "python3 scripts/bench-netns-table.py %s allreduce 1gbit ring "
              "auto",
