@@ -165,6 +165,8 @@ bool wf_dev_answers_cacheable(void)
     return !fake() && __atomic_load_n(&loaded, __ATOMIC_ACQUIRE) != NULL;
 }
 
+bool wf_dev_possible(void) { return fake() || driver_loaded(); }
+
 wf_memtype_t wf_dev_memtype(const void *ptr, int *device)
 {
     if (device)

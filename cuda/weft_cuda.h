@@ -130,6 +130,11 @@ extern const wf_dev_ops_t wf_fake_dev_ops;
  * loaded to ask.  Never fails: anything unknown is host memory. */
 wf_memtype_t wf_dev_memtype(const void *ptr, int *device);
 
+/* False when no buffer of this process can be device memory now: no fake
+ * layer and no CUDA driver loaded.  Costs what one wf_dev_memtype of a
+ * host buffer costs, once for all of a call's buffers. */
+bool wf_dev_possible(void);
+
 /* The device layer, loading it on first use.  NULL when it cannot be had:
  * *why (capacity len) then says what is missing (libweft_cuda.so not
  * found, libcudart missing, version mismatch), for WEFT_ERR_CUDA. */

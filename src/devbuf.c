@@ -63,10 +63,14 @@ weft_status_t wf_devbuf_classify(wf_memcache_t *mc, const char *fn,
                                  const wf_dev_ops_t **ops, int *ordinal)
 {
     int sdev = -1, rdev = -1;
-    wf_memtype_t st = send_bytes ? lookup(mc, sendbuf, &sdev) : WF_MEM_HOST;
-    wf_memtype_t rt = recv_bytes ? lookup(mc, recvbuf, &rdev) : WF_MEM_HOST;
     *ops = NULL;
     *ordinal = -1;
+    /* Before CUDA is in the process every buffer is host memory: one check
+     * for both, without the cache's lock. */
+    if (!wf_dev_possible())
+        return WEFT_OK;
+    wf_memtype_t st = send_bytes ? lookup(mc, sendbuf, &sdev) : WF_MEM_HOST;
+    wf_memtype_t rt = recv_bytes ? lookup(mc, recvbuf, &rdev) : WF_MEM_HOST;
     bool sd = st == WF_MEM_DEVICE, rd = rt == WF_MEM_DEVICE;
     if (!sd && !rd)
         return WEFT_OK; /* host, pinned or managed: the host path */
