@@ -7,7 +7,7 @@
  *              [-w WARMUP] [-r ITERS] [-d DTYPE] [-o OP] [-a ALGO]
  *              [-t TRANSPORT] [-c 0|1] [--root R] [--percentiles] [--sync]
  *              [--json FILE] [--csv] [--plot FILE.png]
- *              [--bidir | --unidir] [--window W]
+ *              [--bidir | --unidir] [--window W] [--algos A,B,...]
  *
  * With -n and no WEFT_RANK in the environment it starts NRANKS local ranks
  * itself (embedded rendezvous); otherwise it joins the job its environment
@@ -57,7 +57,11 @@ static void usage(FILE *out)
         "(osu_bw)\n"
         "  --bidir       sendrecv: ranks 0 <-> 1 both ways (osu_bibw)\n"
         "  --window W    messages per window for --unidir/--bidir "
-        "(default 64)\n", bench_coll_names());
+        "(default 64)\n"
+        "  --algos A,B   compare these algorithms in one job (auto among "
+        "them): each\n"
+        "                gets its own communicator and the timed calls "
+        "take turns\n", bench_coll_names());
 }
 
 /* A byte count: 64, 64K, 1M, 2G, 1.5M (binary multiples; "B", "KB" and
@@ -129,6 +133,7 @@ static int parse_valued(const char *f, const char *v, bench_opts_t *o)
     else if (!strcmp(f, "--json")) ok = *(o->json_path = v) != '\0';
     else if (!strcmp(f, "--plot")) ok = *(o->plot_path = v) != '\0';
     else if (!strcmp(f, "--window")) ok = parse_int(v, 1, 1024, &o->window);
+    else if (!strcmp(f, "--algos")) ok = bench_algos_parse(v, o);
     else return -1;
     return ok ? 1 : 0;
 }
@@ -147,6 +152,14 @@ static bool check_opts(const bench_opts_t *o)
         err = "--csv and --json - both want stdout";
     else if (o->p2p != BENCH_P2P_RING && strcmp(o->coll, "sendrecv"))
         err = "--bidir and --unidir are for sendrecv";
+    else if (o->nalgos && (strcmp(o->algo, "auto") || o->json_path ||
+                           o->plot_path))
+        err = "--algos takes the place of -a and does not go with --json "
+              "or --plot";
+    else if (o->nalgos && (!strcmp(o->coll, "sendrecv") ||
+                           !strcmp(o->coll, "latency")))
+        err = "--algos is for collectives; sendrecv and latency have no "
+              "algorithms";
     if (err)
         fprintf(stderr, "weft-bench: %s%s%s\n", err,
                 bench_coll_find(o->coll) ? "" : ": ",
@@ -227,8 +240,16 @@ static int run_rank(const bench_opts_t *o)
     weft_comm_rank(c.comm, &c.rank);
     weft_comm_size(c.comm, &c.size);
     int rc = check_ranks(&c);
+    bench_algos_t algos = {0};
+    if (rc == 0 && o->nalgos) {
+        rc = bench_algos_open(&c, &algos) != WEFT_OK;
+        c.runs = algos.ctx;
+        c.nruns = algos.n;
+    }
     if (rc == 0)
         rc = bench_run(&c);
+    if (bench_algos_close(&algos) != WEFT_OK && rc == 0)
+        rc = 1;
     st = weft_comm_destroy(c.comm);
     return rc ? rc : st != WEFT_OK;
 }

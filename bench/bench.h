@@ -5,6 +5,7 @@
  *
  *   bench.c          main, options, starting local ranks
  *   bench_run.c      the timing loop (per-iteration times, percentiles)
+ *   bench_algos.c    --algos: one communicator per compared algorithm
  *   bench_info.c     what ran where: host names, non-default WEFT_* knobs
  *   bench_report.c   table and CSV output, the progress line
  *   bench_json.c     --json
@@ -31,6 +32,8 @@ typedef enum {
     BENCH_P2P_BIDIR
 } bench_p2p_mode_t;
 
+#define BENCH_MAX_ALGOS 8 /* --algos: at most this many names */
+
 typedef struct {
     const char *coll;
     int nranks;        /* -n: start this many local ranks */
@@ -51,16 +54,34 @@ typedef struct {
     bench_p2p_mode_t p2p;  /* --bidir / --unidir */
     int window;            /* --window: messages per iteration (uni/bidir) */
     bool corrupt;          /* --corrupt-for-test: damage one result */
+    /* --algos A,B,...: the algorithms compared in one job (nalgos >= 2;
+     * 0 without the option); the names point into algos_buf. */
+    int nalgos;
+    const char *algo_names[BENCH_MAX_ALGOS];
+    char *algos_buf;
 } bench_opts_t;
 
 struct bench_coll;
 
-typedef struct {
+typedef struct bench_ctx {
     weft_comm_t comm;
     int rank, size;
     const bench_opts_t *o;
     const struct bench_coll *coll;
+    /* --algos: the compared algorithms' contexts, each with its own
+     * communicator and options naming its algorithm; the timed calls go
+     * to them in turn, barriers and results through `comm`.  NULL: the
+     * calls go to `comm`. */
+    const struct bench_ctx *runs;
+    int nruns;
 } bench_ctx_t;
+
+/* The contexts of --algos (bench_algos.c). */
+typedef struct {
+    int n; /* communicators created */
+    bench_opts_t opts[BENCH_MAX_ALGOS];
+    bench_ctx_t ctx[BENCH_MAX_ALGOS];
+} bench_algos_t;
 
 /* One collective: how to size, run and check it. */
 typedef struct bench_coll {
@@ -143,6 +164,13 @@ const char *bench_coll_names(void);
 double bench_factor_one(const bench_ctx_t *c);
 double bench_factor_n1n(const bench_ctx_t *c);
 
+/* bench_algos.c: parses the --algos list into o (false: fewer than 2,
+ * more than BENCH_MAX_ALGOS, repeated or malformed names); creates and
+ * destroys the algorithms' communicators (collective over the world). */
+bool bench_algos_parse(const char *list, bench_opts_t *o);
+weft_status_t bench_algos_open(const bench_ctx_t *world, bench_algos_t *a);
+weft_status_t bench_algos_close(bench_algos_t *a);
+
 /* bench_run.c: runs the sweep; returns the exit code (1 on wrong results) */
 int bench_run(const bench_ctx_t *c);
 
@@ -155,6 +183,9 @@ void bench_report_begin(const bench_ctx_t *c, const bench_info_t *info);
 void bench_report_row(const bench_ctx_t *c, const bench_info_t *info,
                       const bench_row_t *row);
 void bench_report_end(const bench_ctx_t *c, long wrong, double avg_busbw);
+/* --algos, table only: each algorithm's p50 against the fastest one for
+ * the `n` rows of one size (rows[k] measured on c->runs[k]). */
+void bench_report_algos(const bench_ctx_t *c, const bench_row_t *rows, int n);
 int bench_report_json(const bench_ctx_t *c, const bench_info_t *info,
                       const bench_row_t *rows, int nrows, long wrong,
                       double avg_busbw);

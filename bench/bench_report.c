@@ -119,6 +119,8 @@ static void print_columns(const bench_ctx_t *c)
             else
                 printf(v, "time", "algbw", "busbw", "#wrong");
         }
+        if (c->o->nalgos && !line)
+            printf("  algorithm");
         printf("\n");
     }
 }
@@ -126,9 +128,15 @@ static void print_columns(const bench_ctx_t *c)
 static void print_header(const bench_ctx_t *c, const bench_info_t *info)
 {
     const bench_opts_t *o = c->o;
-    printf("# weft-bench %s: %d ranks, transport %s, algorithm %s, dtype %s, "
-           "op %s", o->coll, c->size, o->transport, o->algo,
-           bench_dtype_name(o->dtype), bench_op_name(o->op));
+    char algos[BENCH_MAX_ALGOS * 32] = "", *a = algos;
+    for (int k = 0; k < o->nalgos; k++)
+        a += snprintf(a, sizeof(algos) - (size_t)(a - algos), "%s%s",
+                      k ? ", " : "", o->algo_names[k]);
+    printf("# weft-bench %s: %d ranks, transport %s, %s %s, dtype %s, "
+           "op %s", o->coll, c->size, o->transport,
+           o->nalgos ? "algorithms interleaved" : "algorithm",
+           o->nalgos ? algos : o->algo, bench_dtype_name(o->dtype),
+           bench_op_name(o->op));
     if (c->coll->rooted)
         printf(", root %d", o->root);
     printf("\n# sizes %zu..%zu bytes x%g, warm-up %d, iterations %d, "
@@ -159,10 +167,10 @@ static void print_variant(const bench_ctx_t *c, const bench_result_t *r)
 static void print_na(const bench_ctx_t *c)
 {
     if (c->o->percentiles)
-        printf("  %7s  %7s  %7s  %6s  %6s  %6s\n", "N/A", "N/A", "N/A", "N/A",
+        printf("  %7s  %7s  %7s  %6s  %6s  %6s", "N/A", "N/A", "N/A", "N/A",
                "N/A", "N/A");
     else
-        printf("  %7s  %6s  %6s  %6s\n", "N/A", "N/A", "N/A", "N/A");
+        printf("  %7s  %6s  %6s  %6s", "N/A", "N/A", "N/A", "N/A");
 }
 
 /* ---- CSV: one self-describing line per row and variant ------------------- */
@@ -236,13 +244,46 @@ void bench_report_row(const bench_ctx_t *c, const bench_info_t *info,
         printf("%12zu  %12zu  %8s  %6s  %6d", row->bytes, row->count,
                bench_dtype_name(c->o->dtype), redop(c), root(c));
         print_variant(c, &row->out);
-        if (row->has_in) {
+        if (row->has_in)
             print_variant(c, &row->in);
-            printf("\n");
-        } else {
+        else
             print_na(c);
-        }
+        if (c->o->nalgos)
+            printf("  %s", c->o->algo);
+        printf("\n");
     }
+    fflush(stdout);
+}
+
+static const bench_result_t *variant(const bench_row_t *row, bool in)
+{
+    return in ? &row->in : &row->out;
+}
+
+/* "ring 1.00 rhd 1.23": each run's p50 over the fastest run's. */
+static void print_ratios(const bench_ctx_t *c, const bench_row_t *rows, int n,
+                         bool in)
+{
+    int best = 0;
+    for (int k = 1; k < n; k++)
+        if (variant(&rows[k], in)->p50_us < variant(&rows[best], in)->p50_us)
+            best = k;
+    double t = variant(&rows[best], in)->p50_us;
+    printf("# %s p50 / fastest (%s, %.2f us):",
+           in ? "in-place" : "out-of-place", c->runs[best].o->algo, t);
+    for (int k = 0; k < n; k++)
+        printf(" %s %.2f", c->runs[k].o->algo,
+               t > 0 ? variant(&rows[k], in)->p50_us / t : 1.0);
+    printf("\n");
+}
+
+void bench_report_algos(const bench_ctx_t *c, const bench_row_t *rows, int n)
+{
+    if (!table_on(c))
+        return;
+    print_ratios(c, rows, n, false);
+    if (rows[0].has_in)
+        print_ratios(c, rows, n, true);
     fflush(stdout);
 }
 

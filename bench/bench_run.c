@@ -5,6 +5,11 @@
  * --sync a barrier (not timed) precedes every iteration, so a rooted
  * collective cannot start the next call while the last one is still
  * travelling down the tree.
+ *
+ * With --algos the same loop times several algorithms at once, each on its
+ * own communicator (c->runs, bench_algos.c): iteration i calls every
+ * algorithm in turn, in a shuffled order, so a slow spell of the machine
+ * falls on all of them.
  */
 #include <math.h>
 #include <stdio.h>
@@ -17,8 +22,16 @@
 typedef struct {
     char *send, *recv; /* each `cap` bytes, 64-byte aligned */
     size_t cap;
-    double *times;     /* per-iteration times of this rank (us) */
+    double *times;     /* per-iteration times of this rank (us), iters of
+                        * each run one after the other */
 } bench_bufs_t;
+
+/* What the timed calls go to: c->runs with --algos, else c itself. */
+static const bench_ctx_t *runs(const bench_ctx_t *c, int *n)
+{
+    *n = c->runs ? c->nruns : 1;
+    return c->runs ? c->runs : c;
+}
 
 static double now_us(void)
 {
@@ -94,49 +107,101 @@ static double percentile(const double *sorted, int n, double q)
     return sorted[idx < 0 ? 0 : idx >= n ? n - 1 : idx];
 }
 
-/* Times one variant into *res (per message, maximum over ranks). */
+/* The order in which iteration i calls the runs: a shuffle that every
+ * rank computes alike from i (the calls must match across ranks), so that
+ * each algorithm follows each other one about equally often and no
+ * algorithm always pays for what the same predecessor left behind. */
+static void turn_order(int i, int n, int *order)
+{
+    uint64_t x = (uint64_t)i * 0x9e3779b97f4a7c15ull + 1;
+    for (int k = 0; k < n; k++)
+        order[k] = k;
+    for (int k = n - 1; k > 0; k--) {
+        x ^= x >> 31, x *= 0xbf58476d1ce4e5b9ull, x ^= x >> 29;
+        int j = (int)(x % (uint64_t)(k + 1));
+        int t = order[k];
+        order[k] = order[j], order[j] = t;
+    }
+}
+
+/* Reduces this rank's results of one run (times: its iterations) over
+ * the ranks into *res (per message, maximum over ranks). */
+static void collect(const bench_ctx_t *c, const bench_ctx_t *run,
+                    double *times, double total, int64_t bad,
+                    bench_result_t *res)
+{
+    int iters = c->o->iters;
+    weft_status_t st;
+    if ((st = weft_allreduce(&total, &total, 1, WEFT_FLOAT64, WEFT_MAX,
+                             c->comm)) != WEFT_OK ||
+        (st = weft_allreduce(times, times, (size_t)iters, WEFT_FLOAT64,
+                             WEFT_MAX, c->comm)) != WEFT_OK ||
+        (st = weft_allreduce(&bad, &bad, 1, WEFT_INT64, WEFT_SUM, c->comm)))
+        die(c, "result reduction", st);
+    double msgs = run->coll->msgs_per_iter ? run->coll->msgs_per_iter(run)
+                                           : 1;
+    qsort(times, (size_t)iters, sizeof(double), cmp_double);
+    res->time_us = total / iters / msgs;
+    res->p50_us = percentile(times, iters, 0.50) / msgs;
+    res->p99_us = percentile(times, iters, 0.99) / msgs;
+    res->wrong = (long)bad;
+}
+
+/* Times one variant of every run into res[k] (per message, maximum over
+ * ranks). */
 static void run_variant(const bench_ctx_t *c, bench_bufs_t *b, void *send,
                         void *recv, bool in_place, size_t count,
                         size_t recv_bytes, const char *label,
                         bench_result_t *res)
 {
-    int iters = c->o->iters;
-    int64_t bad = checked_run(c, send, recv, in_place, count, recv_bytes);
-    for (int i = 0; i < c->o->warmup; i++) {
-        bench_progress(c, "%s: warm-up %d/%d", label, i + 1, c->o->warmup);
-        run_once(c, send, recv, count);
+    int iters = c->o->iters, nrun;
+    const bench_ctx_t *run = runs(c, &nrun);
+    int64_t bad[BENCH_MAX_ALGOS] = {0};
+    double total[BENCH_MAX_ALGOS] = {0};
+    for (int k = 0; k < nrun; k++) {
+        bad[k] = checked_run(&run[k], send, recv, in_place, count,
+                             recv_bytes);
+        for (int i = 0; i < c->o->warmup; i++) {
+            bench_progress(c, "%s: warm-up %d/%d", label, i + 1,
+                           c->o->warmup);
+            run_once(&run[k], send, recv, count);
+        }
     }
     int32_t token = 0;
     weft_status_t st = weft_allreduce(&token, &token, 1, WEFT_INT32,
                                       WEFT_SUM, c->comm);
     if (st != WEFT_OK)
         die(c, "barrier", st);
-    double t = now_us(), total = 0;
+    double t = now_us();
     for (int i = 0; i < iters; i++) {
+        int order[BENCH_MAX_ALGOS];
         bench_progress(c, "%s: iteration %d/%d", label, i + 1, iters);
-        if (c->o->sync) { /* the barrier is not timed */
-            if ((st = weft_barrier(c->comm)) != WEFT_OK)
-                die(c, "barrier", st);
-            t = now_us();
+        turn_order(i, nrun, order);
+        for (int turn = 0; turn < nrun; turn++) {
+            int k = order[turn];
+            if (c->o->sync) { /* the barrier is not timed */
+                if ((st = weft_barrier(c->comm)) != WEFT_OK)
+                    die(c, "barrier", st);
+                t = now_us();
+            } else if (nrun > 1) {
+                /* Back to back, a call starts as the ranks left the one
+                 * before; one untimed call of this algorithm first, so
+                 * that its ranks are not skewed as the last algorithm
+                 * left them (a fast algorithm after a slow one paid for
+                 * the slow one's stragglers). */
+                run_once(&run[k], send, recv, count);
+                t = now_us();
+            }
+            run_once(&run[k], send, recv, count);
+            double t1 = now_us();
+            b->times[(size_t)k * iters + i] = t1 - t;
+            total[k] += t1 - t;
+            t = t1;
         }
-        run_once(c, send, recv, count);
-        double t1 = now_us();
-        b->times[i] = t1 - t;
-        total += b->times[i];
-        t = t1;
     }
-    if ((st = weft_allreduce(&total, &total, 1, WEFT_FLOAT64, WEFT_MAX,
-                             c->comm)) != WEFT_OK ||
-        (st = weft_allreduce(b->times, b->times, (size_t)iters, WEFT_FLOAT64,
-                             WEFT_MAX, c->comm)) != WEFT_OK ||
-        (st = weft_allreduce(&bad, &bad, 1, WEFT_INT64, WEFT_SUM, c->comm)))
-        die(c, "result reduction", st);
-    double msgs = c->coll->msgs_per_iter ? c->coll->msgs_per_iter(c) : 1;
-    qsort(b->times, (size_t)iters, sizeof(double), cmp_double);
-    res->time_us = total / iters / msgs;
-    res->p50_us = percentile(b->times, iters, 0.50) / msgs;
-    res->p99_us = percentile(b->times, iters, 0.99) / msgs;
-    res->wrong = (long)bad;
+    for (int k = 0; k < nrun; k++)
+        collect(c, &run[k], b->times + (size_t)k * iters, total[k], bad[k],
+                &res[k]);
 }
 
 static void finish_bw(const bench_ctx_t *c, const bench_row_t *row,
@@ -146,28 +211,38 @@ static void finish_bw(const bench_ctx_t *c, const bench_row_t *row,
     r->busbw = r->algbw * c->coll->bus_factor(c);
 }
 
+/* Measures one size; rows[k] gets run k's results. */
 static void run_row(const bench_ctx_t *c, bench_bufs_t *b, size_t total,
-                    int index, int nrows, bench_row_t *row)
+                    int index, int nrows, bench_row_t *rows)
 {
     size_t es = bench_dtype_size(c->o->dtype), count, ns, nr;
+    int nrun;
+    const bench_ctx_t *run = runs(c, &nrun);
+    bench_result_t out[BENCH_MAX_ALGOS], in[BENCH_MAX_ALGOS];
     char label[96];
     row_sizes(c, total, &count, &ns, &nr);
-    *row = (bench_row_t){.bytes = (ns > nr ? ns : nr) * es, .count = count,
-                         .has_in = c->coll->has_in_place};
     snprintf(label, sizeof(label), "%s %zu B (%d/%d) out-of-place",
-             c->coll->name, row->bytes, index + 1, nrows);
-    run_variant(c, b, b->send, b->recv, false, count, nr * es, label,
-                &row->out);
-    finish_bw(c, row, &row->out);
-    if (!row->has_in)
-        return;
-    void *send = b->send, *recv = b->send;
-    if (c->coll->in_place)
-        c->coll->in_place(c, b->send, count, &send, &recv);
-    snprintf(label, sizeof(label), "%s %zu B (%d/%d) in-place",
-             c->coll->name, row->bytes, index + 1, nrows);
-    run_variant(c, b, send, recv, true, count, nr * es, label, &row->in);
-    finish_bw(c, row, &row->in);
+             c->coll->name, (ns > nr ? ns : nr) * es, index + 1, nrows);
+    run_variant(c, b, b->send, b->recv, false, count, nr * es, label, out);
+    if (c->coll->has_in_place) {
+        void *send = b->send, *recv = b->send;
+        if (c->coll->in_place)
+            c->coll->in_place(c, b->send, count, &send, &recv);
+        snprintf(label, sizeof(label), "%s %zu B (%d/%d) in-place",
+                 c->coll->name, (ns > nr ? ns : nr) * es, index + 1, nrows);
+        run_variant(c, b, send, recv, true, count, nr * es, label, in);
+    }
+    for (int k = 0; k < nrun; k++) {
+        bench_row_t *row = &rows[k];
+        *row = (bench_row_t){.bytes = (ns > nr ? ns : nr) * es,
+                             .count = count, .has_in = c->coll->has_in_place,
+                             .out = out[k]};
+        finish_bw(&run[k], row, &row->out);
+        if (row->has_in) {
+            row->in = in[k];
+            finish_bw(&run[k], row, &row->in);
+        }
+    }
 }
 
 /* The element counts of the sweep's rows (malloc'd); *n gets their
@@ -198,7 +273,9 @@ static bool alloc_bufs(const bench_ctx_t *c, size_t max_total,
     b->cap = b->cap ? b->cap : 64;
     b->send = aligned_alloc(64, b->cap);
     b->recv = aligned_alloc(64, b->cap);
-    b->times = malloc((size_t)c->o->iters * sizeof(double));
+    int nrun;
+    runs(c, &nrun);
+    b->times = malloc((size_t)c->o->iters * (size_t)nrun * sizeof(double));
     if (b->send && b->recv && b->times)
         return true;
     fprintf(stderr, "weft-bench: out of memory for %zu-byte buffers\n",
@@ -227,9 +304,10 @@ int bench_run(const bench_ctx_t *c)
 {
     bench_info_t info = {0};
     bench_bufs_t b = {0};
-    int nrows, rc = 1;
+    int nrows, nrun, rc = 1;
+    const bench_ctx_t *run = runs(c, &nrun);
     size_t *totals = sweep(c, &nrows);
-    bench_row_t *rows = calloc((size_t)nrows, sizeof(*rows));
+    bench_row_t *rows = calloc((size_t)nrows * (size_t)nrun, sizeof(*rows));
     long wrong = 0;
     double bw_sum = 0;
     int nbw = 0;
@@ -238,12 +316,17 @@ int bench_run(const bench_ctx_t *c)
         goto out;
     bench_report_begin(c, &info);
     for (int i = 0; i < nrows; i++) {
-        bench_row_t *row = &rows[i];
-        run_row(c, &b, totals[i], i, nrows, row);
-        wrong += row->out.wrong + (row->has_in ? row->in.wrong : 0);
-        bw_sum += row->out.busbw + (row->has_in ? row->in.busbw : 0);
-        nbw += row->has_in ? 2 : 1;
-        bench_report_row(c, &info, row);
+        bench_row_t *size_rows = &rows[(size_t)i * nrun];
+        run_row(c, &b, totals[i], i, nrows, size_rows);
+        for (int k = 0; k < nrun; k++) {
+            const bench_row_t *row = &size_rows[k];
+            wrong += row->out.wrong + (row->has_in ? row->in.wrong : 0);
+            bw_sum += row->out.busbw + (row->has_in ? row->in.busbw : 0);
+            nbw += row->has_in ? 2 : 1;
+            bench_report_row(&run[k], &info, row);
+        }
+        if (c->runs)
+            bench_report_algos(c, size_rows, nrun);
     }
     bench_progress_clear();
     rc = report_all(c, &info, rows, nrows, wrong, nbw ? bw_sum / nbw : 0);

@@ -7,7 +7,9 @@
 #   e.g. scripts/algo-sweep.sh allreduce "2 4" 8 64M 8
 #
 # Environment: BUILD (default build), WARMUP (2), ITERS (5), ROUNDS (1),
-# EXTRA_SIZES (sizes to add to MIN * FACTOR^k, e.g. "256M").
+# EXTRA_SIZES (sizes to add to MIN * FACTOR^k, e.g. "256M"), INTERLEAVE
+# (0; 1: one job per size runs every algorithm with weft-bench --algos,
+# their calls taking turns, instead of one job per algorithm).
 # Rooted collectives (broadcast, reduce, gather, scatter) run with
 # weft-bench --sync, a barrier before every timed call: back to back their
 # calls overlap, and the time would be a pipeline's throughput, which the
@@ -21,7 +23,9 @@
 # The "pick" column is what auto ran (weft's info log); "auto/best"
 # compares auto's own measured time with the best forced one, and
 # "pick/best" the picked algorithm's forced time with it, which leaves out
-# the noise between two runs of the same algorithm.
+# the noise between two runs of the same algorithm.  With INTERLEAVE=1 the
+# algorithms share one job's processes and moments, so the noise between
+# launches (placement, other load) drops out of the ratios as well.
 set -eu
 coll=$1
 ranks=$2
@@ -33,6 +37,7 @@ build=${BUILD:-build}
 warmup=${WARMUP:-2}
 iters=${ITERS:-5}
 rounds=${ROUNDS:-1}
+interleave=${INTERLEAVE:-0}
 bench="$build/bin/weft-bench"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -49,8 +54,8 @@ done
 # The algorithms auto chose for $coll of $logged bytes of type $1 (a grep
 # pattern) on $n ranks, as weft's info log names them, joined by "+".
 logged_picks() {
-    grep -o "$coll of $logged bytes ($1) on $n ranks: algorithm [a-z_]*" \
-        "$tmp/log" | awk '{print $NF}' | sort -u | tr '\n' '+'
+    grep -o "$coll of $logged bytes ($1) on $n ranks: algorithm [a-z_]* (cost model" \
+        "$tmp/log" | awk '{print $(NF-2)}' | sort -u | tr '\n' '+'
 }
 
 case $coll in
@@ -67,15 +72,23 @@ for n in $ranks; do
         scale=$(( s > 1048576 ? s / 1048576 : 1 ))
         r=$(( iters / scale > 3 ? iters / scale : 3 ))
         w=$(( warmup / scale > 1 ? warmup / scale : 1 ))
-        for a in $algos auto; do
-            # Fields of --csv: 14 variant, 15 size, 18 p50_us.
-            WEFT_LOG=info "$bench" "$coll" -n "$n" -a "$a" -b "$s" -e "$s" \
+        if [ "$interleave" = 1 ]; then
+            # shellcheck disable=SC2086 # one name per word
+            runs=("--algos $(printf '%s,' $algos)auto")
+        else
+            runs=()
+            for a in $algos auto; do runs+=("-a $a"); done
+        fi
+        for run in "${runs[@]}"; do
+            # Fields of --csv: 3 algorithm, 14 variant, 15 size, 18 p50_us.
+            # shellcheck disable=SC2086 # $run is an option and its value
+            WEFT_LOG=info "$bench" "$coll" -n "$n" $run -b "$s" -e "$s" \
                 -w "$w" -r "$r" -c 0 --percentiles --csv $sync \
                 2> "$tmp/log" |
-                awk -F, -v n="$n" -v a="$a" \
-                    'NR > 1 && $14 == "out-of-place" {print n "," a "," $15 "," $18}' \
+                awk -F, -v n="$n" \
+                    'NR > 1 && $14 == "out-of-place" {print n "," $3 "," $15 "," $18}' \
                 >> "$tmp/rows.csv"
-            if [ "$a" = auto ]; then
+            if [[ $run == *auto ]]; then
                 # weft-bench rounds a blocked collective's size down to a
                 # multiple of the ranks (and the element size); the row it
                 # printed has the size it ran, and the log its per-rank
@@ -119,6 +132,7 @@ print("| ranks | size (B) | " + " | ".join(algos) +
 print("|---" * (len(algos) + 6) + "|")
 worst = worst_pick = 0.0
 within = within_pick = 0
+same = []  # auto / its pick's forced run: one algorithm measured twice
 for (n, size), t in sorted(rows.items()):
     best = min(forced, key=lambda a: t.get(a, float("inf")))
     ratio = t["auto"] / t[best] if t.get(best) else float("nan")
@@ -128,10 +142,16 @@ for (n, size), t in sorted(rows.items()):
     pick_ratio = t[pick] / t[best] if pick in t and t.get(best) else float("nan")
     worst_pick = max(worst_pick, pick_ratio)
     within_pick += pick_ratio <= 1.10
+    if pick in t and t[pick] > 0:
+        same.append(t["auto"] / t[pick])
     cells = " | ".join(f"{t[a]:.1f}" if a in t else "-" for a in algos)
     print(f"| {n} | {size} | {cells} | {pick} | {best} | {ratio:.2f} | "
           f"{pick_ratio:.2f} |")
 print()
 print(f"auto/best: worst {worst:.2f}, within 1.10 in {within} of {len(rows)}; "
       f"pick/best: worst {worst_pick:.2f}, within 1.10 in {within_pick} of {len(rows)}")
+if same:
+    print(f"auto / its pick forced (the same algorithm, two runs): "
+          f"{min(same):.2f}-{max(same):.2f}, within 0.91-1.10 in "
+          f"{sum(0.91 <= r <= 1.10 for r in same)} of {len(same)}")
 PY

@@ -125,16 +125,18 @@ static const char *constants_name(const wf_algo_t *algo,
 }
 
 /* Logs the choice at info level the first time per collective, size class
- * (power of two of the bytes) and algorithm. */
+ * (power of two of the bytes), algorithm and source (WEFT_ALGO or the cost
+ * model).  Keyed by all four, communicators of one process that choose
+ * differently (weft-bench --algos) log once each instead of in turns. */
 static void log_choice(const wf_coll_args_t *args, const wf_algo_t *algo,
                        double cost, bool forced)
 {
-    static uint8_t logged[WF_COLL_MAX][65];
+    static uint64_t logged[2][WF_COLL_MAX][65];
     uint64_t bytes = (uint64_t)args->count * args->elem_size;
     int bucket = bytes ? 64 - __builtin_clzll(bytes) : 0;
-    uint8_t id = (uint8_t)(algo->id + 1);
-    if (__atomic_exchange_n(&logged[args->coll][bucket], id,
-                            __ATOMIC_RELAXED) == id)
+    uint64_t bit = algo->id < 64 ? 1ull << algo->id : 0; /* 0: every time */
+    if (bit && (__atomic_fetch_or(&logged[forced][args->coll][bucket], bit,
+                                  __ATOMIC_RELAXED) & bit))
         return;
     WEFT_INFO(COLL, "%s of %llu bytes (%s) on %d ranks: algorithm %s (%s, "
               "%s constants, estimate %.1f us)", wf_coll_name(args->coll),

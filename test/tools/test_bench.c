@@ -3,7 +3,8 @@
  * (read back from its own CSV: busbw = algbw * factor, algbw = size /
  * time), the check catching a corrupted result, JSON that parses and is
  * complete, CSV columns, the PNG plot, latency and the sendrecv modes, the
- * progress line only on a terminal.
+ * progress line only on a terminal, several algorithms compared in one job
+ * (--algos).
  */
 #include <math.h>
 #include <stdio.h>
@@ -437,4 +438,83 @@ WF_TEST(bench_other_collectives, 120)
     }
     if (tested == 0)
         WF_SKIP("the library implements none of these collectives yet");
+}
+
+/* How many times `needle` occurs in `hay`. */
+static int count_of(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* --algos: every named algorithm runs on its own communicator (its
+ * WEFT_ALGO choice in the log), is checked, and gets its own rows; the
+ * table compares them. */
+WF_TEST(bench_algos_interleaved, 120)
+{
+    char *out = bench("broadcast -n 3 -b 8 -e 64K -f 64 -w 1 -r 3 --csv "
+                      "--root 1 --algos tree,ring,auto", 0);
+    ASSERT_EQ(check_csv(out, 1.0), 18); /* 3 sizes × 2 variants × 3 */
+    ASSERT_EQ(count_of(out, "\nbroadcast,auto,tree,3,"), 6);
+    ASSERT_EQ(count_of(out, "\nbroadcast,auto,ring,3,"), 6);
+    ASSERT_EQ(count_of(out, "\nbroadcast,auto,auto,3,"), 6);
+    free(out);
+
+    out = bench("allreduce -n 2 -b 8 -e 4K -f 512 -w 1 -r 2 "
+                "--algos rd,ring", 0);
+    ASSERT_STR_CONTAINS(out, "algorithms interleaved rd, ring,");
+    ASSERT_EQ(count_of(out, "  rd\n"), 2);
+    ASSERT_EQ(count_of(out, "  ring\n"), 2);
+    ASSERT_EQ(count_of(out, "# out-of-place p50 / fastest ("), 2);
+    ASSERT_EQ(count_of(out, "# in-place p50 / fastest ("), 2);
+    ASSERT_STR_CONTAINS(out, "# Out of bounds values : 0 OK");
+    free(out);
+
+    /* The forced algorithms really ran: each communicator logs its own
+     * choice, and auto's comes from the cost model. */
+    setenv("WEFT_LOG", "info", 1);
+    out = bench("allreduce -n 2 -b 64 -e 64 -w 0 -r 1 -c 0 "
+                "--algos ring,tree,auto 2>&1 >/dev/null | "
+                "grep -o 'allreduce of 64 bytes (float32) on 2 ranks: "
+                "algorithm [a-z]* ([A-Za-z_ ]*' | sort -u", 0);
+    unsetenv("WEFT_LOG");
+    ASSERT_STR_CONTAINS(out, "algorithm ring (WEFT_ALGO");
+    ASSERT_STR_CONTAINS(out, "algorithm tree (WEFT_ALGO");
+    ASSERT_STR_CONTAINS(out, "(cost model");
+    free(out);
+
+    /* A corrupted result is caught in every algorithm's rows. */
+    out = bench("allreduce -n 2 -b 1K -e 1K -w 0 -r 1 --csv "
+                "--corrupt-for-test --algos rhd,rd", 1);
+    csv_row_t rows[8];
+    ASSERT_EQ(csv_rows(out, rows, 8), 4);
+    for (int i = 0; i < 4; i++)
+        ASSERT_TRUE(rows[i].wrong > 0);
+    free(out);
+}
+
+WF_TEST(bench_algos_bad_lists, 60)
+{
+    const char *bad[] = {
+        "allreduce -n 2 --algos ring",           /* one is -a's job */
+        "allreduce -n 2 --algos ring,ring",      /* twice */
+        "allreduce -n 2 --algos allreduce:ring,rd",
+        "allreduce -n 2 --algos a,b,c,d,e,f,g,h,i",
+        "allreduce -n 2 --algos ring,rd -a rhd",
+        "allreduce -n 2 --algos ring,rd --json -",
+        "allreduce -n 2 --algos ring,rd --plot x.png",
+        "sendrecv -n 2 --algos ring,rd"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        free(bench(bad[i], 2));
+    /* A name the collective does not have fails the run with the
+     * library's reason, as -a does. */
+    char cmd[1024], *out;
+    snprintf(cmd, sizeof(cmd), "%s broadcast -n 2 -b 8 -e 8 -w 0 -r 1 "
+             "--algos tree,rd", wf_test_tool("weft-bench"));
+    int code = run_cmd(cmd, true, &out);
+    ASSERT_TRUE(code != 0 && code < 128);
+    ASSERT_STR_CONTAINS(out, "unsupported");
+    free(out);
 }
