@@ -179,8 +179,12 @@ static void run_variant(const bench_ctx_t *c, bench_bufs_t *b, void *send,
         turn_order(i, nrun, order);
         for (int turn = 0; turn < nrun; turn++) {
             int k = order[turn];
-            if (c->o->sync) { /* the barrier is not timed */
-                if ((st = weft_barrier(c->comm)) != WEFT_OK)
+            if (c->o->sync) {
+                /* The barrier is not timed.  On the run's own
+                 * communicator, as without --algos: the call then starts
+                 * on a communicator just used, not one idle since the
+                 * algorithm's last turn. */
+                if ((st = weft_barrier(run[k].comm)) != WEFT_OK)
                     die(c, "barrier", st);
                 t = now_us();
             } else if (nrun > 1) {

@@ -455,8 +455,9 @@ static int count_of(const char *hay, const char *needle)
 WF_TEST(bench_algos_interleaved, 120)
 {
     char *out = bench("broadcast -n 3 -b 8 -e 64K -f 64 -w 1 -r 3 --csv "
-                      "--root 1 --algos tree,ring,auto", 0);
+                      "--root 1 --sync --algos tree,ring,auto", 0);
     ASSERT_EQ(check_csv(out, 1.0), 18); /* 3 sizes × 2 variants × 3 */
+    ASSERT_EQ(count_of(out, ",float,none,1,sync,"), 18);
     ASSERT_EQ(count_of(out, "\nbroadcast,auto,tree,3,"), 6);
     ASSERT_EQ(count_of(out, "\nbroadcast,auto,ring,3,"), 6);
     ASSERT_EQ(count_of(out, "\nbroadcast,auto,auto,3,"), 6);
