@@ -58,7 +58,7 @@ typedef struct {
      * 0 without the option); the names point into algos_buf. */
     int nalgos;
     const char *algo_names[BENCH_MAX_ALGOS];
-    char *algos_buf;
+    char algos_buf[BENCH_MAX_ALGOS * 32];
 } bench_opts_t;
 
 struct bench_coll;

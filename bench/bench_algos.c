@@ -27,30 +27,22 @@
 
 bool bench_algos_parse(const char *list, bench_opts_t *o)
 {
-    char *copy = strdup(list), *save = NULL;
-    int n = 0;
-    if (!copy)
+    char *save = NULL;
+    int n = 0, len = snprintf(o->algos_buf, sizeof(o->algos_buf), "%s",
+                              list);
+    if (len < 0 || (size_t)len >= sizeof(o->algos_buf))
         return false;
-    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",",
-                                                               &save)) {
-        if (n == BENCH_MAX_ALGOS || strchr(t, ':') || strchr(t, '=')) {
-            free(copy);
+    for (char *t = strtok_r(o->algos_buf, ",", &save); t;
+         t = strtok_r(NULL, ",", &save)) {
+        if (n == BENCH_MAX_ALGOS || strchr(t, ':') || strchr(t, '='))
             return false;
-        }
         for (int k = 0; k < n; k++)
-            if (strcmp(o->algo_names[k], t) == 0) {
-                free(copy);
+            if (strcmp(o->algo_names[k], t) == 0)
                 return false;
-            }
         o->algo_names[n++] = t;
     }
-    if (n < 2) { /* one algorithm is -a */
-        free(copy);
-        return false;
-    }
-    o->nalgos = n;
-    o->algos_buf = copy; /* the names point into it */
-    return true;
+    o->nalgos = n >= 2 ? n : 0; /* one algorithm is -a's job */
+    return n >= 2;
 }
 
 /* The stem of the algorithms' job ids, the same on every rank. */
