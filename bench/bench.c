@@ -217,17 +217,22 @@ static int check_ranks(const bench_ctx_t *c)
     return what ? 2 : 0;
 }
 
-static int run_rank(const bench_opts_t *o)
+void bench_comm_config(const bench_opts_t *o, char *config, size_t len)
 {
-    char config[512];
     /* -a NAME names this collective's algorithm, so a name it does not
      * have is refused ("unsupported") instead of falling back to auto. */
     bool per_coll = strcmp(o->algo, "auto") != 0 && !strchr(o->algo, ':') &&
                     strcmp(o->coll, "sendrecv") != 0 &&
                     strcmp(o->coll, "latency") != 0;
-    snprintf(config, sizeof(config), "WEFT_ALGO=%s%s%s,WEFT_TRANSPORT=%s",
+    snprintf(config, len, "WEFT_ALGO=%s%s%s,WEFT_TRANSPORT=%s",
              per_coll ? o->coll : "", per_coll ? ":" : "", o->algo,
              o->transport);
+}
+
+static int run_rank(const bench_opts_t *o)
+{
+    char config[512];
+    bench_comm_config(o, config, sizeof(config));
     weft_comm_params_t p = {.field_mask = WEFT_COMM_PARAM_CONFIG,
                             .config = config};
     bench_ctx_t c = {.o = o, .coll = bench_coll_find(o->coll)};

@@ -164,6 +164,11 @@ const char *bench_coll_names(void);
 double bench_factor_one(const bench_ctx_t *c);
 double bench_factor_n1n(const bench_ctx_t *c);
 
+/* bench.c: the communicator's config string for o->algo and
+ * o->transport (WEFT_ALGO=COLL:NAME, so a name the collective lacks is
+ * refused). */
+void bench_comm_config(const bench_opts_t *o, char *config, size_t len);
+
 /* bench_algos.c: parses the --algos list into o (false: fewer than 2,
  * more than BENCH_MAX_ALGOS, repeated or malformed names); creates and
  * destroys the algorithms' communicators (collective over the world). */

@@ -69,16 +69,13 @@ weft_status_t bench_algos_open(const bench_ctx_t *world, bench_algos_t *a)
     for (int k = 0; st == WEFT_OK && k < o->nalgos; k++) {
         const char *name = o->algo_names[k];
         char config[512], job[STEM_LEN + 16];
-        bool per_coll = strcmp(name, "auto") != 0;
-        snprintf(config, sizeof(config), "WEFT_ALGO=%s%s%s,WEFT_TRANSPORT=%s",
-                 per_coll ? o->coll : "", per_coll ? ":" : "", name,
-                 o->transport);
+        a->opts[k] = *o;
+        a->opts[k].algo = name;
+        bench_comm_config(&a->opts[k], config, sizeof(config));
         snprintf(job, sizeof(job), "%s-%d", stem, k);
         weft_comm_params_t p = {
             .field_mask = WEFT_COMM_PARAM_CONFIG | WEFT_COMM_PARAM_JOB_ID,
             .config = config, .job_id = job};
-        a->opts[k] = *o;
-        a->opts[k].algo = name;
         a->ctx[k] = *world;
         a->ctx[k].o = &a->opts[k];
         st = weft_comm_create(&p, &a->ctx[k].comm);

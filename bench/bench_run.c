@@ -225,22 +225,22 @@ static void run_row(const bench_ctx_t *c, bench_bufs_t *b, size_t total,
     bench_result_t out[BENCH_MAX_ALGOS], in[BENCH_MAX_ALGOS];
     char label[96];
     row_sizes(c, total, &count, &ns, &nr);
+    size_t bytes = (ns > nr ? ns : nr) * es;
     snprintf(label, sizeof(label), "%s %zu B (%d/%d) out-of-place",
-             c->coll->name, (ns > nr ? ns : nr) * es, index + 1, nrows);
+             c->coll->name, bytes, index + 1, nrows);
     run_variant(c, b, b->send, b->recv, false, count, nr * es, label, out);
     if (c->coll->has_in_place) {
         void *send = b->send, *recv = b->send;
         if (c->coll->in_place)
             c->coll->in_place(c, b->send, count, &send, &recv);
         snprintf(label, sizeof(label), "%s %zu B (%d/%d) in-place",
-                 c->coll->name, (ns > nr ? ns : nr) * es, index + 1, nrows);
+                 c->coll->name, bytes, index + 1, nrows);
         run_variant(c, b, send, recv, true, count, nr * es, label, in);
     }
     for (int k = 0; k < nrun; k++) {
         bench_row_t *row = &rows[k];
-        *row = (bench_row_t){.bytes = (ns > nr ? ns : nr) * es,
-                             .count = count, .has_in = c->coll->has_in_place,
-                             .out = out[k]};
+        *row = (bench_row_t){.bytes = bytes, .count = count,
+                             .has_in = c->coll->has_in_place, .out = out[k]};
         finish_bw(&run[k], row, &row->out);
         if (row->has_in) {
             row->in = in[k];
