@@ -104,6 +104,11 @@ weft_status_t cu_set_device(int device)
     return check("cudaSetDevice", cudaSetDevice(device));
 }
 
+weft_status_t cu_get_device(int *device)
+{
+    return check("cudaGetDevice", cudaGetDevice(device));
+}
+
 /* cudaMalloc or cudaMallocHost.  Zero bytes get one, as in the fake
  * layer: a distinct non-NULL pointer that the matching free takes back. */
 weft_status_t alloc_with(cudaError_t (*fn)(void **, size_t), const char *call,
@@ -369,6 +374,35 @@ weft_status_t cu_dmabuf_fd(const void *ptr, size_t len, int *fd,
     return WEFT_OK;
 }
 
+/* cudaStreamLegacy, not 0: in a program built with per-thread default
+ * streams, 0 would name the calling thread's stream alone.  The legacy
+ * stream waits for every blocking stream, per-thread ones included. */
+weft_status_t cu_mark_default_stream(int device, wf_dev_event_t *event)
+{
+    int current = -1;
+    cudaError_t err = cudaGetDevice(&current);
+    if (err != cudaSuccess)
+        return fail("cudaGetDevice", err);
+    if (device >= 0 && device != current &&
+        (err = cudaSetDevice(device)) != cudaSuccess)
+        return fail("cudaSetDevice", err);
+    cudaEvent_t ev = nullptr;
+    const char *call = "cudaEventCreateWithFlags";
+    err = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    if (err == cudaSuccess) {
+        call = "cudaEventRecord on the legacy default stream";
+        err = cudaEventRecord(ev, cudaStreamLegacy);
+        if (err != cudaSuccess)
+            (void)cudaEventDestroy(ev);
+    }
+    if (device >= 0 && device != current)
+        (void)cudaSetDevice(current);
+    if (err != cudaSuccess)
+        return fail(call, err);
+    *event = ev;
+    return WEFT_OK;
+}
+
 } /* namespace */
 
 /* Exported whatever the visibility default of the build: dev_load.c looks
@@ -379,6 +413,7 @@ const wf_dev_ops_t wf_cuda_dev_ops = {
     .name = "cuda",
     .memtype = cu_memtype,
     .set_device = cu_set_device,
+    .get_device = cu_get_device,
     .alloc = cu_alloc,
     .free = cu_free,
     .alloc_pinned = cu_alloc_pinned,
@@ -397,4 +432,5 @@ const wf_dev_ops_t wf_cuda_dev_ops = {
     .avg_finish = cu_avg_finish,
     .last_error = cu_last_error,
     .dmabuf_fd = cu_dmabuf_fd,
+    .mark_default_stream = cu_mark_default_stream,
 };

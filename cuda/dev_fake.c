@@ -154,12 +154,18 @@ typedef struct work {
 } work_t;
 
 typedef struct fake_stream {
+    struct fake_stream *next_stream; /* all_streams */
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t cond;
     work_t *head, *tail;
+    bool running; /* a work item taken off the queue is running */
     bool stop;
 } fake_stream_t;
+
+/* Every stream, for the implicit synchronization of allocations. */
+static fake_stream_t *all_streams;
+static pthread_mutex_t all_streams_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* A device reduction: unscramble the operands, reduce with the host table
  * (the real kernels give its results bit for bit), scramble the result. */
@@ -236,10 +242,12 @@ static void *stream_main(void *arg)
         s->head = w->next;
         if (!s->head)
             s->tail = NULL;
+        s->running = true;
         pthread_mutex_unlock(&s->lock);
         run(w);
         free(w);
         pthread_mutex_lock(&s->lock);
+        s->running = false;
     }
     pthread_mutex_unlock(&s->lock);
     return NULL;
@@ -275,6 +283,10 @@ static weft_status_t fake_stream_create(wf_dev_stream_t *stream)
         free(s);
         return WEFT_ERR_SYSTEM;
     }
+    pthread_mutex_lock(&all_streams_lock);
+    s->next_stream = all_streams;
+    all_streams = s;
+    pthread_mutex_unlock(&all_streams_lock);
     *stream = s;
     return WEFT_OK;
 }
@@ -285,6 +297,14 @@ static void fake_stream_destroy(wf_dev_stream_t stream)
     fake_stream_t *s = stream;
     if (!s)
         return;
+    pthread_mutex_lock(&all_streams_lock);
+    for (fake_stream_t **link = &all_streams; *link;
+         link = &(*link)->next_stream)
+        if (*link == s) {
+            *link = s->next_stream;
+            break;
+        }
+    pthread_mutex_unlock(&all_streams_lock);
     pthread_mutex_lock(&s->lock);
     s->stop = true;
     pthread_cond_signal(&s->cond);
@@ -387,20 +407,105 @@ static weft_status_t fake_set_device(int device)
     return device == 0 || device == -1 ? WEFT_OK : WEFT_ERR_CUDA;
 }
 
+/* Messages of the ops that fail on their own (allocations, dmabuf_fd). */
+static _Thread_local char fake_err[160] = "no error (fake device)";
+
+static bool streams_idle(void)
+{
+    bool idle = true;
+    pthread_mutex_lock(&all_streams_lock);
+    for (fake_stream_t *s = all_streams; s && idle; s = s->next_stream) {
+        pthread_mutex_lock(&s->lock);
+        idle = !s->head && !s->running;
+        pthread_mutex_unlock(&s->lock);
+    }
+    pthread_mutex_unlock(&all_streams_lock);
+    return idle;
+}
+
+/* A CUDA device or pinned allocation or free may wait for all work on the
+ * device to end first (the CUDA programming guide's "implicit
+ * synchronization").  The fake does the same, so that an allocation made
+ * while a stream waits for the operation that allocates shows here, as
+ * on a GPU; it gives up after 10 s with an error where a GPU hangs. */
+static bool implicit_sync(const char *call)
+{
+    for (int waited_ms = 0; !streams_idle(); waited_ms++) {
+        if (waited_ms >= 10000) {
+            snprintf(fake_err, sizeof(fake_err), "%s: the implicit "
+                     "synchronization waited 10 s for the streams (a "
+                     "GPU would hang here)", call);
+            return false;
+        }
+        nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+    }
+    return true;
+}
+
+static weft_status_t fake_get_device(int *device)
+{
+    *device = 0;
+    return WEFT_OK;
+}
+
 static weft_status_t fake_alloc(size_t bytes, void **ptr)
 {
+    if (!implicit_sync("alloc"))
+        return WEFT_ERR_CUDA;
     *ptr = wf_fake_dev_alloc(bytes);
     return *ptr ? WEFT_OK : WEFT_ERR_NO_MEMORY;
 }
 
 static weft_status_t fake_alloc_pinned(size_t bytes, void **ptr)
 {
+    if (!implicit_sync("alloc_pinned"))
+        return WEFT_ERR_CUDA;
     *ptr = region_add(bytes, WF_MEM_HOST_PINNED);
     return *ptr ? WEFT_OK : WEFT_ERR_NO_MEMORY;
 }
 
-/* Only fake_dmabuf_fd fails with a message of its own. */
-static _Thread_local char fake_err[128] = "no error (fake device)";
+/* A free that could not synchronize still frees, like the void CUDA
+ * ones whose failure only the message tells. */
+static void fake_free(void *ptr)
+{
+    (void)implicit_sync("free");
+    region_remove(ptr);
+}
+
+/* The stand-in for the legacy default stream: one per process, made on
+ * first use and kept (like the CUDA context's), so that work a test
+ * enqueues there before a call is what mark_default_stream orders after. */
+static fake_stream_t *default_stream;
+static pthread_once_t default_once = PTHREAD_ONCE_INIT;
+
+static void default_stream_make(void)
+{
+    wf_dev_stream_t s = NULL;
+    if (fake_stream_create(&s) == WEFT_OK)
+        default_stream = s;
+}
+
+wf_dev_stream_t wf_fake_default_stream(void)
+{
+    pthread_once(&default_once, default_stream_make);
+    return default_stream;
+}
+
+static weft_status_t fake_mark_default_stream(int device,
+                                              wf_dev_event_t *event)
+{
+    wf_dev_stream_t s = wf_fake_default_stream();
+    if (fake_set_device(device) != WEFT_OK || !s)
+        return WEFT_ERR_CUDA;
+    weft_status_t st = fake_event_create(event);
+    if (st != WEFT_OK)
+        return st;
+    st = fake_event_record(*event, s);
+    if (st != WEFT_OK)
+        fake_event_destroy(*event);
+    return st;
+}
+
 
 static const char *fake_last_error(void) { return fake_err; }
 
@@ -426,10 +531,11 @@ const wf_dev_ops_t wf_fake_dev_ops = {
     .name = "fake",
     .memtype = fake_memtype,
     .set_device = fake_set_device,
+    .get_device = fake_get_device,
     .alloc = fake_alloc,
-    .free = region_remove,
+    .free = fake_free,
     .alloc_pinned = fake_alloc_pinned,
-    .free_pinned = region_remove,
+    .free_pinned = fake_free,
     .stream_create = fake_stream_create,
     .stream_destroy = fake_stream_destroy,
     .event_create = fake_event_create,
@@ -444,4 +550,5 @@ const wf_dev_ops_t wf_fake_dev_ops = {
     .avg_finish = fake_avg_finish,
     .last_error = fake_last_error,
     .dmabuf_fd = fake_dmabuf_fd,
+    .mark_default_stream = fake_mark_default_stream,
 };

@@ -43,8 +43,8 @@ typedef enum {
 typedef void *wf_dev_stream_t;
 typedef void *wf_dev_event_t;
 
-/* 3: dmabuf_fd appended. */
-#define WF_DEV_OPS_VERSION 3
+/* 3: dmabuf_fd appended.  4: get_device and mark_default_stream. */
+#define WF_DEV_OPS_VERSION 4
 
 typedef struct wf_dev_ops {
     int version; /* WF_DEV_OPS_VERSION: checked by the loader */
@@ -57,6 +57,8 @@ typedef struct wf_dev_ops {
     /* Makes `device` current for the calling thread (the engine's threads
      * follow the device of the buffers they work on). */
     weft_status_t (*set_device)(int device);
+    /* The calling thread's current device (to restore after set_device). */
+    weft_status_t (*get_device)(int *device);
     /* Device memory on the current device (scratch of device operations). */
     weft_status_t (*alloc)(size_t bytes, void **ptr);
     void (*free)(void *ptr);
@@ -116,6 +118,17 @@ typedef struct wf_dev_ops {
      * WEFT_ERR_UNSUPPORTED where the driver cannot. */
     weft_status_t (*dmabuf_fd)(const void *ptr, size_t len, int *fd,
                                uint64_t *offset);
+
+    /* ---- the application's own order (version 4) ----------------------- */
+    /* A new event, recorded on `device`'s legacy default stream from the
+     * calling thread: the point that the work the application enqueued
+     * before (on that stream, and on the blocking streams it waits for)
+     * reaches.  The calling thread's current device is left as it was.
+     * A call without a stream makes the engine's stream wait for it
+     * before touching the buffers, so that cudaMemset, kernels, and
+     * cudaMemcpy from pageable memory (which returns before its copy has
+     * landed) on the default stream are seen, as a CUDA user expects. */
+    weft_status_t (*mark_default_stream)(int device, wf_dev_event_t *event);
 } wf_dev_ops_t;
 
 /* libweft_cuda.so's table (dev_cuda.cu). */
@@ -159,6 +172,9 @@ void wf_fake_dev_free(void *ptr);
  * and read it with these, as they would with cudaMemcpy. */
 void wf_fake_dev_write(void *dev_dst, const void *host_src, size_t bytes);
 void wf_fake_dev_read(void *host_dst, const void *dev_src, size_t bytes);
+/* The fake's stand-in for the legacy default stream (mark_default_stream
+ * records on it): tests enqueue a slow "kernel" there before a call. */
+wf_dev_stream_t wf_fake_default_stream(void);
 
 /* Whether this build can operate on device memory at all. */
 int wf_cuda_available(void);

@@ -165,6 +165,38 @@ static weft_status_t attach_stream(const call_t *k, struct weft_request *req)
     return wf_stream_attach(dev, req, k->stream);
 }
 
+/* A call on device buffers without a stream starts after the work the
+ * application enqueued on the default stream before it (weft_cuda.h). */
+static weft_status_t mark_default_stream(const call_t *k,
+                                         struct weft_request *req)
+{
+    weft_status_t st = req->dev_ops->mark_default_stream(req->dev_ordinal,
+                                                         &req->dev_after);
+    if (st != WEFT_OK) {
+        req->dev_after = NULL;
+        WEFT_WARN(COLL, "%s: ordering after the default stream of GPU %d "
+                  "failed: %s", k->fn, req->dev_ordinal,
+                  req->dev_ops->last_error());
+        return st == WEFT_ERR_NO_MEMORY ? st : WEFT_ERR_CUDA;
+    }
+    return WEFT_OK;
+}
+
+/* A stream-ordered call on device buffers: its staging and scratch are
+ * allocated here, before its stream waits for it (engine.h). */
+static weft_status_t reserve_device_memory(wf_comm_impl_t *c, const call_t *k,
+                                           struct weft_request *req)
+{
+    weft_status_t st = wf_engine_dev_reserve(c->engine, req);
+    if (st != WEFT_OK)
+        WEFT_WARN(COLL, "%s: reserving staging and scratch memory on GPU %d "
+                  "failed: %s", k->fn, req->dev_ordinal,
+                  st == WEFT_ERR_INVALID_ARG
+                      ? "the communicator works on another GPU"
+                      : req->dev_ops->last_error());
+    return st;
+}
+
 /* Builds the plan and submits it; *out gets the request on success. */
 static weft_status_t launch(wf_comm_impl_t *c, const call_t *k,
                             const wf_coll_args_t *a, const wf_dev_ops_t *dev,
@@ -187,11 +219,19 @@ static weft_status_t launch(wf_comm_impl_t *c, const call_t *k,
                                       &req->built), st, err);
     req->algo = req->built->algo;
     req->plan = &req->built->plan;
+    if (k->stream && dev)
+        WEFT_CHECK_GOTO(reserve_device_memory(c, k, req), st, err);
     if (k->stream)
-        WEFT_CHECK_GOTO(attach_stream(k, req), st, err);
-    WEFT_CHECK_GOTO(wf_engine_submit(c->engine, req, !k->blocking), st, err);
+        WEFT_CHECK_GOTO(attach_stream(k, req), st, err_reserved);
+    else if (dev)
+        WEFT_CHECK_GOTO(mark_default_stream(k, req), st, err);
+    WEFT_CHECK_GOTO(wf_engine_submit(c->engine, req, !k->blocking), st,
+                    err_reserved);
     *out = req;
     return WEFT_OK;
+err_reserved:
+    if (k->stream && dev)
+        wf_engine_dev_reserve_cancel(c->engine, req);
 err:
     wf_req_release(req);
     return st;

@@ -54,6 +54,10 @@ struct weft_request {
      * dev_ordinal), else NULL: the engine stages them (exec_dev.c). */
     const wf_dev_ops_t *dev_ops;
     int dev_ordinal;
+    /* A call without a stream: the application's default stream at the
+     * call (mark_default_stream), which the engine's stream waits for
+     * before its first device work for this request; NULL once it does. */
+    wf_dev_event_t dev_after;
     uint64_t seq;             /* operation number: collectives or p2p pair */
     uint64_t deadline_ms;
     wf_built_plan_t *built;   /* the plan and its index, shared with other
@@ -120,6 +124,16 @@ void wf_engine_destroy(wf_engine_t *engine, bool abort);
  * the engine has failed. */
 weft_status_t wf_engine_submit(wf_engine_t *engine, struct weft_request *req,
                                bool wake_thread);
+
+/* For a stream-ordered request on device buffers, in the caller's thread
+ * before the request is enqueued on its stream: reserves the pinned
+ * staging and device scratch it will use (sched/dev_pool.h: the engine's
+ * thread must not allocate while the stream waits for the request).
+ * _cancel undoes it for a request that will not be submitted. */
+weft_status_t wf_engine_dev_reserve(wf_engine_t *engine,
+                                    struct weft_request *req);
+void wf_engine_dev_reserve_cancel(wf_engine_t *engine,
+                                  const struct weft_request *req);
 
 /* Wakes the progress thread (a gate opened). */
 void wf_engine_kick(wf_engine_t *engine);

@@ -118,6 +118,15 @@ void wf_history_dump(wf_engine_t *e, const char *why);
 /* ---- device state (exec_dev.c) ------------------------------------------ */
 /* Waits for the device work to end and frees the device state. */
 void wf_engine_dev_free(wf_engine_t *e);
+/* Whether device work is enqueued and not yet seen done, under
+ * progress_lock.  Its end wakes no file descriptor, so the runners poll
+ * (yield) rather than sleep in poll() while it is: a nap of even 1 ms per
+ * pipelined chunk would cap a device collective's bandwidth. */
+bool wf_engine_dev_busy(const wf_engine_t *e);
+/* A request ended: what was reserved for it (wf_engine_dev_reserve) goes
+ * back to the pool.  Under progress_lock, for every request that ends,
+ * started or not (its address may be a later request's). */
+void wf_engine_dev_forget(wf_engine_t *e, const struct weft_request *req);
 
 /* ---- stray messages (stray.c), under progress_lock -------------------- */
 /* Fails the communicator with WEFT_ERR_MISMATCH when the transport holds

@@ -139,6 +139,8 @@ static void release_flow_slot(wf_engine_t *e, const struct weft_request *req,
 void wf_exec_free(wf_engine_t *e, struct weft_request *req)
 {
     wf_exec_t *x = req->exec;
+    if (req->dev_ops)
+        wf_engine_dev_forget(e, req);
     if (!x)
         return;
     /* Transfers still posted (the request failed): the transport drops

@@ -19,25 +19,22 @@
  * One stream per engine keeps the device work in issue order; the plan's
  * dependencies decide what may be issued.
  *
- * Staging buffers and events are kept by the engine for the next
- * operation (pinned allocations are expensive); the device layer is
- * cuda/weft_cuda.h's ops table (the real one or the tests' fake).
+ * Staging buffers and device scratch come from the engine's pool
+ * (dev_pool.c), which keeps them for the next operation and, for a
+ * stream-ordered one, has them reserved by the caller: the engine's thread
+ * never allocates while a stream may wait for it.  Events are kept too.
+ * The device layer is cuda/weft_cuda.h's ops table (the real one or the
+ * tests' fake).
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "common.h"
 #include "reduce/reduce.h"
+#include "sched/dev_pool.h"
 #include "sched/exec_impl.h"
 
-#define WF_STAGING_MIN (64 * 1024)
 #define WF_DEV_DRAIN_MS 10000
-
-typedef struct {
-    void *ptr;
-    size_t cap;
-    bool busy;
-} stage_t;
 
 struct wf_engine_dev {
     const wf_dev_ops_t *ops;
@@ -45,16 +42,20 @@ struct wf_engine_dev {
     wf_dev_stream_t stream;
     wf_dev_event_t *free_events;
     uint32_t nfree_events, events_cap;
-    stage_t *stages;
-    uint32_t nstages, stages_cap;
-    void *spare_scratch;
-    uint64_t spare_bytes;
+    wf_dev_pool_t *pool;
+    /* Device work enqueued whose event has not been seen complete. */
+    uint32_t busy_works;
 };
 
-static weft_status_t dev_failed(wf_engine_t *e, const struct weft_request *req,
-                                const char *what, weft_status_t st)
+bool wf_engine_dev_busy(const wf_engine_t *e)
 {
-    const char *why = e->dev ? e->dev->ops->last_error() : "no device layer";
+    return e->dev && e->dev->busy_works > 0;
+}
+
+static weft_status_t failed_why(wf_engine_t *e, const struct weft_request *req,
+                                const char *what, weft_status_t st,
+                                const char *why)
+{
     wf_engine_fail(e, st == WEFT_ERR_NO_MEMORY ? st : WEFT_ERR_CUDA,
                    "%s #%llu on rank %d: %s failed: %s",
                    wf_coll_name(req->args.coll),
@@ -62,28 +63,89 @@ static weft_status_t dev_failed(wf_engine_t *e, const struct weft_request *req,
     return st == WEFT_ERR_NO_MEMORY ? st : WEFT_ERR_CUDA;
 }
 
-/* The engine's device state, made on its first device request; makes
- * the request's GPU current for the calling thread. */
-static wf_engine_dev_t *dev_of(wf_engine_t *e, const struct weft_request *req)
+static weft_status_t dev_failed(wf_engine_t *e, const struct weft_request *req,
+                                const char *what, weft_status_t st)
+{
+    return failed_why(e, req, what, st,
+                      e->dev ? e->dev->ops->last_error() : "no device layer");
+}
+
+/* A pool failure: its own reason (a missing reservation), or the layer's. */
+static weft_status_t pool_failed(wf_engine_t *e, const struct weft_request *req,
+                                 const char *what, weft_status_t st,
+                                 const char *why)
+{
+    return why ? failed_why(e, req, what, WEFT_ERR_INTERNAL, why)
+               : dev_failed(e, req, what, st);
+}
+
+static void event_give(wf_engine_dev_t *d, wf_dev_event_t ev);
+
+/* The engine's stream waits for the application's default stream as the
+ * request was called (req->dev_after), before the request's first device
+ * work.  The event then joins the engine's pool: it is destroyed only
+ * after the stream has drained (the fake layer's wait holds it). */
+static weft_status_t order_after_caller(wf_engine_t *e,
+                                        struct weft_request *req)
 {
     wf_engine_dev_t *d = e->dev;
-    if (!d) {
-        d = calloc(1, sizeof(*d));
-        if (!d)
-            return NULL;
-        d->ops = req->dev_ops;
-        d->device = req->dev_ordinal;
-        e->dev = d;
-        if (d->ops->set_device(d->device) != WEFT_OK ||
-            d->ops->stream_create(&d->stream) != WEFT_OK) {
-            dev_failed(e, req, "creating the engine's stream", WEFT_ERR_CUDA);
-            return NULL;
-        }
+    wf_dev_event_t ev = req->dev_after;
+    req->dev_after = NULL;
+    weft_status_t st = d->ops->stream_wait_event(d->stream, ev);
+    event_give(d, ev);
+    return st == WEFT_OK ? st : dev_failed(e, req, "waiting for the default "
+                                           "stream", st);
+}
+
+/* The engine's device state, made by its first device request (in the
+ * engine's thread, or in a stream-ordered caller's: wf_engine_dev_reserve),
+ * under progress_lock. */
+static wf_engine_dev_t *dev_state(wf_engine_t *e, const wf_dev_ops_t *ops,
+                                  int device)
+{
+    wf_engine_dev_t *d = e->dev;
+    if (d)
         return d;
+    d = calloc(1, sizeof(*d));
+    if (!d || !(d->pool = wf_dev_pool_new(ops, device))) {
+        free(d);
+        return NULL;
     }
-    if (!d->stream || d->ops->set_device(d->device) != WEFT_OK)
+    d->ops = ops;
+    d->device = device;
+    e->dev = d;
+    return d;
+}
+
+/* The engine's device state for a request: makes the request's GPU
+ * current for the calling thread, the engine's stream on first use, and
+ * orders that stream after the request's caller. */
+static wf_engine_dev_t *dev_of(wf_engine_t *e, struct weft_request *req)
+{
+    wf_engine_dev_t *d = dev_state(e, req->dev_ops, req->dev_ordinal);
+    if (!d || d->ops->set_device(d->device) != WEFT_OK)
+        return NULL;
+    if (!d->stream && d->ops->stream_create(&d->stream) != WEFT_OK) {
+        d->stream = NULL;
+        dev_failed(e, req, "creating the engine's stream", WEFT_ERR_CUDA);
+        return NULL;
+    }
+    if (req->dev_after && order_after_caller(e, req) != WEFT_OK)
         return NULL;
     return d;
+}
+
+weft_status_t wf_engine_dev_reserve(wf_engine_t *e, struct weft_request *req)
+{
+    pthread_mutex_lock(&e->progress_lock);
+    wf_engine_dev_t *d = dev_state(e, req->dev_ops, req->dev_ordinal);
+    pthread_mutex_unlock(&e->progress_lock);
+    if (!d)
+        return WEFT_ERR_NO_MEMORY;
+    if (d->ops != req->dev_ops || d->device != req->dev_ordinal)
+        return WEFT_ERR_INVALID_ARG; /* the engine's GPU is another */
+    return wf_dev_pool_reserve(d->pool, &e->progress_lock, req, req->plan,
+                               e->max_inflight);
 }
 
 static weft_status_t event_take(wf_engine_dev_t *d, wf_dev_event_t *ev)
@@ -105,37 +167,10 @@ static void event_give(wf_engine_dev_t *d, wf_dev_event_t ev)
     d->free_events[d->nfree_events++] = ev;
 }
 
-/* The smallest idle staging buffer of at least `bytes`, or a new one. */
-static weft_status_t staging_take(wf_engine_dev_t *d, size_t bytes,
-                                  void **ptr)
-{
-    stage_t *best = NULL;
-    for (uint32_t k = 0; k < d->nstages; k++) {
-        stage_t *s = &d->stages[k];
-        if (!s->busy && s->cap >= bytes && (!best || s->cap < best->cap))
-            best = s;
-    }
-    if (!best) {
-        if (!wf_array_room((void **)&d->stages, &d->stages_cap, d->nstages,
-                           sizeof(*d->stages)))
-            return WEFT_ERR_NO_MEMORY;
-        size_t cap = bytes > WF_STAGING_MIN ? bytes : WF_STAGING_MIN;
-        void *p = NULL;
-        WEFT_CHECK(d->ops->alloc_pinned(cap, &p));
-        best = &d->stages[d->nstages++];
-        *best = (stage_t){.ptr = p, .cap = cap};
-    }
-    best->busy = true;
-    *ptr = best->ptr;
-    return WEFT_OK;
-}
-
 void wf_exec_dev_staging_give(wf_engine_t *e, void *staging)
 {
-    wf_engine_dev_t *d = e->dev;
-    for (uint32_t k = 0; d && staging && k < d->nstages; k++)
-        if (d->stages[k].ptr == staging)
-            d->stages[k].busy = false;
+    if (e->dev)
+        wf_dev_pool_staging_give(e->dev->pool, staging);
 }
 
 weft_status_t wf_exec_dev_recv_staging(wf_engine_t *e,
@@ -145,10 +180,12 @@ weft_status_t wf_exec_dev_recv_staging(wf_engine_t *e,
     wf_engine_dev_t *d = dev_of(e, req);
     if (!d)
         return WEFT_ERR_CUDA;
-    weft_status_t st = staging_take(d, bytes, staging);
+    const char *why = NULL;
+    weft_status_t st = wf_dev_pool_staging_take(d->pool, req, WF_STAGE_RECV,
+                                                bytes, staging, &why);
     return st == WEFT_OK ? st
-                         : dev_failed(e, req, "allocating pinned staging "
-                                      "memory", st);
+                         : pool_failed(e, req, "taking pinned staging "
+                                       "memory", st, why);
 }
 
 weft_status_t wf_exec_dev_scratch(wf_engine_t *e, struct weft_request *req,
@@ -157,30 +194,18 @@ weft_status_t wf_exec_dev_scratch(wf_engine_t *e, struct weft_request *req,
     wf_engine_dev_t *d = dev_of(e, req);
     if (!d)
         return WEFT_ERR_CUDA;
-    if (d->spare_scratch && d->spare_bytes >= bytes) {
-        *ptr = d->spare_scratch;
-        *cap = d->spare_bytes;
-        d->spare_scratch = NULL;
-        return WEFT_OK;
-    }
-    *cap = bytes;
-    weft_status_t st = d->ops->alloc(bytes, ptr);
-    return st == WEFT_OK ? st : dev_failed(e, req, "allocating scratch", st);
+    const char *why = NULL;
+    weft_status_t st = wf_dev_pool_scratch_take(d->pool, req, bytes, ptr,
+                                                cap, &why);
+    return st == WEFT_OK ? st
+                         : pool_failed(e, req, "taking device scratch", st,
+                                       why);
 }
 
 void wf_exec_dev_scratch_give(wf_engine_t *e, void *ptr, uint64_t cap)
 {
-    wf_engine_dev_t *d = e->dev;
-    if (!ptr || !d)
-        return;
-    if (d->spare_scratch && d->spare_bytes >= cap) {
-        d->ops->free(ptr);
-        return;
-    }
-    if (d->spare_scratch)
-        d->ops->free(d->spare_scratch);
-    d->spare_scratch = ptr;
-    d->spare_bytes = cap;
+    if (e->dev)
+        wf_dev_pool_scratch_give(e->dev->pool, ptr, cap);
 }
 
 /* Records an event after the work just enqueued and tracks it for step i. */
@@ -201,6 +226,7 @@ static weft_status_t track(wf_engine_t *e, struct weft_request *req,
         return dev_failed(e, req, "recording an event", st);
     }
     x->dw[x->ndw++] = (wf_devwork_t){i, (uint8_t)kind, ev, staging};
+    d->busy_works++;
     x->state[i] = ST_POSTED;
     return WEFT_OK;
 }
@@ -215,9 +241,11 @@ int wf_exec_dev_send(wf_engine_t *e, struct weft_request *req, uint32_t i)
         return 0; /* bounds the staging memory too */
     WEFT_CHECK(wf_engine_connect(e, s->peer));
     void *staging;
-    weft_status_t st = staging_take(d, s->count, &staging);
+    const char *why = NULL;
+    weft_status_t st = wf_dev_pool_staging_take(d->pool, req, WF_STAGE_SEND,
+                                                s->count, &staging, &why);
     if (st != WEFT_OK)
-        return dev_failed(e, req, "allocating pinned staging memory", st);
+        return pool_failed(e, req, "taking pinned staging memory", st, why);
     st = d->ops->copy(staging, wf_exec_buf(req, s->src), s->count, d->stream);
     if (st == WEFT_OK)
         st = track(e, req, i, DW_STAGE_OUT, staging);
@@ -316,6 +344,8 @@ int wf_exec_dev_poll(wf_engine_t *e, struct weft_request *req,
             *status = dev_failed(e, req, "device work", st);
             return work;
         }
+        if (w->kind != DW_SEND_WAIT)
+            d->busy_works--; /* a SEND_WAIT waits for the transport */
         bool keep = false;
         if (w->kind == DW_STAGE_OUT || w->kind == DW_SEND_WAIT) {
             bool posted;
@@ -350,10 +380,26 @@ void wf_exec_dev_release(wf_engine_t *e, struct weft_request *req)
         const wf_step_t *s = &req->plan->steps[w->step];
         if (w->kind == DW_STAGE_OUT || w->kind == DW_SEND_WAIT)
             e->inflight_send[s->peer]--;
+        if (w->kind != DW_SEND_WAIT)
+            d->busy_works--;
         wf_exec_dev_staging_give(e, w->staging);
         event_give(d, w->event);
     }
     x->ndw = 0;
+}
+
+void wf_engine_dev_forget(wf_engine_t *e, const struct weft_request *req)
+{
+    if (e->dev)
+        wf_dev_pool_release(e->dev->pool, req);
+}
+
+void wf_engine_dev_reserve_cancel(wf_engine_t *e,
+                                  const struct weft_request *req)
+{
+    pthread_mutex_lock(&e->progress_lock);
+    wf_engine_dev_forget(e, req);
+    pthread_mutex_unlock(&e->progress_lock);
 }
 
 /* Waits (bounded) for the engine's device work to end, then frees it:
@@ -376,14 +422,10 @@ void wf_engine_dev_free(wf_engine_t *e)
     }
     for (uint32_t k = 0; k < d->nfree_events; k++)
         d->ops->event_destroy(d->free_events[k]);
-    for (uint32_t k = 0; k < d->nstages; k++)
-        d->ops->free_pinned(d->stages[k].ptr);
-    if (d->spare_scratch)
-        d->ops->free(d->spare_scratch);
+    wf_dev_pool_free(d->pool);
     if (d->stream)
         d->ops->stream_destroy(d->stream);
     free(d->free_events);
-    free(d->stages);
     free(d);
     e->dev = NULL;
 }

@@ -360,6 +360,7 @@ static void *progress_main(void *arg)
         pthread_mutex_lock(&e->progress_lock);
         int work = progress_round(e, &timeout, &exit);
         bool in_flight = e->active_head != NULL; /* read under the lock */
+        bool dev_busy = wf_engine_dev_busy(e);
         pthread_mutex_unlock(&e->progress_lock);
         if (exit)
             break;
@@ -371,7 +372,7 @@ static void *progress_main(void *arg)
          * within microseconds: yield a few rounds before paying for a
          * sleep in poll() and the wake-up after it. */
         idle = work ? 0 : idle + 1;
-        if (!work && in_flight && idle <= WF_IDLE_SPINS)
+        if (!work && in_flight && (idle <= WF_IDLE_SPINS || dev_busy))
             sched_yield();
         else if (!work)
             sleep_until_work(e, timeout, true);
@@ -387,6 +388,7 @@ static void *progress_main(void *arg)
     pthread_mutex_unlock(&e->lock);
     while (left) {
         struct weft_request *next = left->next;
+        wf_engine_dev_forget(e, left);
         wf_history_end(e, left, st);
         wf_req_complete(left, st);
         wf_req_release(left);
@@ -424,6 +426,7 @@ bool wf_engine_drive(wf_engine_t *e, const volatile bool *done,
             return true;
         }
         work = progress_round(e, &timeout, &exit);
+        bool dev_busy = wf_engine_dev_busy(e);
         pthread_mutex_unlock(&e->progress_lock);
         if (exit)
             return false; /* the progress thread finishes what is left */
@@ -435,7 +438,7 @@ bool wf_engine_drive(wf_engine_t *e, const volatile bool *done,
         uint64_t now = until_ms ? wf_time_ms() : 0;
         if (until_ms && now >= until_ms)
             return false; /* the caller has something to look at */
-        if (idle <= WF_IDLE_SPINS) {
+        if (idle <= WF_IDLE_SPINS || dev_busy) {
             sched_yield();
             continue;
         }

@@ -46,6 +46,8 @@ void wf_req_release(struct weft_request *req)
     if (__atomic_sub_fetch(&req->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return;
     wf_built_plan_release(req->built);
+    if (req->dev_after) /* never reached the engine's stream */
+        req->dev_ops->event_destroy(req->dev_after);
     req->magic = 0;
     free(req);
 }

@@ -73,6 +73,7 @@ WF_TEST(cuda_layer_loads_with_every_op, 30)
     ASSERT_TRUE(ops->name && strcmp(ops->name, "cuda") == 0);
     ASSERT_OP(ops, memtype);
     ASSERT_OP(ops, set_device);
+    ASSERT_OP(ops, get_device);
     ASSERT_OP(ops, alloc);
     ASSERT_OP(ops, free);
     ASSERT_OP(ops, alloc_pinned);
@@ -91,6 +92,7 @@ WF_TEST(cuda_layer_loads_with_every_op, 30)
     ASSERT_OP(ops, avg_finish);
     ASSERT_OP(ops, last_error);
     ASSERT_OP(ops, dmabuf_fd);
+    ASSERT_OP(ops, mark_default_stream);
 }
 
 /* A failed op: an error status, the output untouched, and last_error()
@@ -146,6 +148,14 @@ WF_TEST(cuda_layer_fails_cleanly_without_gpu, 30)
     expect_failure(ops, ops->event_create(&event), "cudaEventCreateWithFlags");
     ASSERT_TRUE(event == marker);
     expect_failure(ops, ops->set_device(0), "cudaSetDevice");
+    int current = 7;
+    st = ops->get_device(&current);
+    printf("get_device without a GPU: %s, device %d\n", weft_status_name(st),
+           current);
+    /* No default stream to mark without a device. */
+    expect_failure(ops, ops->mark_default_stream(0, &event),
+                   st == WEFT_OK ? "cudaSetDevice" : "cudaGetDevice");
+    ASSERT_TRUE(event == marker);
     /* The "device" of host memory is no device: nothing to fail. */
     ASSERT_OK(ops->set_device(-1));
     /* No dma-buf of anything without a device: the verbs transport then

@@ -7,6 +7,7 @@
  * (test/coll/test_colls.c).
  */
 #include <string.h>
+#include <unistd.h>
 
 #include "test.h"
 #include "weft_cuda.h"
@@ -136,4 +137,86 @@ WF_TEST(dev_fake_sendrecv_and_mixed_buffers, 60)
     wf_test_run_threads(2, p2p_rank, (void *)wf_test_unique("devp2p"));
     ASSERT_STR_CONTAINS(wf_test_log_text(), "sendbuf is host memory and "
                         "recvbuf is device memory (GPU)");
+}
+
+/* A call on device buffers without a stream starts after the work the
+ * application enqueued on the default stream before it, as after a
+ * cudaMemset or a cudaMemcpy from pageable memory (which returns before
+ * its copy lands): here a slow "kernel" on the fake's default stream
+ * writes the input and poisons the output, and the allreduce is called at
+ * once.  Found on a GPU by make test-gpu: the engine's non-blocking stream
+ * read the input before the application's copy had landed. */
+typedef struct {
+    int32_t *dev_in, *dev_out;
+    const int32_t *in, *poison;
+    size_t bytes;
+} late_io_t;
+
+static void late_fill(void *arg)
+{
+    late_io_t *io = arg;
+    usleep(150000);
+    wf_fake_dev_write(io->dev_in, io->in, io->bytes);
+    wf_fake_dev_write(io->dev_out, io->poison, io->bytes);
+}
+
+static void drain_default_stream(void)
+{
+    const wf_dev_ops_t *d = &wf_fake_dev_ops;
+    wf_dev_event_t ev;
+    ASSERT_OK(d->event_create(&ev));
+    ASSERT_OK(d->event_record(ev, wf_fake_default_stream()));
+    while (d->event_query(ev) == WEFT_INPROGRESS)
+        usleep(1000);
+    d->event_destroy(ev);
+}
+
+static void default_stream_rank(int rank, int size, void *p)
+{
+    enum { N = 40000 };
+    weft_comm_t comm;
+    ASSERT_OK(wf_test_comm_mem(p, rank, size, "WEFT_CHUNK_SIZE=16k",
+                               &comm));
+    size_t bytes = N * sizeof(int32_t);
+    int32_t *in = malloc(bytes), *poison = malloc(bytes), *got = malloc(bytes);
+    for (size_t i = 0; i < N; i++) {
+        in[i] = (int32_t)(i % 1000 + (size_t)rank);
+        poison[i] = -7;
+    }
+    for (int round = 0; round < 2; round++) { /* blocking, then i-form */
+        late_io_t io = {wf_fake_dev_alloc(bytes), wf_fake_dev_alloc(bytes),
+                        in, poison, bytes};
+        ASSERT_OK(wf_fake_dev_ops.host_func(wf_fake_default_stream(),
+                                            late_fill, &io));
+        if (round == 0) {
+            ASSERT_OK(weft_allreduce(io.dev_in, io.dev_out, N, WEFT_INT32,
+                                     WEFT_SUM, comm));
+        } else {
+            weft_request_t rq;
+            ASSERT_OK(weft_iallreduce(io.dev_in, io.dev_out, N, WEFT_INT32,
+                                      WEFT_SUM, comm, &rq));
+            ASSERT_OK(weft_wait(rq));
+            weft_request_free(rq);
+        }
+        wf_fake_dev_read(got, io.dev_out, bytes);
+        /* late_fill has run by now only if the call waited for it; drain
+         * the stream before io goes, so that a failure stays a clean one. */
+        drain_default_stream();
+        for (size_t i = 0; i < N; i++)
+            ASSERT_EQ(got[i], (int32_t)(size * (int)(i % 1000)) +
+                                  size * (size - 1) / 2);
+        wf_fake_dev_free(io.dev_in);
+        wf_fake_dev_free(io.dev_out);
+    }
+    free(in);
+    free(poison);
+    free(got);
+    weft_comm_destroy(comm);
+}
+
+WF_TEST(dev_fake_call_waits_for_default_stream, 60)
+{
+    wf_dev_use_fake(true);
+    wf_test_run_threads(2, default_stream_rank,
+                        (void *)wf_test_unique("devdflt"));
 }

@@ -36,15 +36,16 @@ echo "$probe"
 
 passed=0 failed=0 skipped=0
 # A stuck collective ends in WEFT_ERR_TIMEOUT, not in the outer timeout.
-export WEFT_TIMEOUT=${WEFT_TIMEOUT:-60s}
+export WEFT_TIMEOUT="${WEFT_TIMEOUT:-60s}"
 
 run() { # NAME NRANKS MODE
     log=$logs/$1.log
+    t0=$(date +%s)
     timeout 600 "$weftrun" -n "$2" -l -- "$bin" "$3" >"$log" 2>&1
     rc=$?
     if [ $rc -eq 0 ]; then
         passed=$((passed + 1))
-        echo "ok    $1"
+        echo "ok    $1 ($(($(date +%s) - t0)) s)"
     elif [ $rc -eq 77 ]; then
         skipped=$((skipped + 1))
         echo "skip  $1: $(grep -m1 'skipped:' "$log" | sed 's/.*skipped: //')"

@@ -72,11 +72,11 @@ void wf_test_run_procs(int size, wf_rank_fn fn, void *arg)
                                              : WEXITSTATUS(bad_status));
 }
 
-weft_status_t wf_test_comm_mem(const char *name, int rank, int size,
-                               const char *config, weft_comm_t *comm)
+weft_status_t wf_test_comm_rdv(const char *job, const char *rendezvous,
+                               int rank, int size, const char *config,
+                               weft_comm_t *comm)
 {
-    char uri[256], cfg[1024];
-    snprintf(uri, sizeof(uri), "mem://%s", name);
+    char cfg[1024];
     /* Tests talk over loopback only. */
     snprintf(cfg, sizeof(cfg), "WEFT_SOCKET_IFNAME=lo%s%s",
              config && *config ? "," : "", config ? config : "");
@@ -86,11 +86,19 @@ weft_status_t wf_test_comm_mem(const char *name, int rank, int size,
                       WEFT_COMM_PARAM_JOB_ID,
         .rank = rank,
         .size = size,
-        .rendezvous = uri,
-        .job_id = name,
+        .rendezvous = rendezvous,
+        .job_id = job,
         .config = cfg,
     };
     return weft_comm_create(&p, comm);
+}
+
+weft_status_t wf_test_comm_mem(const char *name, int rank, int size,
+                               const char *config, weft_comm_t *comm)
+{
+    char uri[256];
+    snprintf(uri, sizeof(uri), "mem://%s", name);
+    return wf_test_comm_rdv(name, uri, rank, size, config, comm);
 }
 
 const char *wf_test_unique(const char *base)

@@ -95,8 +95,13 @@ void wf_test_run_threads(int size, wf_rank_fn fn, void *arg);
  * fails the test if any child fails or crashes. */
 void wf_test_run_procs(int size, wf_rank_fn fn, void *arg);
 
-/* Creates a communicator for a thread-rank over the in-memory store
- * "mem://<name>" with extra config overrides (may be NULL). */
+/* Creates a communicator over loopback with extra config overrides (may be
+ * NULL): job `job` at `rendezvous` (processes as ranks: a server from
+ * wf_test_start_rendezvous), or, _mem, for a thread-rank over the
+ * in-memory store "mem://<name>". */
+weft_status_t wf_test_comm_rdv(const char *job, const char *rendezvous,
+                               int rank, int size, const char *config,
+                               weft_comm_t *comm);
 weft_status_t wf_test_comm_mem(const char *name, int rank, int size,
                                const char *config, weft_comm_t *comm);
 
