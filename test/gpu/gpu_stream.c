@@ -51,6 +51,26 @@ static void CUDART_CB stream_delay(void *arg)
     usleep(STREAM_DELAY_US);
 }
 
+/* cudaStreamSynchronize, bounded: a stream the operation never releases
+ * is reported rather than waited for until the outer timeout. */
+#define STREAM_WAIT_S 60
+
+static void wait_stream(cudaStream_t st)
+{
+    for (int ms = 0;; ms++) {
+        cudaError_t e = cudaStreamQuery(st);
+        if (e == cudaSuccess)
+            return;
+        if (e != cudaErrorNotReady)
+            CU_CHECK(e);
+        if (ms >= STREAM_WAIT_S * 1000)
+            gpu_die(__FILE__, __LINE__, "cudaStreamQuery", "the stream "
+                    "has not finished in 60 s: the operation never "
+                    "released it");
+        usleep(1000);
+    }
+}
+
 static void stream_round(weft_comm_t comm, allreduce_stream_fn fn,
                          cudaStream_t st, void *send, void *recv,
                          void *pin_in, void *pin_out)
@@ -69,7 +89,7 @@ static void stream_round(weft_comm_t comm, allreduce_stream_fn fn,
     WEFT_MUST(comm, fn(send, recv, STREAM_COUNT, dt, WEFT_SUM, comm, st));
     CU_CHECK(cudaMemcpyAsync(pin_out, recv, bytes, cudaMemcpyDeviceToHost,
                              st));
-    CU_CHECK(cudaStreamSynchronize(st));
+    wait_stream(st);
 
     /* Every rank's round_val summed: small integers, exact in float32. */
     float *want = malloc(bytes);
@@ -107,8 +127,10 @@ int gpu_stream_main(weft_comm_t comm)
     CU_CHECK(cudaMalloc(&recv, bytes));
     CU_CHECK(cudaMallocHost(&pin_in, bytes));
     CU_CHECK(cudaMallocHost(&pin_out, bytes));
-    /* Round 0's send buffer starts as poison too. */
-    CU_CHECK(cudaMemset(send, 0xa5, bytes));
+    /* Round 0's send buffer starts as poison too: on the stream, since
+     * a cudaMemset on the legacy default stream would race with the
+     * non-blocking stream's copies. */
+    CU_CHECK(cudaMemsetAsync(send, 0xa5, bytes, st));
     for (round_no = 0; round_no < STREAM_ROUNDS; round_no++)
         stream_round(comm, fn, st, send, recv, pin_in, pin_out);
     CU_CHECK(cudaStreamDestroy(st));

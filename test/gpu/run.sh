@@ -37,11 +37,15 @@ echo "$probe"
 passed=0 failed=0 skipped=0
 # A stuck collective ends in WEFT_ERR_TIMEOUT, not in the outer timeout.
 export WEFT_TIMEOUT="${WEFT_TIMEOUT:-60s}"
+# Each run's limit: every run takes seconds, and GPU time is scarce, so a
+# hang (the process stuck inside CUDA, where no timeout of weft's fires)
+# costs this much, not minutes.
+run_limit=${GPU_RUN_LIMIT:-150}
 
 run() { # NAME NRANKS MODE
     log=$logs/$1.log
     t0=$(date +%s)
-    timeout 600 "$weftrun" -n "$2" -l -- "$bin" "$3" >"$log" 2>&1
+    timeout "$run_limit" "$weftrun" -n "$2" -l -- "$bin" "$3" >"$log" 2>&1
     rc=$?
     if [ $rc -eq 0 ]; then
         passed=$((passed + 1))
