@@ -52,15 +52,18 @@ bool wf_engine_dev_busy(const wf_engine_t *e)
     return e->dev && e->dev->busy_works > 0;
 }
 
+/* Fails the engine: out of memory and weft's own bugs keep their status,
+ * anything else is the device's (WEFT_ERR_CUDA). */
 static weft_status_t failed_why(wf_engine_t *e, const struct weft_request *req,
                                 const char *what, weft_status_t st,
                                 const char *why)
 {
-    wf_engine_fail(e, st == WEFT_ERR_NO_MEMORY ? st : WEFT_ERR_CUDA,
-                   "%s #%llu on rank %d: %s failed: %s",
+    if (st != WEFT_ERR_NO_MEMORY && st != WEFT_ERR_INTERNAL)
+        st = WEFT_ERR_CUDA;
+    wf_engine_fail(e, st, "%s #%llu on rank %d: %s failed: %s",
                    wf_coll_name(req->args.coll),
                    (unsigned long long)req->seq, e->rank, what, why);
-    return st == WEFT_ERR_NO_MEMORY ? st : WEFT_ERR_CUDA;
+    return st;
 }
 
 static weft_status_t dev_failed(wf_engine_t *e, const struct weft_request *req,
