@@ -88,6 +88,19 @@ static int csv_split(const char *line, char fields[][256], int max)
     return n;
 }
 
+/* A line of the merged output that is not a CSV row: the launcher's
+ * notes, weft's log ("host:pid:tid [rank] weft LEVEL ...") and the
+ * sanitizers' ("==pid==..."). */
+static bool is_csv_row(const char *line)
+{
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    if (strncmp(line, "weft-bench: ", 12) == 0 || strncmp(line, "==", 2) == 0)
+        return false;
+    const char *log = strstr(line, "] weft ");
+    return !log || (size_t)(log - line) >= len;
+}
+
 /* The data rows of a --csv output (after its header line). */
 static int csv_rows(const char *out, csv_row_t *rows, int max)
 {
@@ -99,9 +112,14 @@ static int csv_rows(const char *out, csv_row_t *rows, int max)
         line++;
         /* The launcher's own notes ("weft-bench: rank 1 exited with code
          * 1; stopping the other ranks") share the output; their place
-         * among the rows depends on timing (seen under TSan). */
-        if (strncmp(line, "weft-bench: ", 12) == 0) {
-            line = strchr(line, '\n');
+         * among the rows depends on timing (seen under TSan).  So do
+         * log lines, weft's and a sanitizer's (a one-field row under ASan
+         * in CI); they are shown, not parsed. */
+        if (!is_csv_row(line)) {
+            const char *end = strchr(line, '\n');
+            fprintf(stderr, "(not a row) %.*s\n",
+                    (int)(end ? end - line : (long)strlen(line)), line);
+            line = end;
             continue;
         }
         csv_row_t *r = &rows[n++];
