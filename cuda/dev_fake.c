@@ -506,7 +506,6 @@ static weft_status_t fake_mark_default_stream(int device,
     return st;
 }
 
-
 static const char *fake_last_error(void) { return fake_err; }
 
 /* A stand-in fd (/dev/null) for fake device memory, so the verbs

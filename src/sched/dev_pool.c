@@ -183,14 +183,22 @@ weft_status_t wf_dev_pool_scratch_take(wf_dev_pool_t *p, const void *owner,
     return p->ops->alloc(bytes, ptr);
 }
 
-static void retire(wf_dev_pool_t *p, void *ptr, uint64_t cap)
+/* Appends a scratch entry (owner NULL: retired); false when the list
+ * cannot grow. */
+static bool scratch_add(wf_dev_pool_t *p, void *ptr, uint64_t cap,
+                        const void *owner)
 {
     if (!wf_array_room((void **)&p->scratch, &p->scratch_cap, p->nscratch,
-                       sizeof(*p->scratch))) {
+                       sizeof(*p->scratch)))
+        return false;
+    p->scratch[p->nscratch++] = (struct scratch){ptr, cap, owner};
+    return true;
+}
+
+static void retire(wf_dev_pool_t *p, void *ptr, uint64_t cap)
+{
+    if (!scratch_add(p, ptr, cap, NULL))
         p->ops->free(ptr); /* out of host memory: better than a leak */
-        return;
-    }
-    p->scratch[p->nscratch++] = (struct scratch){ptr, cap, NULL};
 }
 
 void wf_dev_pool_scratch_give(wf_dev_pool_t *p, void *ptr, uint64_t cap)
@@ -320,10 +328,7 @@ weft_status_t wf_dev_pool_reserve(wf_dev_pool_t *p, pthread_mutex_t *lock,
     pthread_mutex_lock(lock);
     reserve_idle(p, owner, &nd);
     if (!scratch_ok && p->spare && p->spare_bytes >= plan->scratch_bytes &&
-        wf_array_room((void **)&p->scratch, &p->scratch_cap, p->nscratch,
-                      sizeof(*p->scratch))) {
-        p->scratch[p->nscratch++] =
-            (struct scratch){p->spare, p->spare_bytes, owner};
+        scratch_add(p, p->spare, p->spare_bytes, owner)) {
         p->spare = NULL;
         scratch_ok = true;
     }
@@ -359,11 +364,7 @@ weft_status_t wf_dev_pool_reserve(wf_dev_pool_t *p, pthread_mutex_t *lock,
                                        owner);
         st = st == WEFT_OK ? added : st;
     }
-    if (scratch && wf_array_room((void **)&p->scratch, &p->scratch_cap,
-                                 p->nscratch, sizeof(*p->scratch)))
-        p->scratch[p->nscratch++] =
-            (struct scratch){scratch, plan->scratch_bytes, owner};
-    else if (scratch)
+    if (scratch && !scratch_add(p, scratch, plan->scratch_bytes, owner))
         drop = scratch, st = WEFT_ERR_NO_MEMORY;
     if (st != WEFT_OK)
         wf_dev_pool_release(p, owner);
