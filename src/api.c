@@ -365,126 +365,55 @@ WEFT_API weft_status_t weft_recv(void *buf, size_t count, weft_dtype_t dtype,
     return run(comm, &k);
 }
 
-/* The other collectives: each a blocking call and its non-blocking twin. */
+/* The other collectives: each a non-blocking call and its blocking twin,
+ * from one parameter list (without the request).  The blocking form starts
+ * its request as blocking, as weft_allreduce does: the caller drives the
+ * engine in weft_wait, so waking the progress thread for it would only
+ * put a third thread on the cores (every call, when these forms went
+ * through their non-blocking twins). */
+#define WF_PARAMS(...) __VA_ARGS__
 #define COLL_PAIR(name, coll_, params, sb_, rb_, count_, dtype_, op_, root_)   \
-    WEFT_API weft_status_t weft_i##name params                                 \
+    WEFT_API weft_status_t weft_i##name(WF_PARAMS params,                      \
+                                        weft_request_t *req)                   \
     {                                                                          \
         call_t k = CALL("weft_i" #name, coll_, sb_, rb_, count_, dtype_, op_,  \
                         root_, -1);                                            \
         return wf_api_start(comm, &k, req);                                    \
+    }                                                                          \
+    WEFT_API weft_status_t weft_##name(WF_PARAMS params)                       \
+    {                                                                          \
+        call_t k = CALL("weft_" #name, coll_, sb_, rb_, count_, dtype_, op_,   \
+                        root_, -1);                                            \
+        return run(comm, &k);                                                  \
     }
 
 COLL_PAIR(broadcast, WF_COLL_BROADCAST,
           (const void *sendbuf, void *recvbuf, size_t count,
-           weft_dtype_t dtype, int root, weft_comm_t comm,
-           weft_request_t *req),
+           weft_dtype_t dtype, int root, weft_comm_t comm),
           sendbuf, recvbuf, count, dtype, 0, root)
 COLL_PAIR(reduce, WF_COLL_REDUCE,
           (const void *sendbuf, void *recvbuf, size_t count,
-           weft_dtype_t dtype, weft_op_t op, int root, weft_comm_t comm,
-           weft_request_t *req),
+           weft_dtype_t dtype, weft_op_t op, int root, weft_comm_t comm),
           sendbuf, recvbuf, count, dtype, op, root)
 COLL_PAIR(allgather, WF_COLL_ALLGATHER,
           (const void *sendbuf, void *recvbuf, size_t sendcount,
-           weft_dtype_t dtype, weft_comm_t comm, weft_request_t *req),
+           weft_dtype_t dtype, weft_comm_t comm),
           sendbuf, recvbuf, sendcount, dtype, 0, -1)
 COLL_PAIR(reduce_scatter, WF_COLL_REDUCE_SCATTER,
           (const void *sendbuf, void *recvbuf, size_t recvcount,
-           weft_dtype_t dtype, weft_op_t op, weft_comm_t comm,
-           weft_request_t *req),
+           weft_dtype_t dtype, weft_op_t op, weft_comm_t comm),
           sendbuf, recvbuf, recvcount, dtype, op, -1)
 COLL_PAIR(alltoall, WF_COLL_ALLTOALL,
           (const void *sendbuf, void *recvbuf, size_t count,
-           weft_dtype_t dtype, weft_comm_t comm, weft_request_t *req),
+           weft_dtype_t dtype, weft_comm_t comm),
           sendbuf, recvbuf, count, dtype, 0, -1)
-COLL_PAIR(barrier, WF_COLL_BARRIER, (weft_comm_t comm, weft_request_t *req),
-          NULL, NULL, 0, WEFT_UINT8, 0, -1)
+COLL_PAIR(barrier, WF_COLL_BARRIER, (weft_comm_t comm), NULL, NULL, 0,
+          WEFT_UINT8, 0, -1)
 COLL_PAIR(gather, WF_COLL_GATHER,
           (const void *sendbuf, void *recvbuf, size_t sendcount,
-           weft_dtype_t dtype, int root, weft_comm_t comm,
-           weft_request_t *req),
+           weft_dtype_t dtype, int root, weft_comm_t comm),
           sendbuf, recvbuf, sendcount, dtype, 0, root)
 COLL_PAIR(scatter, WF_COLL_SCATTER,
           (const void *sendbuf, void *recvbuf, size_t recvcount,
-           weft_dtype_t dtype, int root, weft_comm_t comm,
-           weft_request_t *req),
+           weft_dtype_t dtype, int root, weft_comm_t comm),
           sendbuf, recvbuf, recvcount, dtype, 0, root)
-
-/* Blocking forms: the twin, then wait. */
-
-WEFT_API weft_status_t weft_broadcast(const void *sendbuf, void *recvbuf,
-                                      size_t count, weft_dtype_t dtype,
-                                      int root, weft_comm_t comm)
-{
-    weft_request_t r = NULL;
-    weft_status_t st = weft_ibroadcast(sendbuf, recvbuf, count, dtype, root,
-                                     comm, &r);
-    return wait_free(st, r);
-}
-
-WEFT_API weft_status_t weft_reduce(const void *sendbuf, void *recvbuf,
-                                   size_t count, weft_dtype_t dtype,
-                                   weft_op_t op, int root, weft_comm_t comm)
-{
-    weft_request_t r = NULL;
-    weft_status_t st = weft_ireduce(sendbuf, recvbuf, count, dtype, op, root,
-                                  comm, &r);
-    return wait_free(st, r);
-}
-
-WEFT_API weft_status_t weft_allgather(const void *sendbuf, void *recvbuf,
-                                      size_t sendcount, weft_dtype_t dtype,
-                                      weft_comm_t comm)
-{
-    weft_request_t r = NULL;
-    weft_status_t st = weft_iallgather(sendbuf, recvbuf, sendcount, dtype, comm,
-                                     &r);
-    return wait_free(st, r);
-}
-
-WEFT_API weft_status_t weft_reduce_scatter(const void *sendbuf, void *recvbuf,
-                                           size_t recvcount,
-                                           weft_dtype_t dtype, weft_op_t op,
-                                           weft_comm_t comm)
-{
-    weft_request_t r = NULL;
-    weft_status_t st = weft_ireduce_scatter(sendbuf, recvbuf, recvcount, dtype,
-                                          op, comm, &r);
-    return wait_free(st, r);
-}
-
-WEFT_API weft_status_t weft_alltoall(const void *sendbuf, void *recvbuf,
-                                     size_t count, weft_dtype_t dtype,
-                                     weft_comm_t comm)
-{
-    weft_request_t r = NULL;
-    weft_status_t st = weft_ialltoall(sendbuf, recvbuf, count, dtype, comm, &r);
-    return wait_free(st, r);
-}
-
-WEFT_API weft_status_t weft_barrier(weft_comm_t comm)
-{
-    weft_request_t r = NULL;
-    weft_status_t st = weft_ibarrier(comm, &r);
-    return wait_free(st, r);
-}
-
-WEFT_API weft_status_t weft_gather(const void *sendbuf, void *recvbuf,
-                                   size_t sendcount, weft_dtype_t dtype,
-                                   int root, weft_comm_t comm)
-{
-    weft_request_t r = NULL;
-    weft_status_t st = weft_igather(sendbuf, recvbuf, sendcount, dtype, root,
-                                  comm, &r);
-    return wait_free(st, r);
-}
-
-WEFT_API weft_status_t weft_scatter(const void *sendbuf, void *recvbuf,
-                                    size_t recvcount, weft_dtype_t dtype,
-                                    int root, weft_comm_t comm)
-{
-    weft_request_t r = NULL;
-    weft_status_t st = weft_iscatter(sendbuf, recvbuf, recvcount, dtype, root,
-                                   comm, &r);
-    return wait_free(st, r);
-}

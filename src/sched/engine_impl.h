@@ -41,6 +41,7 @@ struct wf_engine {
     pthread_t thread;
     bool thread_started;
     int wake_fd;
+    uint64_t wakes; /* writes to wake_fd (atomic): the tests count them */
 
     /* Whoever holds progress_lock runs progress rounds: the progress
      * thread, or a caller waiting in weft_wait/weft_test.  Letting the

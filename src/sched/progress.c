@@ -35,6 +35,7 @@
 static void wake(wf_engine_t *e)
 {
     uint64_t one = 1;
+    __atomic_add_fetch(&e->wakes, 1, __ATOMIC_RELAXED);
     ssize_t r = write(e->wake_fd, &one, sizeof(one));
     (void)r; /* a full counter already means "wake up" */
 }
