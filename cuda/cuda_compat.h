@@ -24,6 +24,14 @@
     kernel<<<(grid), (block), 0, (cudaStream_t)(stream)>>>(__VA_ARGS__)
 #define WF_LAUNCH_ERROR() ((int)cudaGetLastError())
 
+/* Loads a kernel now rather than at its first launch (CUDA loads modules
+ * lazily by default since 12.2): 0 or a cudaError_t value. */
+template <typename F> static inline int wf_load_kernel(F kernel)
+{
+    cudaFuncAttributes attr;
+    return (int)cudaFuncGetAttributes(&attr, (const void *)kernel);
+}
+
 #elif defined(WF_CUDA_SHIM)
 
 #define __global__
@@ -53,6 +61,16 @@ struct alignas(16) uint4 {
             }                                                                  \
     } while (0)
 #define WF_LAUNCH_ERROR() 0
+
+/* The shim has nothing to load; it counts the kernels asked for, so that
+ * a test sees every instantiation reached (test_cuda_kernels.c). */
+extern unsigned wf_shim_kernels_loaded;
+template <typename F> static inline int wf_load_kernel(F kernel)
+{
+    (void)kernel;
+    wf_shim_kernels_loaded++;
+    return 0;
+}
 
 #else
 #error "reduce.cu is built by nvcc, or by a C++ compiler with WF_CUDA_SHIM"

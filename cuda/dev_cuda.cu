@@ -13,6 +13,7 @@
  * "<call>: <CUDA's text> (<error name>)" in a thread-local buffer for
  * last_error(); the core logs it once.
  */
+#include <pthread.h>
 #include <stdio.h>
 
 #include <cuda.h>
@@ -403,6 +404,39 @@ weft_status_t cu_mark_default_stream(int device, wf_dev_event_t *event)
     return WEFT_OK;
 }
 
+/* Devices whose kernels are loaded (prepare_device); a device past the
+ * array loads every time, which is only slower. */
+bool kernels_loaded[64];
+pthread_mutex_t kernels_lock = PTHREAD_MUTEX_INITIALIZER;
+
+weft_status_t cu_prepare_device(int device)
+{
+    int current = -1;
+    cudaError_t err = cudaGetDevice(&current);
+    if (err != cudaSuccess)
+        return fail("cudaGetDevice", err);
+    int dev = device >= 0 ? device : current;
+    bool known = dev >= 0 && dev < (int)(sizeof(kernels_loaded) /
+                                         sizeof(kernels_loaded[0]));
+    if (known && __atomic_load_n(&kernels_loaded[dev], __ATOMIC_ACQUIRE))
+        return WEFT_OK;
+    pthread_mutex_lock(&kernels_lock);
+    if (dev != current && (err = cudaSetDevice(dev)) != cudaSuccess) {
+        pthread_mutex_unlock(&kernels_lock);
+        return fail("cudaSetDevice", err);
+    }
+    int rc = wf_cuda_load_kernels();
+    if (dev != current)
+        (void)cudaSetDevice(current);
+    if (rc == 0 && known)
+        __atomic_store_n(&kernels_loaded[dev], true, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&kernels_lock);
+    if (rc != 0)
+        return fail("cudaFuncGetAttributes (loading the reduction kernels)",
+                    (cudaError_t)rc);
+    return WEFT_OK;
+}
+
 } /* namespace */
 
 /* Exported whatever the visibility default of the build: dev_load.c looks
@@ -433,4 +467,5 @@ const wf_dev_ops_t wf_cuda_dev_ops = {
     .last_error = cu_last_error,
     .dmabuf_fd = cu_dmabuf_fd,
     .mark_default_stream = cu_mark_default_stream,
+    .prepare_device = cu_prepare_device,
 };

@@ -386,10 +386,53 @@ static weft_status_t fake_copy(void *dst, const void *src, size_t bytes,
                                      .n = bytes});
 }
 
+static bool implicit_sync(const char *call);
+
+/* Kernels loaded, per dtype: the reductions by op (WEFT_AVG sums with
+ * WEFT_SUM's), then the divide of WEFT_AVG's end. */
+#define KERNEL_DIVIDE WEFT_OP_COUNT
+static bool kernel_loaded[WEFT_DTYPE_COUNT][WEFT_OP_COUNT + 1];
+static pthread_mutex_t kernel_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A kernel's first launch when prepare_device has not loaded it: as with
+ * CUDA's lazy loading, the launch first waits for the device's queue to
+ * drain (implicit_sync, which gives up after 10 s where a GPU hangs). */
+static bool kernel_load(weft_dtype_t dtype, int kernel)
+{
+    if ((unsigned)dtype >= WEFT_DTYPE_COUNT)
+        return true; /* the stream fails the work itself */
+    pthread_mutex_lock(&kernel_lock);
+    bool loaded = kernel_loaded[dtype][kernel];
+    pthread_mutex_unlock(&kernel_lock);
+    if (loaded)
+        return true;
+    if (!implicit_sync("a reduction kernel's first launch (lazy loading)"))
+        return false;
+    pthread_mutex_lock(&kernel_lock);
+    kernel_loaded[dtype][kernel] = true;
+    pthread_mutex_unlock(&kernel_lock);
+    return true;
+}
+
+static weft_status_t fake_prepare_device(int device)
+{
+    if (device != 0 && device != -1)
+        return WEFT_ERR_CUDA;
+    pthread_mutex_lock(&kernel_lock);
+    for (int d = 0; d < WEFT_DTYPE_COUNT; d++)
+        for (int k = 0; k <= KERNEL_DIVIDE; k++)
+            kernel_loaded[d][k] = true;
+    pthread_mutex_unlock(&kernel_lock);
+    return WEFT_OK;
+}
+
 static weft_status_t fake_reduce(void *dst, const void *a, const void *b,
                                  size_t n, weft_dtype_t dtype, weft_op_t op,
                                  wf_dev_stream_t stream)
 {
+    if ((unsigned)op < WEFT_OP_COUNT &&
+        !kernel_load(dtype, op == WEFT_AVG ? WEFT_SUM : (int)op))
+        return WEFT_ERR_CUDA;
     return enqueue(stream, &(work_t){.kind = W_REDUCE, .dst = dst, .a = a,
                                      .b = b, .n = n, .dtype = dtype,
                                      .op = op});
@@ -398,6 +441,8 @@ static weft_status_t fake_reduce(void *dst, const void *a, const void *b,
 static weft_status_t fake_avg_finish(void *buf, size_t n, weft_dtype_t dtype,
                                      int divisor, wf_dev_stream_t stream)
 {
+    if (!kernel_load(dtype, KERNEL_DIVIDE))
+        return WEFT_ERR_CUDA;
     return enqueue(stream, &(work_t){.kind = W_AVG, .dst = buf, .n = n,
                                      .dtype = dtype, .divisor = divisor});
 }
@@ -550,4 +595,5 @@ const wf_dev_ops_t wf_fake_dev_ops = {
     .last_error = fake_last_error,
     .dmabuf_fd = fake_dmabuf_fd,
     .mark_default_stream = fake_mark_default_stream,
+    .prepare_device = fake_prepare_device,
 };

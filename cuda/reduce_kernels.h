@@ -39,6 +39,14 @@ int wf_cuda_reduce(void *dst, const void *a, const void *b, size_t n,
 int wf_cuda_avg_finish(void *buf, size_t n, weft_dtype_t dtype, int divisor,
                        const wf_cuda_shape_t *shape, void *stream);
 
+/* Loads every kernel above on the calling thread's current device now.
+ * CUDA loads kernels lazily by default (CUDA_MODULE_LOADING=LAZY since
+ * 12.2), and a first load waits for the device's queue to drain: from the
+ * engine's thread, while an application stream waits for that very
+ * operation (the stream-ordered calls), it would wait forever.  Returns 0
+ * or the first failure's cudaError_t value. */
+int wf_cuda_load_kernels(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -44,7 +44,7 @@ typedef void *wf_dev_stream_t;
 typedef void *wf_dev_event_t;
 
 /* 3: dmabuf_fd appended.  4: get_device and mark_default_stream. */
-#define WF_DEV_OPS_VERSION 4
+#define WF_DEV_OPS_VERSION 5
 
 typedef struct wf_dev_ops {
     int version; /* WF_DEV_OPS_VERSION: checked by the loader */
@@ -129,6 +129,18 @@ typedef struct wf_dev_ops {
      * cudaMemcpy from pageable memory (which returns before its copy has
      * landed) on the default stream are seen, as a CUDA user expects. */
     weft_status_t (*mark_default_stream)(int device, wf_dev_event_t *event);
+
+    /* ---- kernels loaded up front (version 5) --------------------------- */
+    /* Loads every kernel of the layer on `device` (-1: the current one)
+     * from the calling thread, the first time per device and process;
+     * later calls return at once.  CUDA loads kernels lazily by default,
+     * and a first load waits for the device's queue to drain: launched
+     * from the engine's thread while an application stream waits for that
+     * very operation (the stream-ordered calls), it would wait forever.
+     * The core calls this from the application's thread before every call
+     * on device buffers.  The calling thread's current device is left as
+     * it was. */
+    weft_status_t (*prepare_device)(int device);
 } wf_dev_ops_t;
 
 /* libweft_cuda.so's table (dev_cuda.cu). */

@@ -182,6 +182,20 @@ static weft_status_t mark_default_stream(const call_t *k,
     return WEFT_OK;
 }
 
+/* Loads the device layer's kernels from this thread before the engine's
+ * thread launches any (weft_cuda.h, prepare_device): the first time per
+ * device, then nothing. */
+static weft_status_t prepare_device(const call_t *k,
+                                    const struct weft_request *req)
+{
+    weft_status_t st = req->dev_ops->prepare_device(req->dev_ordinal);
+    if (st != WEFT_OK)
+        WEFT_WARN(COLL, "%s: loading the reduction kernels on GPU %d "
+                  "failed: %s", k->fn, req->dev_ordinal,
+                  req->dev_ops->last_error());
+    return st;
+}
+
 /* A stream-ordered call on device buffers: its staging and scratch are
  * allocated here, before its stream waits for it (engine.h). */
 static weft_status_t reserve_device_memory(wf_comm_impl_t *c, const call_t *k,
@@ -219,6 +233,8 @@ static weft_status_t launch(wf_comm_impl_t *c, const call_t *k,
                                       &req->built), st, err);
     req->algo = req->built->algo;
     req->plan = &req->built->plan;
+    if (dev)
+        WEFT_CHECK_GOTO(prepare_device(k, req), st, err);
     if (k->stream && dev)
         WEFT_CHECK_GOTO(reserve_device_memory(c, k, req), st, err);
     if (k->stream)

@@ -112,3 +112,15 @@ WF_TEST(cuda_avg_finish_matches_host_on_cpu, 60)
             free(x), free(y);
         }
 }
+
+unsigned wf_cuda_shim_kernels_loaded(void);
+
+/* wf_cuda_load_kernels reaches every kernel a launch can: 10 dtypes x
+ * (sum, prod, min, max) reductions and 10 divides; each asked for once. */
+WF_TEST(cuda_load_kernels_reaches_every_kernel, 30)
+{
+    unsigned before = wf_cuda_shim_kernels_loaded();
+    ASSERT_EQ(wf_cuda_load_kernels(), 0);
+    ASSERT_EQ(wf_cuda_shim_kernels_loaded() - before,
+              WEFT_DTYPE_COUNT * 4 + WEFT_DTYPE_COUNT);
+}
