@@ -127,11 +127,43 @@ static void fake_copy_now(void *dst, const void *src, size_t bytes)
 
 /* ---- streams: a worker thread each ----------------------------------- */
 
+/* Destroying an event that a stream's record or wait still refers to is
+ * legal in CUDA (its resources go once the work is done); here each such
+ * work item holds a reference, and the last one frees the event. */
 typedef struct fake_event {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     unsigned long recorded, reached;
+    int refs; /* the owner's, until destroyed, plus queued work's */
 } fake_event_t;
+
+/* Events created and not yet freed, for the tests. */
+static long live_events;
+
+long wf_fake_live_events(void)
+{
+    return __atomic_load_n(&live_events, __ATOMIC_RELAXED);
+}
+
+static void event_hold(fake_event_t *ev)
+{
+    pthread_mutex_lock(&ev->lock);
+    ev->refs++;
+    pthread_mutex_unlock(&ev->lock);
+}
+
+static void event_release(fake_event_t *ev)
+{
+    pthread_mutex_lock(&ev->lock);
+    bool last = --ev->refs == 0;
+    pthread_mutex_unlock(&ev->lock);
+    if (!last)
+        return;
+    pthread_mutex_destroy(&ev->lock);
+    pthread_cond_destroy(&ev->cond);
+    free(ev);
+    __atomic_sub_fetch(&live_events, 1, __ATOMIC_RELAXED);
+}
 
 typedef enum {
     W_COPY, W_REDUCE, W_AVG, W_MARK, W_WAIT, W_FUNC, W_FLAG
@@ -218,8 +250,14 @@ static void run(work_t *w)
     case W_COPY: fake_copy_now(w->dst, w->a, w->n); break;
     case W_REDUCE: fake_reduce_now(w); break;
     case W_AVG: fake_avg_now(w); break;
-    case W_MARK: event_reach(w->event, w->mark); break;
-    case W_WAIT: event_wait(w->event, w->mark); break;
+    case W_MARK:
+        event_reach(w->event, w->mark);
+        event_release(w->event);
+        break;
+    case W_WAIT:
+        event_wait(w->event, w->mark);
+        event_release(w->event);
+        break;
     case W_FUNC: w->fn(w->arg); break;
     case W_FLAG:
         /* A GPU polls the word; so does the fake stream. */
@@ -322,18 +360,16 @@ static weft_status_t fake_event_create(wf_dev_event_t *event)
         return WEFT_ERR_NO_MEMORY;
     pthread_mutex_init(&ev->lock, NULL);
     pthread_cond_init(&ev->cond, NULL);
+    ev->refs = 1;
+    __atomic_add_fetch(&live_events, 1, __ATOMIC_RELAXED);
     *event = ev;
     return WEFT_OK;
 }
 
 static void fake_event_destroy(wf_dev_event_t event)
 {
-    fake_event_t *ev = event;
-    if (!ev)
-        return;
-    pthread_mutex_destroy(&ev->lock);
-    pthread_cond_destroy(&ev->cond);
-    free(ev);
+    if (event)
+        event_release(event);
 }
 
 static weft_status_t fake_event_record(wf_dev_event_t event,
@@ -343,8 +379,12 @@ static weft_status_t fake_event_record(wf_dev_event_t event,
     pthread_mutex_lock(&ev->lock);
     unsigned long mark = ++ev->recorded;
     pthread_mutex_unlock(&ev->lock);
-    return enqueue(stream, &(work_t){.kind = W_MARK, .event = ev,
-                                     .mark = mark});
+    event_hold(ev);
+    weft_status_t st = enqueue(stream, &(work_t){.kind = W_MARK, .event = ev,
+                                                 .mark = mark});
+    if (st != WEFT_OK)
+        event_release(ev);
+    return st;
 }
 
 static weft_status_t fake_event_query(wf_dev_event_t event)
@@ -363,8 +403,12 @@ static weft_status_t fake_stream_wait_event(wf_dev_stream_t stream,
     pthread_mutex_lock(&ev->lock);
     unsigned long mark = ev->recorded;
     pthread_mutex_unlock(&ev->lock);
-    return enqueue(stream, &(work_t){.kind = W_WAIT, .event = ev,
-                                     .mark = mark});
+    event_hold(ev);
+    weft_status_t st = enqueue(stream, &(work_t){.kind = W_WAIT, .event = ev,
+                                                 .mark = mark});
+    if (st != WEFT_OK)
+        event_release(ev);
+    return st;
 }
 
 static weft_status_t fake_host_func(wf_dev_stream_t stream,

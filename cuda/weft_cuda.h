@@ -187,6 +187,9 @@ void wf_fake_dev_read(void *host_dst, const void *dev_src, size_t bytes);
 /* The fake's stand-in for the legacy default stream (mark_default_stream
  * records on it): tests enqueue a slow "kernel" there before a call. */
 wf_dev_stream_t wf_fake_default_stream(void);
+/* Fake events created and not yet freed (a destroyed event that queued
+ * work still refers to lives until that work is done, as in CUDA). */
+long wf_fake_live_events(void);
 
 /* Whether this build can operate on device memory at all. */
 int wf_cuda_available(void);

@@ -35,6 +35,8 @@
 #include "sched/exec_impl.h"
 
 #define WF_DEV_DRAIN_MS 10000
+/* Spare events an engine keeps; more in flight at once are made anew. */
+#define WF_DEV_SPARE_EVENTS 64
 
 struct wf_engine_dev {
     const wf_dev_ops_t *ops;
@@ -86,8 +88,10 @@ static void event_give(wf_engine_dev_t *d, wf_dev_event_t ev);
 
 /* The engine's stream waits for the application's default stream as the
  * request was called (req->dev_after), before the request's first device
- * work.  The event then joins the engine's pool: it is destroyed only
- * after the stream has drained (the fake layer's wait holds it). */
+ * work.  The event then joins the engine's spare events, or is destroyed
+ * when there are enough: CUDA frees an event that a wait still refers to
+ * once the wait is done (the fake layer too), and every blocking call
+ * brings one, so keeping them all grew the pool by one event per call. */
 static weft_status_t order_after_caller(wf_engine_t *e,
                                         struct weft_request *req)
 {
@@ -162,7 +166,8 @@ static weft_status_t event_take(wf_engine_dev_t *d, wf_dev_event_t *ev)
 
 static void event_give(wf_engine_dev_t *d, wf_dev_event_t ev)
 {
-    if (!wf_array_room((void **)&d->free_events, &d->events_cap,
+    if (d->nfree_events >= WF_DEV_SPARE_EVENTS ||
+        !wf_array_room((void **)&d->free_events, &d->events_cap,
                        d->nfree_events, sizeof(*d->free_events))) {
         d->ops->event_destroy(ev);
         return;

@@ -220,3 +220,42 @@ WF_TEST(dev_fake_call_waits_for_default_stream, 60)
     wf_test_run_threads(2, default_stream_rank,
                         (void *)wf_test_unique("devdflt"));
 }
+
+/* Every blocking call on device buffers brings an event (the caller's
+ * mark on the default stream); the engine used to keep each one, one
+ * more live event per call until the communicator went. */
+static void events_rank(int rank, int size, void *p)
+{
+    weft_comm_t comm;
+    ASSERT_OK(wf_test_comm_mem(p, rank, size, NULL, &comm));
+    float *dev = wf_fake_dev_alloc(64 * sizeof(float));
+    float host[64], want = 0;
+    for (int r = 0; r < size; r++)
+        want += (float)(r + 1);
+    long before = 0;
+    for (int i = 0; i < 300; i++) {
+        for (int j = 0; j < 64; j++)
+            host[j] = (float)(rank + 1);
+        wf_fake_dev_write(dev, host, sizeof(host));
+        ASSERT_OK(weft_allreduce(dev, dev, 64, WEFT_FLOAT32, WEFT_SUM, comm));
+        wf_fake_dev_read(host, dev, sizeof(host));
+        for (int j = 0; j < 64; j++)
+            ASSERT_TRUE(host[j] == want);
+        if (i == 99)
+            before = wf_fake_live_events();
+    }
+    /* Both ranks' engines live in this process: 200 more calls each may
+     * not leave hundreds of events behind. */
+    long grown = wf_fake_live_events() - before;
+    if (grown > 50)
+        wf_test_fail(__FILE__, __LINE__, "rank %d: %ld more live events "
+                     "after 200 more blocking allreduces", rank, grown);
+    wf_fake_dev_free(dev);
+    ASSERT_OK(weft_comm_destroy(comm));
+}
+
+WF_TEST(dev_fake_blocking_calls_keep_events_bounded, 60)
+{
+    wf_dev_use_fake(true);
+    wf_test_run_threads(2, events_rank, (void *)wf_test_unique("events"));
+}
