@@ -372,6 +372,19 @@ static void fake_event_destroy(wf_dev_event_t event)
         event_release(event);
 }
 
+/* A record or wait of `ev`, which holds the event until it has run. */
+static weft_status_t enqueue_on_event(wf_dev_stream_t stream,
+                                      work_kind_t kind, fake_event_t *ev,
+                                      unsigned long mark)
+{
+    event_hold(ev);
+    weft_status_t st = enqueue(stream, &(work_t){.kind = kind, .event = ev,
+                                                 .mark = mark});
+    if (st != WEFT_OK)
+        event_release(ev);
+    return st;
+}
+
 static weft_status_t fake_event_record(wf_dev_event_t event,
                                        wf_dev_stream_t stream)
 {
@@ -379,12 +392,7 @@ static weft_status_t fake_event_record(wf_dev_event_t event,
     pthread_mutex_lock(&ev->lock);
     unsigned long mark = ++ev->recorded;
     pthread_mutex_unlock(&ev->lock);
-    event_hold(ev);
-    weft_status_t st = enqueue(stream, &(work_t){.kind = W_MARK, .event = ev,
-                                                 .mark = mark});
-    if (st != WEFT_OK)
-        event_release(ev);
-    return st;
+    return enqueue_on_event(stream, W_MARK, ev, mark);
 }
 
 static weft_status_t fake_event_query(wf_dev_event_t event)
@@ -403,12 +411,7 @@ static weft_status_t fake_stream_wait_event(wf_dev_stream_t stream,
     pthread_mutex_lock(&ev->lock);
     unsigned long mark = ev->recorded;
     pthread_mutex_unlock(&ev->lock);
-    event_hold(ev);
-    weft_status_t st = enqueue(stream, &(work_t){.kind = W_WAIT, .event = ev,
-                                                 .mark = mark});
-    if (st != WEFT_OK)
-        event_release(ev);
-    return st;
+    return enqueue_on_event(stream, W_WAIT, ev, mark);
 }
 
 static weft_status_t fake_host_func(wf_dev_stream_t stream,
