@@ -230,8 +230,10 @@ void wf_dev_pool_release(wf_dev_pool_t *p, const void *owner)
 /* ---- reservation (the caller's thread) --------------------------------- */
 
 /* The staging buffers `plan` can hold at once: one per receive, and per
- * peer as many sends as the flow window lets out (each of the largest
- * send to that peer). */
+ * peer as many sends as the flow window lets out.  Every send buffer
+ * fits the plan's largest send: a send takes any idle one of its owner's,
+ * so with buffers sized per peer a small send to one peer could take
+ * another peer's large buffer and leave that peer's large send none. */
 typedef struct {
     size_t *sizes;
     uint8_t *roles;
@@ -246,16 +248,15 @@ static weft_status_t plan_needs(const wf_plan_t *plan, int max_inflight,
         if (plan->steps[i].peer >= 0 &&
             (uint32_t)plan->steps[i].peer >= nranks)
             nranks = (uint32_t)plan->steps[i].peer + 1;
-    size_t *largest = calloc(nranks ? nranks : 1, sizeof(*largest));
     uint32_t *sends = calloc(nranks ? nranks : 1, sizeof(*sends));
     nd->sizes = malloc((plan->nsteps + 1) * sizeof(*nd->sizes));
     nd->roles = malloc((plan->nsteps + 1) * sizeof(*nd->roles));
     nd->n = 0;
-    if (!largest || !sends || !nd->sizes || !nd->roles) {
-        free(largest);
+    if (!sends || !nd->sizes || !nd->roles) {
         free(sends);
         return WEFT_ERR_NO_MEMORY;
     }
+    size_t largest = 0;
     for (uint32_t i = 0; i < plan->nsteps; i++) {
         const wf_step_t *s = &plan->steps[i];
         if (s->kind == WF_STEP_RECV) {
@@ -263,19 +264,18 @@ static weft_status_t plan_needs(const wf_plan_t *plan, int max_inflight,
             nd->roles[nd->n++] = WF_STAGE_RECV;
         } else if (s->kind == WF_STEP_SEND && s->peer >= 0) {
             sends[s->peer]++;
-            if (s->count > largest[s->peer])
-                largest[s->peer] = s->count;
+            if (s->count > largest)
+                largest = s->count;
         }
     }
     for (uint32_t r = 0; r < nranks; r++) {
         uint32_t window = sends[r] < (uint32_t)max_inflight
                               ? sends[r] : (uint32_t)max_inflight;
         for (uint32_t k = 0; k < window; k++) {
-            nd->sizes[nd->n] = staging_size(largest[r]);
+            nd->sizes[nd->n] = staging_size(largest);
             nd->roles[nd->n++] = WF_STAGE_SEND;
         }
     }
-    free(largest);
     free(sends);
     return WEFT_OK;
 }

@@ -111,3 +111,44 @@ WF_TEST(dev_pool_reservation_serves_its_owner, 30)
     wf_dev_pool_free(p);
     wf_plan_free(&plan);
 }
+
+/* Two peers with different largest sends and a window of one: a small
+ * send to peer 1 may take the buffer reserved with peer 2 in mind, and
+ * peer 1's next large send must still find one (buffers sized per peer
+ * left it none: WEFT_ERR_INTERNAL). */
+WF_TEST(dev_pool_send_buffers_fit_every_peer, 30)
+{
+    wf_dev_use_fake(true);
+    pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    wf_plan_t plan;
+    wf_plan_init(&plan, WEFT_FLOAT32, WEFT_SUM, 4, 3);
+    static const struct { int peer; size_t bytes; } sends[] = {
+        {1, 256 << 10}, {1, 8 << 10}, {1, 256 << 10}, {2, 64 << 10}};
+    for (uint32_t k = 0; k < 4; k++)
+        wf_plan_send(&plan, sends[k].peer, k, wf_bref(WF_BUF_SEND, 0),
+                     sends[k].bytes, WF_NO_DEP, WF_NO_DEP, WF_NO_DEP);
+    ASSERT_TRUE(!plan.failed);
+    wf_dev_pool_t *p = wf_dev_pool_new(&wf_fake_dev_ops, 0);
+    ASSERT_TRUE(p);
+    int owner;
+    ASSERT_OK(wf_dev_pool_reserve(p, &lock, &owner, &plan, 1));
+    void *a, *b, *c;
+    const char *why = NULL;
+    /* Peer 1's first send, done; its small one and peer 2's in flight;
+     * then the small one done and peer 1's last, large send. */
+    ASSERT_OK(wf_dev_pool_staging_take(p, &owner, WF_STAGE_SEND, 256 << 10,
+                                       &a, &why));
+    wf_dev_pool_staging_give(p, a);
+    ASSERT_OK(wf_dev_pool_staging_take(p, &owner, WF_STAGE_SEND, 8 << 10,
+                                       &a, &why));
+    ASSERT_OK(wf_dev_pool_staging_take(p, &owner, WF_STAGE_SEND, 64 << 10,
+                                       &b, &why));
+    wf_dev_pool_staging_give(p, a);
+    ASSERT_OK(wf_dev_pool_staging_take(p, &owner, WF_STAGE_SEND, 256 << 10,
+                                       &c, &why));
+    wf_dev_pool_staging_give(p, b);
+    wf_dev_pool_staging_give(p, c);
+    wf_dev_pool_release(p, &owner);
+    wf_dev_pool_free(p);
+    wf_plan_free(&plan);
+}
