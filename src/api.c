@@ -211,6 +211,33 @@ static weft_status_t reserve_device_memory(wf_comm_impl_t *c, const call_t *k,
     return st;
 }
 
+/* The engine's thread must not allocate device memory while a stream
+ * waits for one of its requests (engine.h): a stream-ordered call waits
+ * for the ordinary device calls in flight without a reservation, and is
+ * reserved for; an ordinary call beside a stream-ordered one is reserved
+ * for too. */
+static weft_status_t keep_engine_from_allocating(wf_comm_impl_t *c,
+                                                 const call_t *k,
+                                                 struct weft_request *req)
+{
+    wf_engine_t *e = c->engine;
+    wf_engine_dev_count(e, req, k->stream != NULL);
+    if (k->stream) {
+        if (wf_engine_dev_wait_plain(e, c->cfg.timeout_ms) != WEFT_OK) {
+            WEFT_WARN(COLL, "%s: device operations without a stream on "
+                      "this communicator did not end within the timeout; "
+                      "a stream-ordered call waits for them", k->fn);
+            return WEFT_ERR_TIMEOUT;
+        }
+        return reserve_device_memory(c, k, req);
+    }
+    if (!wf_engine_dev_streams_pending(e))
+        return WEFT_OK;
+    WEFT_CHECK(reserve_device_memory(c, k, req));
+    wf_engine_dev_uncount(e, req);
+    return WEFT_OK;
+}
+
 /* Builds the plan and submits it; *out gets the request on success. */
 static weft_status_t launch(wf_comm_impl_t *c, const call_t *k,
                             const wf_coll_args_t *a, const wf_dev_ops_t *dev,
@@ -233,20 +260,21 @@ static weft_status_t launch(wf_comm_impl_t *c, const call_t *k,
                                       &req->built), st, err);
     req->algo = req->built->algo;
     req->plan = &req->built->plan;
-    if (dev)
+    if (dev) {
         WEFT_CHECK_GOTO(prepare_device(k, req), st, err);
-    if (k->stream && dev)
-        WEFT_CHECK_GOTO(reserve_device_memory(c, k, req), st, err);
+        WEFT_CHECK_GOTO(keep_engine_from_allocating(c, k, req), st,
+                        err_reserved);
+    }
     if (k->stream)
         WEFT_CHECK_GOTO(attach_stream(k, req), st, err_reserved);
     else if (dev)
-        WEFT_CHECK_GOTO(mark_default_stream(k, req), st, err);
+        WEFT_CHECK_GOTO(mark_default_stream(k, req), st, err_reserved);
     WEFT_CHECK_GOTO(wf_engine_submit(c->engine, req, !k->blocking), st,
                     err_reserved);
     *out = req;
     return WEFT_OK;
 err_reserved:
-    if (k->stream && dev)
+    if (dev)
         wf_engine_dev_reserve_cancel(c->engine, req);
 err:
     wf_req_release(req);

@@ -58,6 +58,9 @@ struct weft_request {
      * call (mark_default_stream), which the engine's stream waits for
      * before its first device work for this request; NULL once it does. */
     wf_dev_event_t dev_after;
+    /* Counted in the engine's device requests in flight
+     * (wf_engine_dev_count): 0 not, 1 ordinary, 2 stream-ordered. */
+    uint8_t dev_counted;
     uint64_t seq;             /* operation number: collectives or p2p pair */
     uint64_t deadline_ms;
     wf_built_plan_t *built;   /* the plan and its index, shared with other
@@ -125,15 +128,40 @@ void wf_engine_destroy(wf_engine_t *engine, bool abort);
 weft_status_t wf_engine_submit(wf_engine_t *engine, struct weft_request *req,
                                bool wake_thread);
 
-/* For a stream-ordered request on device buffers, in the caller's thread
- * before the request is enqueued on its stream: reserves the pinned
+/* For a stream-ordered request on device buffers (and an ordinary one
+ * beside it, below), in the caller's thread before the request is enqueued
+ * on its stream: reserves the pinned
  * staging and device scratch it will use (sched/dev_pool.h: the engine's
  * thread must not allocate while the stream waits for the request).
  * _cancel undoes it for a request that will not be submitted. */
 weft_status_t wf_engine_dev_reserve(wf_engine_t *engine,
                                     struct weft_request *req);
 void wf_engine_dev_reserve_cancel(wf_engine_t *engine,
-                                  const struct weft_request *req);
+                                  struct weft_request *req);
+
+/* Ordinary and stream-ordered calls on device buffers, side by side.  The
+ * engine's thread allocates staging and scratch for an ordinary request
+ * when it needs them, and an allocation waits for every stream on the
+ * device: with a stream-ordered request of this engine waiting on its
+ * stream, it would wait for itself.  So, in the caller's thread before the
+ * request is submitted (api.c):
+ *  - wf_engine_dev_count counts the request in flight until it ends
+ *    (wf_engine_dev_forget);
+ *  - an ordinary request is reserved for (wf_engine_dev_reserve) when a
+ *    stream-ordered one is in flight (wf_engine_dev_streams_pending), and
+ *    then no longer counted: the engine allocates nothing for it;
+ *  - a stream-ordered request waits until no ordinary one that has no
+ *    reservation is in flight: wf_engine_dev_wait_plain (at most
+ *    timeout_ms; WEFT_ERR_TIMEOUT after).
+ * Both count themselves before they look at the other kind, so one of
+ * two racing calls always sees the other. */
+void wf_engine_dev_count(wf_engine_t *engine, struct weft_request *req,
+                         bool stream_ordered);
+/* Takes a request out of the count: an ordinary one once reserved for. */
+void wf_engine_dev_uncount(wf_engine_t *engine, struct weft_request *req);
+bool wf_engine_dev_streams_pending(wf_engine_t *engine);
+weft_status_t wf_engine_dev_wait_plain(wf_engine_t *engine,
+                                       int64_t timeout_ms);
 
 /* Wakes the progress thread (a gate opened). */
 void wf_engine_kick(wf_engine_t *engine);

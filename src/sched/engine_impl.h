@@ -74,6 +74,9 @@ struct wf_engine {
     int numa;                      /* scratch's NUMA node, -1: unbound */
     wf_engine_dev_t *dev;          /* device state, from the first device
                                     * operation on (exec_dev.c) */
+    /* Device requests submitted and not yet ended, stream-ordered and
+     * ordinary (atomic; wf_engine_dev_count). */
+    int dev_stream_reqs, dev_plain_reqs;
     /* Stray-message checks (stray.c): 1 + the sequence number of the last
      * collective started, the transport's unexpected-arrival count at the
      * last check, and whether a collective started or finished since. */
@@ -127,7 +130,7 @@ bool wf_engine_dev_busy(const wf_engine_t *e);
 /* A request ended: what was reserved for it (wf_engine_dev_reserve) goes
  * back to the pool.  Under progress_lock, for every request that ends,
  * started or not (its address may be a later request's). */
-void wf_engine_dev_forget(wf_engine_t *e, const struct weft_request *req);
+void wf_engine_dev_forget(wf_engine_t *e, struct weft_request *req);
 
 /* ---- stray messages (stray.c), under progress_lock -------------------- */
 /* Fails the communicator with WEFT_ERR_MISMATCH when the transport holds

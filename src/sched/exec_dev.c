@@ -396,14 +396,48 @@ void wf_exec_dev_release(wf_engine_t *e, struct weft_request *req)
     x->ndw = 0;
 }
 
-void wf_engine_dev_forget(wf_engine_t *e, const struct weft_request *req)
+void wf_engine_dev_uncount(wf_engine_t *e, struct weft_request *req)
+{
+    if (req->dev_counted)
+        __atomic_sub_fetch(req->dev_counted == 2 ? &e->dev_stream_reqs
+                                                 : &e->dev_plain_reqs,
+                           1, __ATOMIC_SEQ_CST);
+    req->dev_counted = 0;
+}
+
+void wf_engine_dev_forget(wf_engine_t *e, struct weft_request *req)
 {
     if (e->dev)
         wf_dev_pool_release(e->dev->pool, req);
+    wf_engine_dev_uncount(e, req);
 }
 
-void wf_engine_dev_reserve_cancel(wf_engine_t *e,
-                                  const struct weft_request *req)
+void wf_engine_dev_count(wf_engine_t *e, struct weft_request *req,
+                         bool stream_ordered)
+{
+    req->dev_counted = stream_ordered ? 2 : 1;
+    __atomic_add_fetch(stream_ordered ? &e->dev_stream_reqs
+                                      : &e->dev_plain_reqs,
+                       1, __ATOMIC_SEQ_CST);
+}
+
+bool wf_engine_dev_streams_pending(wf_engine_t *e)
+{
+    return __atomic_load_n(&e->dev_stream_reqs, __ATOMIC_SEQ_CST) > 0;
+}
+
+weft_status_t wf_engine_dev_wait_plain(wf_engine_t *e, int64_t timeout_ms)
+{
+    uint64_t deadline = wf_deadline_after(timeout_ms);
+    while (__atomic_load_n(&e->dev_plain_reqs, __ATOMIC_SEQ_CST) > 0) {
+        if (wf_deadline_passed(deadline))
+            return WEFT_ERR_TIMEOUT;
+        wf_sleep_ms(1);
+    }
+    return WEFT_OK;
+}
+
+void wf_engine_dev_reserve_cancel(wf_engine_t *e, struct weft_request *req)
 {
     pthread_mutex_lock(&e->progress_lock);
     wf_engine_dev_forget(e, req);

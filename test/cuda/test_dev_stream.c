@@ -161,3 +161,68 @@ WF_TEST(dev_stream_failure_releases_the_stream, 60)
     wf_dev_use_fake(true);
     run_procs(2, failing_rank, "dsf");
 }
+
+/* A stream-ordered call and an ordinary device call on one communicator,
+ * both ways round.  The ordinary call's staging used to be allocated by
+ * the engine's thread while the stream waited for the stream-ordered one:
+ * the allocation waited for the stream, which waited for the engine (on
+ * the fake, an error after 10 s).  Sizes the pools have not seen, so
+ * that every call needs new memory. */
+enum { BIG = 300000 };
+
+static void mixed_rank(int rank, int size, void *p)
+{
+    const wf_dev_ops_t *d = &wf_fake_dev_ops;
+    weft_comm_t comm;
+    comm_for(p, rank, size, "WEFT_TIMEOUT=30s", &comm);
+    wf_dev_stream_t s;
+    ASSERT_OK(d->stream_create(&s));
+    float *in = malloc(N * sizeof(float)), *out = malloc(N * sizeof(float));
+    float *big = malloc(BIG * sizeof(float));
+    float *dgrad = wf_fake_dev_alloc(N * sizeof(float));
+    float *dbig = wf_fake_dev_alloc(BIG * sizeof(float));
+    io_t prod = {dgrad, in}, cons = {dgrad, out};
+    float sum_ranks = (float)(size * (size + 1) / 2);
+    for (int order = 0; order < 2; order++) {
+        for (int i = 0; i < N; i++)
+            in[i] = (float)(rank + 1) * (float)(i % 100 + order);
+        for (int i = 0; i < BIG; i++)
+            big[i] = (float)(rank + 1) * (float)(i % 7 + order);
+        wf_fake_dev_write(dbig, big, BIG * sizeof(float));
+        size_t n_big = BIG - (size_t)order * 1000; /* a new plan each time */
+        weft_request_t r = NULL;
+        if (order == 1) /* ordinary first, still in flight */
+            ASSERT_OK(weft_iallreduce(dbig, dbig, n_big, WEFT_FLOAT32,
+                                      WEFT_SUM, comm, &r));
+        ASSERT_OK(d->host_func(s, produce, &prod));
+        ASSERT_OK(weft_allreduce_stream(dgrad, dgrad, N - (size_t)order,
+                                        WEFT_FLOAT32, WEFT_SUM, comm, s));
+        ASSERT_OK(d->host_func(s, consume, &cons));
+        if (order == 0) /* stream-ordered first, its stream waiting */
+            ASSERT_OK(weft_iallreduce(dbig, dbig, n_big, WEFT_FLOAT32,
+                                      WEFT_SUM, comm, &r));
+        ASSERT_OK(weft_wait(r));
+        weft_request_free(r);
+        wait_stream(d, s);
+        for (int i = 0; i < N - order; i++)
+            ASSERT_TRUE(out[i] == sum_ranks * (float)(i % 100 + order));
+        wf_fake_dev_read(big, dbig, BIG * sizeof(float));
+        for (size_t i = 0; i < n_big; i++)
+            ASSERT_TRUE(big[i] == sum_ranks * (float)(i % 7 + order));
+    }
+    const char *msg = NULL;
+    ASSERT_OK(weft_comm_get_error(comm, &msg));
+    d->stream_destroy(s);
+    wf_fake_dev_free(dgrad);
+    wf_fake_dev_free(dbig);
+    free(in);
+    free(out);
+    free(big);
+    ASSERT_OK(weft_comm_destroy(comm));
+}
+
+WF_TEST(dev_stream_beside_ordinary_device_calls, 90)
+{
+    wf_dev_use_fake(true);
+    run_procs(2, mixed_rank, "dsm");
+}
