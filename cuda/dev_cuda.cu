@@ -231,6 +231,16 @@ weft_status_t cu_host_func(wf_dev_stream_t stream, void (*fn)(void *),
                  cudaLaunchHostFunc(cu_stream(stream), fn, arg));
 }
 
+weft_status_t cu_stream_capturing(wf_dev_stream_t stream, int *capturing)
+{
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    cudaError_t err = cudaStreamIsCapturing(cu_stream(stream), &status);
+    if (err != cudaSuccess)
+        return fail("cudaStreamIsCapturing", err);
+    *capturing = status != cudaStreamCaptureStatusNone;
+    return WEFT_OK;
+}
+
 /* The driver's cuStreamWaitValue32, found once through the runtime
  * (libweft_cuda.so links the runtime only, not libcuda). */
 typedef CUresult (*wait_value32_fn)(CUstream, CUdeviceptr, cuuint32_t,
@@ -468,4 +478,5 @@ const wf_dev_ops_t wf_cuda_dev_ops = {
     .dmabuf_fd = cu_dmabuf_fd,
     .mark_default_stream = cu_mark_default_stream,
     .prepare_device = cu_prepare_device,
+    .stream_capturing = cu_stream_capturing,
 };

@@ -193,6 +193,7 @@ typedef struct fake_stream {
     work_t *head, *tail;
     bool running; /* a work item taken off the queue is running */
     bool stop;
+    bool capturing; /* wf_fake_stream_capture */
 } fake_stream_t;
 
 /* Every stream, for the implicit synchronization of allocations. */
@@ -598,6 +599,24 @@ static weft_status_t fake_mark_default_stream(int device,
     return st;
 }
 
+void wf_fake_stream_capture(wf_dev_stream_t stream, int on)
+{
+    fake_stream_t *s = stream;
+    pthread_mutex_lock(&s->lock);
+    s->capturing = on != 0;
+    pthread_mutex_unlock(&s->lock);
+}
+
+static weft_status_t fake_stream_capturing(wf_dev_stream_t stream,
+                                           int *capturing)
+{
+    fake_stream_t *s = stream;
+    pthread_mutex_lock(&s->lock);
+    *capturing = s->capturing;
+    pthread_mutex_unlock(&s->lock);
+    return WEFT_OK;
+}
+
 static const char *fake_last_error(void) { return fake_err; }
 
 /* A stand-in fd (/dev/null) for fake device memory, so the verbs
@@ -643,4 +662,5 @@ const wf_dev_ops_t wf_fake_dev_ops = {
     .dmabuf_fd = fake_dmabuf_fd,
     .mark_default_stream = fake_mark_default_stream,
     .prepare_device = fake_prepare_device,
+    .stream_capturing = fake_stream_capturing,
 };

@@ -141,6 +141,13 @@ typedef struct wf_dev_ops {
      * on device buffers.  The calling thread's current device is left as
      * it was. */
     weft_status_t (*prepare_device)(int device);
+    /* Whether work enqueued on `stream` now would be captured into a CUDA
+     * graph (cudaStreamIsCapturing): *capturing 1 or 0.  The
+     * stream-ordered calls refuse such a stream, since a replay would
+     * run their host function and flag wait again for a request long
+     * ended. */
+    weft_status_t (*stream_capturing)(wf_dev_stream_t stream,
+                                      int *capturing);
 } wf_dev_ops_t;
 
 /* libweft_cuda.so's table (dev_cuda.cu). */
@@ -187,6 +194,9 @@ void wf_fake_dev_read(void *host_dst, const void *dev_src, size_t bytes);
 /* The fake's stand-in for the legacy default stream (mark_default_stream
  * records on it): tests enqueue a slow "kernel" there before a call. */
 wf_dev_stream_t wf_fake_default_stream(void);
+/* Marks a fake stream as being captured into a graph (1) or not (0), for
+ * the tests of the refusal (stream_capturing). */
+void wf_fake_stream_capture(wf_dev_stream_t stream, int on);
 /* Fake events created and not yet freed (a destroyed event that queued
  * work still refers to lives until that work is done, as in CUDA). */
 long wf_fake_live_events(void);

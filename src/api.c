@@ -152,17 +152,49 @@ static void request_stalled(struct weft_request *req, void *owner)
 
 /* An operation enqueued on a device stream (stream_order.c) needs the
  * device layer even when its buffers are host memory. */
-static weft_status_t attach_stream(const call_t *k, struct weft_request *req)
+/* The device layer for a call on a stream (its buffers may be host
+ * memory), or NULL after a warning. */
+static const wf_dev_ops_t *stream_layer(const call_t *k,
+                                        const struct weft_request *req)
 {
     char why[512] = "";
     const wf_dev_ops_t *dev = req->dev_ops ? req->dev_ops
                                            : wf_dev_layer(why, sizeof(why));
-    if (!dev) {
+    if (!dev)
         WEFT_WARN(COLL, "%s: a stream was given but the device layer is "
                   "unavailable: %s", k->fn, why);
+    return dev;
+}
+
+/* A stream being captured into a CUDA graph is refused before anything is
+ * allocated or enqueued: a replay of the graph would run the operation's
+ * host function and flag wait again, for a request long ended. */
+static weft_status_t refuse_captured_stream(const call_t *k,
+                                            const struct weft_request *req)
+{
+    const wf_dev_ops_t *dev = stream_layer(k, req);
+    int capturing = 0;
+    if (!dev)
+        return WEFT_ERR_CUDA;
+    if (dev->stream_capturing(k->stream, &capturing) != WEFT_OK) {
+        WEFT_WARN(COLL, "%s: asking whether the stream is being captured "
+                  "failed: %s", k->fn, dev->last_error());
         return WEFT_ERR_CUDA;
     }
-    return wf_stream_attach(dev, req, k->stream);
+    if (capturing) {
+        WEFT_WARN(COLL, "%s: the stream is being captured into a CUDA "
+                  "graph; weft's stream-ordered calls cannot be captured "
+                  "(each is one operation, which a replay would repeat)",
+                  k->fn);
+        return WEFT_ERR_UNSUPPORTED;
+    }
+    return WEFT_OK;
+}
+
+static weft_status_t attach_stream(const call_t *k, struct weft_request *req)
+{
+    const wf_dev_ops_t *dev = stream_layer(k, req);
+    return dev ? wf_stream_attach(dev, req, k->stream) : WEFT_ERR_CUDA;
 }
 
 /* A call on device buffers without a stream starts after the work the
@@ -260,6 +292,8 @@ static weft_status_t launch(wf_comm_impl_t *c, const call_t *k,
                                       &req->built), st, err);
     req->algo = req->built->algo;
     req->plan = &req->built->plan;
+    if (k->stream)
+        WEFT_CHECK_GOTO(refuse_captured_stream(k, req), st, err);
     if (dev) {
         WEFT_CHECK_GOTO(prepare_device(k, req), st, err);
         WEFT_CHECK_GOTO(keep_engine_from_allocating(c, k, req), st,

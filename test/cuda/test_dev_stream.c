@@ -226,3 +226,43 @@ WF_TEST(dev_stream_beside_ordinary_device_calls, 90)
     wf_dev_use_fake(true);
     run_procs(2, mixed_rank, "dsm");
 }
+
+/* A stream under graph capture is refused with WEFT_ERR_UNSUPPORTED and
+ * nothing enqueued on it; the same stream, no longer capturing, works. */
+static void capture_rank(int rank, int size, void *p)
+{
+    const wf_dev_ops_t *d = &wf_fake_dev_ops;
+    weft_comm_t comm;
+    comm_for(p, rank, size, NULL, &comm);
+    wf_dev_stream_t s;
+    ASSERT_OK(d->stream_create(&s));
+    float host[8];
+    float *dbuf = wf_fake_dev_alloc(sizeof(host));
+    for (int i = 0; i < 8; i++)
+        host[i] = (float)(rank + 1);
+    wf_fake_dev_write(dbuf, host, sizeof(host));
+    wf_fake_stream_capture(s, 1);
+    wf_test_log_capture();
+    ASSERT_STATUS(weft_allreduce_stream(dbuf, dbuf, 8, WEFT_FLOAT32,
+                                        WEFT_SUM, comm, s),
+                  WEFT_ERR_UNSUPPORTED);
+    ASSERT_STR_CONTAINS(wf_test_log_text(), "captured into a CUDA graph");
+    wf_fake_stream_capture(s, 0);
+    ASSERT_OK(weft_allreduce_stream(dbuf, dbuf, 8, WEFT_FLOAT32, WEFT_SUM,
+                                    comm, s));
+    wait_stream(d, s);
+    wf_fake_dev_read(host, dbuf, sizeof(host));
+    for (int i = 0; i < 8; i++)
+        ASSERT_TRUE(host[i] == (float)(size * (size + 1) / 2));
+    const char *msg = NULL;
+    ASSERT_OK(weft_comm_get_error(comm, &msg));
+    d->stream_destroy(s);
+    wf_fake_dev_free(dbuf);
+    ASSERT_OK(weft_comm_destroy(comm));
+}
+
+WF_TEST(dev_stream_refuses_a_capturing_stream, 60)
+{
+    wf_dev_use_fake(true);
+    run_procs(2, capture_rank, "dsc");
+}
