@@ -245,10 +245,24 @@ static void event_wait(fake_event_t *ev, unsigned long mark)
     pthread_mutex_unlock(&ev->lock);
 }
 
+/* Every copy takes this long first (wf_fake_slow_copies). */
+static unsigned copy_delay_us;
+
+void wf_fake_slow_copies(unsigned us)
+{
+    copy_delay_us = us;
+}
+
 static void run(work_t *w)
 {
     switch (w->kind) {
-    case W_COPY: fake_copy_now(w->dst, w->a, w->n); break;
+    case W_COPY:
+        if (copy_delay_us)
+            nanosleep(&(struct timespec){.tv_nsec =
+                                             (long)copy_delay_us * 1000},
+                      NULL);
+        fake_copy_now(w->dst, w->a, w->n);
+        break;
     case W_REDUCE: fake_reduce_now(w); break;
     case W_AVG: fake_avg_now(w); break;
     case W_MARK:

@@ -197,6 +197,9 @@ wf_dev_stream_t wf_fake_default_stream(void);
 /* Marks a fake stream as being captured into a graph (1) or not (0), for
  * the tests of the refusal (stream_capturing). */
 void wf_fake_stream_capture(wf_dev_stream_t stream, int on);
+/* Makes every fake copy wait `us` microseconds before it runs, so that
+ * tests can catch device work still queued when an operation ends. */
+void wf_fake_slow_copies(unsigned us);
 /* Fake events created and not yet freed (a destroyed event that queued
  * work still refers to lives until that work is done, as in CUDA). */
 long wf_fake_live_events(void);

@@ -379,10 +379,42 @@ int wf_exec_dev_poll(wf_engine_t *e, struct weft_request *req,
     return work;
 }
 
+/* Waits, at most WF_DEV_DRAIN_MS, until the work enqueued on the engine's
+ * stream so far has run; false when it has not by then. */
+static bool drain_stream(wf_engine_dev_t *d)
+{
+    wf_dev_event_t ev;
+    bool drained = false;
+    if (!d->stream || d->ops->set_device(d->device) != WEFT_OK ||
+        event_take(d, &ev) != WEFT_OK)
+        return false;
+    uint64_t deadline = wf_deadline_after(WF_DEV_DRAIN_MS);
+    if (d->ops->event_record(ev, d->stream) == WEFT_OK) {
+        weft_status_t st;
+        while ((st = d->ops->event_query(ev)) == WEFT_INPROGRESS &&
+               !wf_deadline_passed(deadline))
+            wf_sleep_ms(1);
+        drained = st == WEFT_OK;
+    }
+    event_give(d, ev);
+    return drained;
+}
+
 void wf_exec_dev_release(wf_engine_t *e, struct weft_request *req)
 {
     wf_exec_t *x = req->exec;
     wf_engine_dev_t *d = e->dev;
+    /* A request that ends with device work still enqueued (it failed):
+     * that work may still write its receive buffer and read or write the
+     * staging it had.  Let it run before the request completes, so that
+     * nothing lands after the caller has its status back, and before the
+     * staging serves another request. */
+    if (d && x->ndw && !drain_stream(d))
+        WEFT_WARN(SCHED, "%s #%llu on rank %d: its device work had not "
+                  "ended %d s after the operation failed; its buffers are "
+                  "released anyway", wf_coll_name(req->args.coll),
+                  (unsigned long long)req->seq, e->rank,
+                  WF_DEV_DRAIN_MS / 1000);
     for (uint32_t k = 0; d && k < x->ndw; k++) {
         wf_devwork_t *w = &x->dw[k];
         const wf_step_t *s = &req->plan->steps[w->step];
@@ -451,17 +483,7 @@ void wf_engine_dev_free(wf_engine_t *e)
     wf_engine_dev_t *d = e->dev;
     if (!d)
         return;
-    if (d->stream && d->ops->set_device(d->device) == WEFT_OK) {
-        wf_dev_event_t ev;
-        if (event_take(d, &ev) == WEFT_OK) {
-            uint64_t deadline = wf_deadline_after(WF_DEV_DRAIN_MS);
-            if (d->ops->event_record(ev, d->stream) == WEFT_OK)
-                while (d->ops->event_query(ev) == WEFT_INPROGRESS &&
-                       !wf_deadline_passed(deadline))
-                    wf_sleep_ms(1);
-            event_give(d, ev);
-        }
-    }
+    (void)drain_stream(d);
     for (uint32_t k = 0; k < d->nfree_events; k++)
         d->ops->event_destroy(d->free_events[k]);
     wf_dev_pool_free(d->pool);

@@ -5,6 +5,7 @@
  * its result, the calling thread never blocks, and a failed operation
  * still releases the stream.
  */
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -265,4 +266,61 @@ WF_TEST(dev_stream_refuses_a_capturing_stream, 60)
 {
     wf_dev_use_fake(true);
     run_procs(2, capture_rank, "dsc");
+}
+
+/* An operation that fails with device work still queued returns only
+ * after that work has run: nothing writes the receive buffer once the
+ * caller has its status (before, the queued copies went on landing).
+ * Rank 0's fake copies take 50 ms each; the root (rank 1) sends a
+ * broadcast of 16 chunks at full speed and leaves 150 ms later, while
+ * rank 0 still has most of its copies queued. */
+enum { SLOW_N = 64 * 1024 }; /* 16 chunks of 16 KiB */
+
+static void failed_writes_rank(int rank, int size, void *p)
+{
+    (void)size;
+    weft_comm_t comm;
+    comm_for(p, rank, 2, "WEFT_CHUNK_SIZE=16k,WEFT_TIMEOUT=30s", &comm);
+    float *host = malloc(SLOW_N * sizeof(float));
+    float *again = malloc(SLOW_N * sizeof(float));
+    float *dbuf = wf_fake_dev_alloc(SLOW_N * sizeof(float));
+    for (int i = 0; i < SLOW_N; i++)
+        host[i] = (float)(rank + 1);
+    wf_fake_dev_write(dbuf, host, SLOW_N * sizeof(float));
+    /* A first broadcast sets the pools up at full speed. */
+    ASSERT_OK(weft_broadcast(dbuf, dbuf, SLOW_N, WEFT_FLOAT32, 1, comm));
+    if (rank == 1) {
+        /* New values, which a late copy on rank 0 would bring; sent at
+         * full speed, then the root leaves while rank 0 copies slowly. */
+        for (int i = 0; i < SLOW_N; i++)
+            host[i] = 7;
+        wf_fake_dev_write(dbuf, host, SLOW_N * sizeof(float));
+        weft_request_t r;
+        ASSERT_OK(weft_ibroadcast(dbuf, dbuf, SLOW_N, WEFT_FLOAT32, 1, comm,
+                                  &r));
+        usleep(150000);
+        weft_comm_abort(comm);
+        (void)weft_wait(r); /* done or aborted: all is sent either way */
+        weft_request_free(r);
+    } else {
+        wf_fake_slow_copies(50000);
+        ASSERT_TRUE(weft_broadcast(dbuf, dbuf, SLOW_N, WEFT_FLOAT32, 1,
+                                   comm) != WEFT_OK);
+        wf_fake_dev_read(host, dbuf, SLOW_N * sizeof(float));
+        wf_fake_slow_copies(0); /* what is still queued lands at once */
+        usleep(500000);
+        wf_fake_dev_read(again, dbuf, SLOW_N * sizeof(float));
+        ASSERT_TRUE(memcmp(host, again, SLOW_N * sizeof(float)) == 0);
+    }
+    wf_fake_slow_copies(0);
+    wf_fake_dev_free(dbuf);
+    free(host);
+    free(again);
+    weft_comm_abort(comm);
+}
+
+WF_TEST(dev_failed_call_leaves_no_writes_behind, 90)
+{
+    wf_dev_use_fake(true);
+    run_procs(2, failed_writes_rank, "dfw");
 }
