@@ -250,16 +250,16 @@ static unsigned copy_delay_us;
 
 void wf_fake_slow_copies(unsigned us)
 {
-    copy_delay_us = us;
+    __atomic_store_n(&copy_delay_us, us, __ATOMIC_RELAXED);
 }
 
 static void run(work_t *w)
 {
+    unsigned delay_us;
     switch (w->kind) {
     case W_COPY:
-        if (copy_delay_us)
-            nanosleep(&(struct timespec){.tv_nsec =
-                                             (long)copy_delay_us * 1000},
+        if ((delay_us = __atomic_load_n(&copy_delay_us, __ATOMIC_RELAXED)))
+            nanosleep(&(struct timespec){.tv_nsec = (long)delay_us * 1000},
                       NULL);
         fake_copy_now(w->dst, w->a, w->n);
         break;
