@@ -11,6 +11,7 @@
 #include "algo/algo.h"
 #include "api_call.h"
 #include "comm.h"
+#include "config.h"
 #include "common.h"
 #include "devbuf.h"
 #include "diag.h"
@@ -181,6 +182,13 @@ static weft_status_t refuse_captured_stream(const call_t *k,
                   "failed: %s", k->fn, dev->last_error());
         return WEFT_ERR_CUDA;
     }
+    const char *conns = wf_env_get("CUDA_DEVICE_MAX_CONNECTIONS");
+    if (conns && strcmp(conns, "1") == 0)
+        WEFT_WARN_ONCE(COLL, "%s: CUDA_DEVICE_MAX_CONNECTIONS=1 lets CUDA "
+                       "run the engine's stream behind this stream, which "
+                       "waits for the engine: a stream-ordered call may "
+                       "then wait until WEFT_TIMEOUT (docs/cuda.md); the "
+                       "calls without a stream are not affected", k->fn);
     if (capturing) {
         WEFT_WARN(COLL, "%s: the stream is being captured into a CUDA "
                   "graph; weft's stream-ordered calls cannot be captured "

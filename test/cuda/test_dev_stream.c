@@ -324,3 +324,34 @@ WF_TEST(dev_failed_call_leaves_no_writes_behind, 90)
     wf_dev_use_fake(true);
     run_procs(2, failed_writes_rank, "dfw");
 }
+
+/* CUDA_DEVICE_MAX_CONNECTIONS=1 gets a warning naming it at the first
+ * stream-ordered call (the fake itself runs the call as usual). */
+static void one_connection_rank(int rank, int size, void *p)
+{
+    const wf_dev_ops_t *d = &wf_fake_dev_ops;
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1", 1);
+    weft_comm_t comm;
+    comm_for(p, rank, size, NULL, &comm);
+    wf_dev_stream_t s;
+    ASSERT_OK(d->stream_create(&s));
+    float host[4] = {1, 1, 1, 1};
+    float *dbuf = wf_fake_dev_alloc(sizeof(host));
+    wf_fake_dev_write(dbuf, host, sizeof(host));
+    wf_test_log_capture();
+    ASSERT_OK(weft_allreduce_stream(dbuf, dbuf, 4, WEFT_FLOAT32, WEFT_SUM,
+                                    comm, s));
+    wait_stream(d, s);
+    ASSERT_STR_CONTAINS(wf_test_log_text(), "CUDA_DEVICE_MAX_CONNECTIONS=1");
+    wf_fake_dev_read(host, dbuf, sizeof(host));
+    ASSERT_TRUE(host[0] == (float)size);
+    d->stream_destroy(s);
+    wf_fake_dev_free(dbuf);
+    ASSERT_OK(weft_comm_destroy(comm));
+}
+
+WF_TEST(dev_stream_warns_of_one_hardware_queue, 60)
+{
+    wf_dev_use_fake(true);
+    run_procs(2, one_connection_rank, "dsq");
+}
