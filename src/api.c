@@ -151,10 +151,9 @@ static void request_stalled(struct weft_request *req, void *owner)
     }
 }
 
-/* An operation enqueued on a device stream (stream_order.c) needs the
- * device layer even when its buffers are host memory. */
-/* The device layer for a call on a stream (its buffers may be host
- * memory), or NULL after a warning. */
+/* The device layer for an operation enqueued on a stream
+ * (stream_order.c), which it needs even when its buffers are host memory;
+ * NULL after a warning. */
 static const wf_dev_ops_t *stream_layer(const call_t *k,
                                         const struct weft_request *req)
 {
@@ -167,11 +166,13 @@ static const wf_dev_ops_t *stream_layer(const call_t *k,
     return dev;
 }
 
-/* A stream being captured into a CUDA graph is refused before anything is
- * allocated or enqueued: a replay of the graph would run the operation's
- * host function and flag wait again, for a request long ended. */
-static weft_status_t refuse_captured_stream(const call_t *k,
-                                            const struct weft_request *req)
+/* Before anything is allocated or enqueued for a call on a stream:
+ * refuses a stream being captured into a CUDA graph (a replay would run
+ * the operation's host function and flag wait again, for a request long
+ * ended), and warns once where one hardware queue may serialise the
+ * engine's stream behind the application's (docs/cuda.md). */
+static weft_status_t check_stream(const call_t *k,
+                                  const struct weft_request *req)
 {
     const wf_dev_ops_t *dev = stream_layer(k, req);
     int capturing = 0;
@@ -301,7 +302,7 @@ static weft_status_t launch(wf_comm_impl_t *c, const call_t *k,
     req->algo = req->built->algo;
     req->plan = &req->built->plan;
     if (k->stream)
-        WEFT_CHECK_GOTO(refuse_captured_stream(k, req), st, err);
+        WEFT_CHECK_GOTO(check_stream(k, req), st, err);
     if (dev) {
         WEFT_CHECK_GOTO(prepare_device(k, req), st, err);
         WEFT_CHECK_GOTO(keep_engine_from_allocating(c, k, req), st,
