@@ -388,26 +388,42 @@ weft_status_t cu_dmabuf_fd(const void *ptr, size_t len, int *fd,
 /* cudaStreamLegacy, not 0: in a program built with per-thread default
  * streams, 0 would name the calling thread's stream alone.  The legacy
  * stream waits for every blocking stream, per-thread ones included. */
+/* Makes `device` the calling thread's current one for an op that must
+ * leave it as it was (-1: stays); *current gets the one leave_device
+ * restores. */
+weft_status_t enter_device(int device, int *current)
+{
+    cudaError_t err = cudaGetDevice(current);
+    if (err != cudaSuccess)
+        return fail("cudaGetDevice", err);
+    if (device >= 0 && device != *current &&
+        (err = cudaSetDevice(device)) != cudaSuccess)
+        return fail("cudaSetDevice", err);
+    return WEFT_OK;
+}
+
+void leave_device(int device, int current)
+{
+    if (device >= 0 && device != current)
+        (void)cudaSetDevice(current);
+}
+
 weft_status_t cu_mark_default_stream(int device, wf_dev_event_t *event)
 {
     int current = -1;
-    cudaError_t err = cudaGetDevice(&current);
-    if (err != cudaSuccess)
-        return fail("cudaGetDevice", err);
-    if (device >= 0 && device != current &&
-        (err = cudaSetDevice(device)) != cudaSuccess)
-        return fail("cudaSetDevice", err);
+    weft_status_t st = enter_device(device, &current);
+    if (st != WEFT_OK)
+        return st;
     cudaEvent_t ev = nullptr;
     const char *call = "cudaEventCreateWithFlags";
-    err = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    cudaError_t err = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
     if (err == cudaSuccess) {
         call = "cudaEventRecord on the legacy default stream";
         err = cudaEventRecord(ev, cudaStreamLegacy);
         if (err != cudaSuccess)
             (void)cudaEventDestroy(ev);
     }
-    if (device >= 0 && device != current)
-        (void)cudaSetDevice(current);
+    leave_device(device, current);
     if (err != cudaSuccess)
         return fail(call, err);
     *event = ev;
@@ -421,30 +437,29 @@ pthread_mutex_t kernels_lock = PTHREAD_MUTEX_INITIALIZER;
 
 weft_status_t cu_prepare_device(int device)
 {
-    int current = -1;
-    cudaError_t err = cudaGetDevice(&current);
-    if (err != cudaSuccess)
-        return fail("cudaGetDevice", err);
-    int dev = device >= 0 ? device : current;
-    bool known = dev >= 0 && dev < (int)(sizeof(kernels_loaded) /
-                                         sizeof(kernels_loaded[0]));
-    if (known && __atomic_load_n(&kernels_loaded[dev], __ATOMIC_ACQUIRE))
+    weft_status_t st;
+    if (device < 0 &&
+        (st = check("cudaGetDevice", cudaGetDevice(&device))) != WEFT_OK)
+        return st;
+    bool known = device < (int)(sizeof(kernels_loaded) /
+                                sizeof(kernels_loaded[0]));
+    if (known && __atomic_load_n(&kernels_loaded[device], __ATOMIC_ACQUIRE))
         return WEFT_OK;
+    int current = -1, rc = 0;
     pthread_mutex_lock(&kernels_lock);
-    if (dev != current && (err = cudaSetDevice(dev)) != cudaSuccess) {
-        pthread_mutex_unlock(&kernels_lock);
-        return fail("cudaSetDevice", err);
+    st = enter_device(device, &current);
+    if (st == WEFT_OK) {
+        rc = wf_cuda_load_kernels();
+        leave_device(device, current);
+        if (rc == 0 && known)
+            __atomic_store_n(&kernels_loaded[device], true,
+                             __ATOMIC_RELEASE);
     }
-    int rc = wf_cuda_load_kernels();
-    if (dev != current)
-        (void)cudaSetDevice(current);
-    if (rc == 0 && known)
-        __atomic_store_n(&kernels_loaded[dev], true, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&kernels_lock);
-    if (rc != 0)
-        return fail("cudaFuncGetAttributes (loading the reduction kernels)",
-                    (cudaError_t)rc);
-    return WEFT_OK;
+    if (st == WEFT_OK && rc != 0)
+        st = fail("cudaFuncGetAttributes (loading the reduction kernels)",
+                  (cudaError_t)rc);
+    return st;
 }
 
 } /* namespace */

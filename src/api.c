@@ -166,30 +166,36 @@ static const wf_dev_ops_t *stream_layer(const call_t *k,
     return dev;
 }
 
-/* Before anything is allocated or enqueued for a call on a stream:
- * refuses a stream being captured into a CUDA graph (a replay would run
- * the operation's host function and flag wait again, for a request long
- * ended), and warns once where one hardware queue may serialise the
- * engine's stream behind the application's (docs/cuda.md). */
-static weft_status_t check_stream(const call_t *k,
-                                  const struct weft_request *req)
+/* Once per process, at its first call on a stream: one hardware queue
+ * may serialise the engine's stream behind the application's, which waits
+ * for the engine (docs/cuda.md). */
+static void warn_one_hardware_queue(const call_t *k)
 {
-    const wf_dev_ops_t *dev = stream_layer(k, req);
+    static int looked;
+    if (__atomic_exchange_n(&looked, 1, __ATOMIC_RELAXED))
+        return;
+    const char *conns = wf_env_get("CUDA_DEVICE_MAX_CONNECTIONS");
+    if (conns && strcmp(conns, "1") == 0)
+        WEFT_WARN(COLL, "%s: CUDA_DEVICE_MAX_CONNECTIONS=1 lets CUDA run the "
+                  "engine's stream behind this stream, which waits for the "
+                  "engine: a stream-ordered call may then wait until "
+                  "WEFT_TIMEOUT (docs/cuda.md); the calls without a stream "
+                  "are not affected", k->fn);
+}
+
+/* Before anything is allocated or enqueued for a call on a stream, with
+ * its layer `dev`: refuses a stream being captured into a CUDA graph (a
+ * replay would run the operation's host function and flag wait again, for
+ * a request long ended). */
+static weft_status_t check_stream(const call_t *k, const wf_dev_ops_t *dev)
+{
     int capturing = 0;
-    if (!dev)
-        return WEFT_ERR_CUDA;
+    warn_one_hardware_queue(k);
     if (dev->stream_capturing(k->stream, &capturing) != WEFT_OK) {
         WEFT_WARN(COLL, "%s: asking whether the stream is being captured "
                   "failed: %s", k->fn, dev->last_error());
         return WEFT_ERR_CUDA;
     }
-    const char *conns = wf_env_get("CUDA_DEVICE_MAX_CONNECTIONS");
-    if (conns && strcmp(conns, "1") == 0)
-        WEFT_WARN_ONCE(COLL, "%s: CUDA_DEVICE_MAX_CONNECTIONS=1 lets CUDA "
-                       "run the engine's stream behind this stream, which "
-                       "waits for the engine: a stream-ordered call may "
-                       "then wait until WEFT_TIMEOUT (docs/cuda.md); the "
-                       "calls without a stream are not affected", k->fn);
     if (capturing) {
         WEFT_WARN(COLL, "%s: the stream is being captured into a CUDA "
                   "graph; weft's stream-ordered calls cannot be captured "
@@ -198,12 +204,6 @@ static weft_status_t check_stream(const call_t *k,
         return WEFT_ERR_UNSUPPORTED;
     }
     return WEFT_OK;
-}
-
-static weft_status_t attach_stream(const call_t *k, struct weft_request *req)
-{
-    const wf_dev_ops_t *dev = stream_layer(k, req);
-    return dev ? wf_stream_attach(dev, req, k->stream) : WEFT_ERR_CUDA;
 }
 
 /* A call on device buffers without a stream starts after the work the
@@ -301,15 +301,20 @@ static weft_status_t launch(wf_comm_impl_t *c, const call_t *k,
                                       &req->built), st, err);
     req->algo = req->built->algo;
     req->plan = &req->built->plan;
-    if (k->stream)
-        WEFT_CHECK_GOTO(check_stream(k, req), st, err);
+    const wf_dev_ops_t *stream_dev = NULL;
+    if (k->stream) {
+        stream_dev = stream_layer(k, req);
+        WEFT_CHECK_GOTO(stream_dev ? check_stream(k, stream_dev)
+                                   : WEFT_ERR_CUDA, st, err);
+    }
     if (dev) {
         WEFT_CHECK_GOTO(prepare_device(k, req), st, err);
         WEFT_CHECK_GOTO(keep_engine_from_allocating(c, k, req), st,
                         err_reserved);
     }
     if (k->stream)
-        WEFT_CHECK_GOTO(attach_stream(k, req), st, err_reserved);
+        WEFT_CHECK_GOTO(wf_stream_attach(stream_dev, req, k->stream), st,
+                        err_reserved);
     else if (dev)
         WEFT_CHECK_GOTO(mark_default_stream(k, req), st, err_reserved);
     WEFT_CHECK_GOTO(wf_engine_submit(c->engine, req, !k->blocking), st,
