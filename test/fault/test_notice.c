@@ -269,6 +269,14 @@ static void consistent_rank(int rank, int size, void *p)
     weft_comm_t comm;
     ASSERT_OK(wf_test_comm_mem(p, rank, size, "WEFT_TIMEOUT=20s", &comm));
     ASSERT_OK(weft_barrier(comm));
+    /* Rank 1 fails the communicator only once rank 2's barrier is over:
+     * a notice that reaches rank 2 while its barrier still waits for rank
+     * 0's last message fails the barrier too, as it should. */
+    int32_t token = 0;
+    if (rank == 2)
+        ASSERT_OK(weft_send(&token, 1, WEFT_INT32, 1, comm));
+    else if (rank == 1)
+        ASSERT_OK(weft_recv(&token, 1, WEFT_INT32, 2, comm));
     float v[4] = {0};
     weft_status_t st;
     if (rank == 0)
