@@ -5,6 +5,8 @@
  * its result, the calling thread never blocks, and a failed operation
  * still releases the stream.
  */
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -18,13 +20,25 @@ enum { N = 50000 };
 typedef struct {
     float *dev;   /* device buffer */
     float *host;  /* what the "kernel" writes, or where the result goes */
+    /* produce: when set, waits for *gate (at most 10 s) instead of
+     * sleeping, and sets gate_timed_out if it waited that long. */
+    atomic_bool *gate;
+    bool gate_timed_out;
 } io_t;
 
 /* Stands in for a kernel that produces the input, slowly. */
 static void produce(void *arg)
 {
     io_t *io = arg;
-    usleep(200000);
+    if (!io->gate)
+        usleep(200000);
+    else {
+        double t0 = wf_test_now_s();
+        while (!atomic_load(io->gate) && !io->gate_timed_out) {
+            io->gate_timed_out = wf_test_now_s() - t0 > 10.0;
+            usleep(1000);
+        }
+    }
     wf_fake_dev_write(io->dev, io->host, N * sizeof(float));
 }
 
@@ -82,14 +96,20 @@ static void ordered_rank(int rank, int size, void *p)
     float *dall = wf_fake_dev_alloc((size_t)size * 4 * sizeof(float));
     for (int i = 0; i < N; i++)
         in[i] = (float)(rank + 1) * (float)(i % 100);
-    io_t prod = {dgrad, in}, cons = {dgrad, out};
+    atomic_bool calls_returned = false;
+    io_t prod = {dgrad, in, NULL, false}, cons = {dgrad, out, NULL, false};
     /* Round 0 fills the communicator's pools: a call that needs pinned or
      * device memory allocates it in the caller, which (like any CUDA
      * allocation) may wait for the device's queued work.  Round 1 needs
-     * none and must not wait. */
+     * none and must not wait: its producer runs only once both calls
+     * have returned, so a call that waited for it would make it wait its
+     * whole 10 s. */
     for (int round = 0; round < 2; round++) {
+        if (round == 1) {
+            atomic_store(&calls_returned, false);
+            prod.gate = &calls_returned;
+        }
         ASSERT_OK(d->host_func(s, produce, &prod));
-        double t0 = wf_test_now_s();
         ASSERT_OK(weft_allreduce_stream(dgrad, dgrad, N, WEFT_FLOAT32,
                                         WEFT_SUM, comm, s));
         /* A second operation queued behind the first: allgather 4
@@ -97,10 +117,9 @@ static void ordered_rank(int rank, int size, void *p)
         ASSERT_OK(weft_allgather_stream(dgrad, dall, 4, WEFT_FLOAT32, comm,
                                         s));
         ASSERT_OK(d->host_func(s, consume, &cons));
-        /* Neither call waited for the 200 ms producer. */
-        if (round == 1)
-            ASSERT_TRUE(wf_test_now_s() - t0 < 0.1);
+        atomic_store(&calls_returned, true);
         wait_stream(d, s);
+        ASSERT_TRUE(!prod.gate_timed_out); /* neither call waited for it */
         float sum_ranks = (float)(size * (size + 1) / 2);
         for (int i = 0; i < N; i++)
             ASSERT_TRUE(out[i] == sum_ranks * (float)(i % 100));
@@ -182,7 +201,7 @@ static void mixed_rank(int rank, int size, void *p)
     float *big = malloc(BIG * sizeof(float));
     float *dgrad = wf_fake_dev_alloc(N * sizeof(float));
     float *dbig = wf_fake_dev_alloc(BIG * sizeof(float));
-    io_t prod = {dgrad, in}, cons = {dgrad, out};
+    io_t prod = {dgrad, in, NULL, false}, cons = {dgrad, out, NULL, false};
     float sum_ranks = (float)(size * (size + 1) / 2);
     for (int order = 0; order < 2; order++) {
         for (int i = 0; i < N; i++)

@@ -3,6 +3,7 @@
  * message, never a crash, hang or wrong data.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,12 +289,19 @@ WF_TEST(collective_times_out_naming_peer, 30)
 typedef struct {
     weft_comm_t comm;
     weft_status_t st;
+    atomic_bool calling;
 } abort_arg_t;
+
+/* Rank 1 aborts only after rank 0 has checked its own abort's result:
+ * an earlier notice from rank 1 would end rank 0's call with
+ * WEFT_ERR_REMOTE instead. */
+static pthread_barrier_t abort_checked;
 
 static void *blocked_allreduce(void *p)
 {
     abort_arg_t *a = p;
     float v = 1;
+    atomic_store(&a->calling, true);
     a->st = weft_allreduce(&v, &v, 1, WEFT_FLOAT32, WEFT_SUM, a->comm);
     return NULL;
 }
@@ -305,19 +313,24 @@ static void abort_rank(int rank, int size, void *p)
     if (rank == 0) {
         pthread_t t;
         pthread_create(&t, NULL, blocked_allreduce, &a);
+        /* The thread calls right after the flag; 300 ms later it waits. */
+        while (!atomic_load(&a.calling))
+            usleep(1000);
         usleep(300000);
         double t0 = wf_test_now_s();
         ASSERT_OK(weft_comm_abort(a.comm));
         pthread_join(t, NULL);
         ASSERT_TRUE(wf_test_now_s() - t0 < 2.0);
         ASSERT_STATUS(a.st, WEFT_ERR_ABORTED);
-    } else {
-        usleep(600000);
-        weft_comm_abort(a.comm);
     }
+    pthread_barrier_wait(&abort_checked);
+    if (rank == 1)
+        weft_comm_abort(a.comm);
 }
 
 WF_TEST(abort_unblocks_waiter, 30)
 {
+    pthread_barrier_init(&abort_checked, NULL, 2);
     wf_test_run_threads(2, abort_rank, (void *)wf_test_unique("abort"));
+    pthread_barrier_destroy(&abort_checked);
 }

@@ -15,12 +15,17 @@
 
 /* Ranks 1 and 2 wait for each other forever (both receive); rank 0
  * aborts.  Only the notice can end their wait before the 60 s timeout. */
+static pthread_barrier_t spreads_barriers_done;
+
 static void abort_spreads_rank(int rank, int size, void *p)
 {
     weft_comm_t comm;
     ASSERT_OK(wf_test_comm_mem(p, rank, size, "WEFT_TIMEOUT=60s", &comm));
     ASSERT_OK(weft_barrier(comm)); /* everyone connected to everyone */
     ASSERT_OK(weft_barrier(comm));
+    /* Rank 0 can leave its barrier while a rank that stalled still owes
+     * another its last message; an abort then would fail that barrier. */
+    pthread_barrier_wait(&spreads_barriers_done);
     if (rank == 0) {
         usleep(200000);
         weft_comm_abort(comm);
@@ -42,8 +47,10 @@ static void abort_spreads_rank(int rank, int size, void *p)
 
 WF_TEST(abort_on_one_rank_reaches_the_others, 60)
 {
+    pthread_barrier_init(&spreads_barriers_done, NULL, 4);
     wf_test_run_threads(4, abort_spreads_rank,
                         (void *)wf_test_unique("notice-abort"));
+    pthread_barrier_destroy(&spreads_barriers_done);
 }
 
 /* Rank 0 leaves cleanly after a collective; ranks 1 and 2 keep exchanging
@@ -310,6 +317,8 @@ WF_TEST(failed_call_reports_the_communicator_error, 120)
  * in the rendezvous store, where rank 2, blocked for another interval
  * (an eighth of the 8 s timeout), finds it (src/stall.c).  Without that
  * post rank 2 waited out its whole timeout. */
+static pthread_barrier_t unconnected_first_received;
+
 static void unconnected_rank(int rank, int size, void *p)
 {
     (void)size;
@@ -318,6 +327,9 @@ static void unconnected_rank(int rank, int size, void *p)
     float v = 1;
     if (rank == 0) {
         ASSERT_OK(weft_send(&v, 1, WEFT_FLOAT32, 1, comm)); /* links 0-1 */
+        /* Rank 1 takes the message before the abort can fail its
+         * receive, however late it comes to it. */
+        pthread_barrier_wait(&unconnected_first_received);
         usleep(300000);
         weft_comm_abort(comm);
         return;
@@ -326,6 +338,7 @@ static void unconnected_rank(int rank, int size, void *p)
     weft_status_t st;
     if (rank == 1) {
         ASSERT_OK(weft_recv(&v, 1, WEFT_FLOAT32, 0, comm));
+        pthread_barrier_wait(&unconnected_first_received);
         st = weft_recv(&v, 1, WEFT_FLOAT32, 0, comm);
     } else {
         st = weft_recv(&v, 1, WEFT_FLOAT32, 1, comm);
@@ -341,5 +354,7 @@ static void unconnected_rank(int rank, int size, void *p)
 
 WF_TEST(failure_reaches_a_rank_connected_to_nobody, 60)
 {
+    pthread_barrier_init(&unconnected_first_received, NULL, 2);
     wf_test_run_threads(3, unconnected_rank, (void *)wf_test_unique("nc"));
+    pthread_barrier_destroy(&unconnected_first_received);
 }

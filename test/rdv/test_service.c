@@ -128,9 +128,16 @@ WF_TEST(rdv_tool_max_jobs, 30)
         st = wf_store_set(c, "k", "1", 1), wf_store_close(c);
     ASSERT_TRUE(st != WEFT_OK);
     wf_store_close(a);
-    usleep(200000); /* job-a ends with its last client */
-    ASSERT_OK(wf_store_open(addr, "job-c", NULL, 2000, &c));
-    ASSERT_OK(wf_store_set(c, "k", "1", 1));
+    /* job-a ends with its last client once the server has seen the close,
+     * which it does asynchronously: ask again for up to 5 s. */
+    st = WEFT_ERR_INTERNAL;
+    for (int i = 0; i < 250 && st != WEFT_OK; i++) {
+        usleep(20000);
+        st = wf_store_open(addr, "job-c", NULL, 2000, &c);
+        if (st == WEFT_OK && (st = wf_store_set(c, "k", "1", 1)) != WEFT_OK)
+            wf_store_close(c);
+    }
+    ASSERT_OK(st);
     wf_store_close(b);
     wf_store_close(c);
     stop_cleanly(pid);
