@@ -18,10 +18,11 @@
  * receive buffer.
  *
  * Dependencies: receives write blocks this rank does not hold yet (no
- * earlier reader), so they wait for nothing.  A send piece reads what the
- * own-block copy, the fold receive and earlier rounds' receives wrote; a
- * trace in virtual space finds those steps (more than three are folded
- * into zero-byte copies).  The folded rank's final receive writes blocks
+ * earlier reader), so they wait for nothing.  A send piece of the own
+ * block reads the send buffer (out of place) and waits for nothing; any
+ * other reads what the own-block copy, the fold receive and earlier
+ * rounds' receives wrote; a trace in virtual space finds those steps
+ * (more than three are folded into zero-byte copies).  The folded rank's final receive writes blocks
  * other than its own, so in place it does not touch its send data.
  *
  * Tags restart at 0 per message group: the pairs (r, r ^ 2^k) differ per
@@ -51,19 +52,28 @@ static uint64_t vbyte(const rd_t *g, int v)
 }
 
 /* Sends virtual range [lo, hi) to `peer` from the receive buffer, each
- * piece after the steps that wrote it; tags continue from *tag. */
+ * piece after the steps that wrote it; tags continue from *tag.  A piece
+ * of the rank's own block goes from the send buffer instead (out of
+ * place), so round 0 does not wait for the own-block copy, as Bruck's and
+ * the ring's first sends do not. */
 static void send_range(rd_t *g, int peer, uint64_t lo, uint64_t hi,
                        uint32_t *tag)
 {
     wf_unr_iter_t it = wf_unr_pieces(&g->cuts, lo, hi);
     wf_bref_t anchor = wf_bref(WF_BUF_RECV, 0);
-    uint64_t x, len;
+    uint64_t own = vbyte(g, g->a->rank), x, len;
+    bool from_send = !g->a->in_place && g->a->rank < g->f.p;
     while (wf_unr_next(&it, &x, &len)) {
         wf_unr_deps_t d = wf_unr_deps_none();
-        wf_unr_trace_deps(&g->trace, x, len, &d, g->plan, anchor);
-        wf_plan_send(g->plan, peer, (*tag)++,
-                     wf_bref(WF_BUF_RECV, wf_unr_vreal(&g->f, x)), len,
-                     d.d[0], d.d[1], d.d[2]);
+        wf_bref_t src;
+        if (from_send && x >= own && x + len <= own + g->f.block) {
+            src = wf_bref(WF_BUF_SEND, x - own);
+        } else {
+            wf_unr_trace_deps(&g->trace, x, len, &d, g->plan, anchor);
+            src = wf_bref(WF_BUF_RECV, wf_unr_vreal(&g->f, x));
+        }
+        wf_plan_send(g->plan, peer, (*tag)++, src, len, d.d[0], d.d[1],
+                     d.d[2]);
     }
 }
 
