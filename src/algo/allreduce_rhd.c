@@ -29,7 +29,8 @@
  * lives in SEND until first reduced, then in RECV; partner data lands in
  * scratch at the unit's own offset (less the start of the half kept in
  * the first step, the only one received into: half a vector of scratch,
- * a whole one on ranks that take a fold in).  Per unit (wf_arx_* in
+ * a whole one on ranks that take a fold in), or, with more than
+ * WF_ARX_SLOTS units, in WF_ARX_SLOTS slots of one unit taken in turn.  Per unit (wf_arx_* in
  * allreduce_util.c): a send waits for the step that produced its data; a
  * receive into scratch waits for the reduce that last read that scratch; a
  * reduce waits for its receive and the unit's previous writer; an
@@ -154,9 +155,7 @@ static void rhd_run(rhd_t *g)
         return;
     }
     size_t lo = 0, hi = g->x.a->count;
-    if (partner >= 0) {
-        for_units(g, 0, p, RHD_RECV_REDUCE, partner, 0, true);
-    } else {
+    if (partner < 0) {
         /* Without a fold only the half kept in the first step is ever
          * received into: scratch for that half alone. */
         if (g->f.vrank < p / 2)
@@ -165,11 +164,14 @@ static void rhd_run(rhd_t *g)
             lo = seg_start(g, p / 2);
         g->x.sc_base = lo;
     }
+    g->x.plan->scratch_bytes = wf_arx_use_slots(
+        &g->x, g->chunk, (uint64_t)(hi - lo) * g->x.a->elem_size);
+    if (partner >= 0)
+        for_units(g, 0, p, RHD_RECV_REDUCE, partner, 0, true);
     reduce_scatter(g);
     allgather(g);
     if (partner >= 0)
         for_units(g, 0, p, RHD_SEND, partner, out_base, false);
-    g->x.plan->scratch_bytes = (uint64_t)(hi - lo) * g->x.a->elem_size;
 }
 
 static weft_status_t rhd_build(const wf_coll_args_t *a, wf_plan_t *plan)

@@ -73,6 +73,9 @@ bool wf_arx_init(wf_arx_t *x, const wf_coll_args_t *a, wf_plan_t *plan,
     x->plan = plan;
     x->nunits = nunits;
     x->sc_base = 0;
+    x->slot_elems = 0;
+    for (int i = 0; i < WF_ARX_SLOTS; i++)
+        x->slot_user[i] = WF_NO_DEP;
     x->units = malloc(WF_MAX(nunits, (size_t)1) * sizeof(*x->units));
     if (!x->units) {
         plan->failed = true;
@@ -87,6 +90,15 @@ void wf_arx_fini(wf_arx_t *x)
 {
     free(x->units);
     x->units = NULL;
+}
+
+uint64_t wf_arx_use_slots(wf_arx_t *x, size_t unit_elems,
+                          uint64_t unslotted)
+{
+    if (x->nunits <= WF_ARX_SLOTS)
+        return unslotted;
+    x->slot_elems = unit_elems;
+    return (uint64_t)WF_ARX_SLOTS * unit_elems * x->a->elem_size;
 }
 
 int32_t wf_arx_send(wf_arx_t *x, size_t u, size_t off, size_t len, int peer,
@@ -112,14 +124,20 @@ int32_t wf_arx_recv_reduce(wf_arx_t *x, size_t u, size_t off, size_t len,
     uint64_t boff = off * x->a->elem_size;
     wf_bref_t sc = wf_bref(WF_BUF_SCRATCH, (off - x->sc_base) *
                                                x->a->elem_size);
+    int32_t *sc_user = &s->sc_user;
+    if (x->slot_elems) {
+        size_t slot = u % WF_ARX_SLOTS;
+        sc = wf_bref(WF_BUF_SCRATCH, slot * x->slot_elems * x->a->elem_size);
+        sc_user = &x->slot_user[slot];
+    }
     wf_bref_t own = wf_bref(s->writer != WF_NO_DEP ? WF_BUF_RECV
                                                    : WF_BUF_SEND, boff);
     int32_t rv = wf_plan_recv(x->plan, peer, tag, sc, len * x->a->elem_size,
-                              s->sc_user, WF_NO_DEP, WF_NO_DEP);
+                              *sc_user, WF_NO_DEP, WF_NO_DEP);
     int32_t red = wf_plan_reduce(x->plan, wf_bref(WF_BUF_RECV, boff),
                                  peer_first ? sc : own, peer_first ? own : sc,
                                  len, rv, s->writer, s->reader);
-    s->writer = s->sc_user = red;
+    s->writer = *sc_user = red;
     s->reader = WF_NO_DEP;
     return red;
 }

@@ -45,18 +45,27 @@ int wf_arfold_real(const wf_arfold_t *f, int vrank);
  * one message) for the exchange algorithms.  A unit's current value lives
  * in SEND until a step writes it to RECV; received partner data lands in
  * SCRATCH at the unit's own element offset less sc_base (an algorithm that
- * only ever receives into part of the vector needs less scratch).  The
- * helpers below add the dependencies every step needs:
+ * only ever receives into part of the vector needs less scratch), or, once
+ * wf_arx_use_slots has been called for more than WF_ARX_SLOTS units, in
+ * slot u mod WF_ARX_SLOTS of one unit each: as in the ring, a unit is
+ * then reduced while its slot is still in the core's cache, where a
+ * receive into half a vector of scratch has gone out to memory by the
+ * time it is reduced (rhd on 4 ranks at 64 MiB with the single copy: 10%
+ * faster with slots; docs/performance.md).  The helpers below add the
+ * dependencies every step needs:
  *   writer  - the last step that wrote RECV[unit] (what readers wait for);
  *   reader  - the last send that read RECV[unit] memory since then (what
  *             the next write waits for; in these algorithms a unit that
  *             is read twice is never written again);
  *   sc_user - the last reduce that read SCRATCH[unit] (what the next
- *             receive into it waits for).
+ *             receive into it waits for); with slots, slot_user[slot]
+ *             plays that part for the slot.
  */
 typedef struct {
     int32_t writer, reader, sc_user;
 } wf_arunit_t;
+
+#define WF_ARX_SLOTS 16
 
 typedef struct {
     const wf_coll_args_t *a;
@@ -64,11 +73,19 @@ typedef struct {
     wf_arunit_t *units;
     size_t nunits;
     size_t sc_base; /* element whose partner data lands at scratch 0 */
+    size_t slot_elems; /* elements per scratch slot; 0: no slots */
+    int32_t slot_user[WF_ARX_SLOTS]; /* the last reduce that read a slot */
 } wf_arx_t;
 
 bool wf_arx_init(wf_arx_t *x, const wf_coll_args_t *a, wf_plan_t *plan,
                  size_t nunits);
 void wf_arx_fini(wf_arx_t *x);
+/* Receives into WF_ARX_SLOTS slots of unit_elems elements (no unit is
+ * longer) when there are more units than slots; call before the first
+ * wf_arx_recv_reduce.  Returns the scratch bytes the plan needs:
+ * `unslotted` when slots are not used. */
+uint64_t wf_arx_use_slots(wf_arx_t *x, size_t unit_elems,
+                          uint64_t unslotted);
 
 /* Sends the unit's current value; returns the step. */
 int32_t wf_arx_send(wf_arx_t *x, size_t u, size_t off, size_t len, int peer,

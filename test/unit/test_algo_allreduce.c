@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "algo/allreduce_tree.h"
+#include "algo/allreduce_util.h"
 #include "algo/cost.h"
 #include "common.h"
 #include "sim.h"
@@ -104,8 +105,14 @@ WF_TEST(algo_allreduce_rhd_shape, 60)
             ASSERT_EQ(sh.peers_sent, wf_ceil_log2(p));
             /* One message per unit exchanged: 2(p-1) segments of 32/p. */
             ASSERT_EQ(sh.nsend, 2 * (uint64_t)(p - 1) * (32 / (uint64_t)p));
-            /* Scratch for the half kept in the first step. */
+            /* Scratch for the half kept in the first step: 16 units,
+             * as many as the slots. */
             ASSERT_EQ(sh.scratch, bytes / 2);
+            /* With 64 units the half would be 32: the 16 slots instead. */
+            shape_t fine = plan_shape(&wf_algo_allreduce_rhd, r, p, count,
+                                      bytes / 64);
+            ASSERT_EQ(fine.sent, sh.sent);
+            ASSERT_EQ(fine.scratch, WF_ARX_SLOTS * (bytes / 64));
             /* A vector shorter than p chunks still moves only its
              * 2(p-1)/p share (the unit grid gets finer, never coarser
              * than one segment per rank), in at most one message per
@@ -124,7 +131,7 @@ WF_TEST(algo_allreduce_rhd_shape, 60)
     ASSERT_EQ(plain.sent, 2 * 3 * bytes / 4);
     ASSERT_EQ(in.sent, plain.sent + bytes);
     ASSERT_EQ(in.received, plain.received + bytes);
-    ASSERT_EQ(in.scratch, bytes);
+    ASSERT_EQ(in.scratch, WF_ARX_SLOTS * chunk); /* a vector of 32 units */
     ASSERT_EQ(out.scratch, 0);
 }
 
