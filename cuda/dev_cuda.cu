@@ -385,9 +385,6 @@ weft_status_t cu_dmabuf_fd(const void *ptr, size_t len, int *fd,
     return WEFT_OK;
 }
 
-/* cudaStreamLegacy, not 0: in a program built with per-thread default
- * streams, 0 would name the calling thread's stream alone.  The legacy
- * stream waits for every blocking stream, per-thread ones included. */
 /* Makes `device` the calling thread's current one for an op that must
  * leave it as it was (-1: stays); *current gets the one leave_device
  * restores. */
@@ -408,6 +405,9 @@ void leave_device(int device, int current)
         (void)cudaSetDevice(current);
 }
 
+/* cudaStreamLegacy, not 0: in a program built with per-thread default
+ * streams, 0 would name the calling thread's stream alone.  The legacy
+ * stream waits for every blocking stream, per-thread ones included. */
 weft_status_t cu_mark_default_stream(int device, wf_dev_event_t *event)
 {
     int current = -1;

@@ -22,8 +22,9 @@
  * block reads the send buffer (out of place) and waits for nothing; any
  * other reads what the own-block copy, the fold receive and earlier
  * rounds' receives wrote; a trace in virtual space finds those steps
- * (more than three are folded into zero-byte copies).  The folded rank's final receive writes blocks
- * other than its own, so in place it does not touch its send data.
+ * (more than three are folded into zero-byte copies).  The folded rank's
+ * final receive writes blocks other than its own, so in place it does
+ * not touch its send data.
  *
  * Tags restart at 0 per message group: the pairs (r, r ^ 2^k) differ per
  * round, the fold goes p+i -> i and the return i -> p+i.

@@ -30,10 +30,11 @@
  * scratch at the unit's own offset (less the start of the half kept in
  * the first step, the only one received into: half a vector of scratch,
  * a whole one on ranks that take a fold in), or, with more than
- * WF_ARX_SLOTS units, in WF_ARX_SLOTS slots of one unit taken in turn.  Per unit (wf_arx_* in
- * allreduce_util.c): a send waits for the step that produced its data; a
- * receive into scratch waits for the reduce that last read that scratch; a
- * reduce waits for its receive and the unit's previous writer; an
+ * WF_ARX_SLOTS units, in WF_ARX_SLOTS slots of one unit taken in turn.
+ * Per unit (wf_arx_* in allreduce_util.c): a send waits for the step that
+ * produced its data; a receive into scratch waits for the reduce that last
+ * read that scratch (or slot); a reduce waits for its receive and the
+ * unit's previous writer; an
  * allgather receive into a unit waits for the reduce-scatter send that
  * read that memory (the same unit, sent to the same partner).
  *
