@@ -146,7 +146,7 @@ static void bruck_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
                                  : wf_unr_own_msgs(block, grid));
     }
     *t = (wf_cost_terms_t){.rounds = wf_ceil_log2(a->size),
-                           .path_sent = WF_UNR_FAR_FACTOR * (n - 1) * block,
+                           .path_sent = WF_COST_FAR_FACTOR * (n - 1) * block,
                            .messages = msgs,
                            .bytes = n * (n - 1) * block,
                            .waits = msgs - upfront};

@@ -189,7 +189,7 @@ static void rd_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
                      e * whole;
     *t = (wf_cost_terms_t){
         .rounds = e > 0 ? lg + 2 : lg,
-        .path_sent = WF_UNR_FAR_FACTOR * (e > 0 ? 2 * n - 1 : n - 1) * block,
+        .path_sent = WF_COST_FAR_FACTOR * (e > 0 ? 2 * n - 1 : n - 1) * block,
         .messages = msgs, .bytes = n * (n - 1) * block,
         .waits = msgs - upfront};
 }

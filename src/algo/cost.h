@@ -136,6 +136,22 @@ static inline double wf_cost_terms_eval(const wf_coll_args_t *a,
                           : path_us + m.path_share * host;
 }
 
+/*
+ * Bandwidth factor for the log-round algorithms (recursive doubling,
+ * Bruck, recursive halving).  In the plain alpha-beta model they send the
+ * same bytes as a ring in fewer rounds, so they would win at every size;
+ * in practice they lose for large messages: each round talks to a farther
+ * peer (no neighbour locality, more connections), and a round forwards
+ * data only once the previous round's pieces have landed, so consecutive
+ * rounds overlap less than the ring's chunk pipeline.  This factor on
+ * their byte term puts the crossover with the ring in the hundreds of
+ * kilobytes per rank on 8 ranks; calibrate it with the other constants.
+ * The allgathers and reduce-scatters carry it in their terms everywhere;
+ * the allreduces only between machines (wf_cost_of_far_terms), since the
+ * one-host constants were fitted to their terms without it.
+ */
+#define WF_COST_FAR_FACTOR 1.1
+
 /* The cost() of an algorithm that describes itself with `terms`. */
 static inline double wf_cost_of_terms(const wf_coll_args_t *a,
                                       void (*terms)(const wf_coll_args_t *,
@@ -145,6 +161,25 @@ static inline double wf_cost_of_terms(const wf_coll_args_t *a,
     if (a->size <= 1)
         return 0;
     terms(a, &t);
+    return wf_cost_terms_eval(a, &t);
+}
+
+/* The cost() of a log-round allreduce (rhd, rd): between machines its
+ * bytes cost WF_COST_FAR_FACTOR more than a ring's.  On four hosts joined
+ * by 1 Gbit/s links (make bench-netns) the ring carried 95-96% of the link
+ * from 1 to 64 MiB in every run, rhd 89-95%, while the plain model had
+ * them level and took rhd for its two fewer rounds (docs/performance.md,
+ * "Shaped links: the ring over rhd"). */
+static inline double wf_cost_of_far_terms(
+    const wf_coll_args_t *a,
+    void (*terms)(const wf_coll_args_t *, wf_cost_terms_t *))
+{
+    wf_cost_terms_t t;
+    if (a->size <= 1)
+        return 0;
+    terms(a, &t);
+    if (!wf_cost_on_one_host(a))
+        t.path_sent *= WF_COST_FAR_FACTOR;
     return wf_cost_terms_eval(a, &t);
 }
 

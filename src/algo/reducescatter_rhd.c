@@ -260,7 +260,7 @@ static void rhd_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
     double upfront = fold_in + first * (f.p - e) / f.p;
     *t = (wf_cost_terms_t){
         .rounds = e > 0 ? lg + 2 : lg,
-        .path_sent = WF_UNR_FAR_FACTOR * (e > 0 ? moved + n * block : moved),
+        .path_sent = WF_COST_FAR_FACTOR * (e > 0 ? moved + n * block : moved),
         .path_reduced = e > 0 ? moved + n * block : moved,
         .messages = msgs, .bytes = n * moved + e * block,
         .reduced = n * moved, .waits = msgs - upfront};

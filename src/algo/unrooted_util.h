@@ -28,19 +28,6 @@
 #include "algo/algo.h"
 #include "algo/cost.h"
 
-/*
- * Bandwidth factor for the log-round algorithms (recursive doubling,
- * Bruck, recursive halving).  In the plain alpha-beta model they send the
- * same bytes as a ring in fewer rounds, so they would win at every size;
- * in practice they lose for large messages: each round talks to a farther
- * peer (no neighbour locality, more connections), and a round forwards
- * data only once the previous round's pieces have landed, so consecutive
- * rounds overlap less than the ring's chunk pipeline.  This factor on
- * their byte term puts the crossover with the ring in the hundreds of
- * kilobytes per rank on 8 ranks; calibrate it with the other constants.
- */
-#define WF_UNR_FAR_FACTOR 1.1
-
 static inline int wf_unr_mod(int x, int n) { return ((x % n) + n) % n; }
 
 /* For the cost model: the messages that send `runs` runs of the buffer
