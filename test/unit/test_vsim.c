@@ -79,14 +79,14 @@ static char *simulate_text(const char *coll, int ranks, size_t bytes)
 
 /* weft-info --simulate picks with the cost model a job in the same
  * environment would use, WEFT_LINK_MBPS included: on a 1 Gbit/s network
- * the chain broadcast with short chunks beats the tree at 64 KiB on 4
+ * the chain broadcast with short chunks beats the tree at 32 KiB on 4
  * ranks; with the default network constants it does not. */
 WF_TEST(vsim_simulate_follows_link_mbps, 30)
 {
     unsetenv("WEFT_LINK_MBPS");
-    char *plain = simulate_text("broadcast", 4, 64 << 10);
+    char *plain = simulate_text("broadcast", 4, 32 << 10);
     setenv("WEFT_LINK_MBPS", "1000", 1);
-    char *gbit = simulate_text("broadcast", 4, 64 << 10);
+    char *gbit = simulate_text("broadcast", 4, 32 << 10);
     unsetenv("WEFT_LINK_MBPS");
     ASSERT_STR_CONTAINS(plain, "picks: tree");
     ASSERT_STR_CONTAINS(gbit, "picks: ring");
