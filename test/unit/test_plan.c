@@ -298,10 +298,23 @@ WF_TEST(select_follows_link_mbps, 10)
     ASSERT_TRUE(wf_algo_allreduce_ring.cost(&a) > 5 * fast);
 }
 
-/* Over links between machines the ring's one steady flow per link beat
- * rhd's rounds with changing peers from 1 MiB up (make bench-netns, 4
- * hosts at 1 Gbit/s: 95-96% of the link against 89-95%), where the plain
- * model had them level and took rhd for its fewer rounds.  Tiny messages
+/* Auto picks `name` for the call `a` with each of `counts` elements. */
+static void expect_picks(wf_coll_args_t a, const size_t *counts, size_t n,
+                         const char *name)
+{
+    const wf_algo_t *algo = NULL;
+    for (size_t i = 0; i < n; i++) {
+        a.count = counts[i];
+        ASSERT_OK(wf_algo_select(&a, "auto", &algo));
+        ASSERT_STR_CONTAINS(algo->name, name);
+    }
+}
+
+/* Over links between machines the ring's one steady flow per link was
+ * ahead of rhd's rounds with changing peers, or level, from 1 to 16 MiB
+ * (make bench-netns, 4 hosts at 1 Gbit/s: 95-96% of the link against
+ * 89-95% under BBR), where the plain model had them level and took rhd
+ * for its fewer rounds.  Tiny messages
  * still go to the log-round algorithms; one host keeps its fitted picks. */
 WF_TEST(select_prefers_ring_on_shaped_links, 10)
 {
@@ -309,12 +322,8 @@ WF_TEST(select_prefers_ring_on_shaped_links, 10)
     wf_coll_args_t a = {.coll = WF_COLL_ALLREDUCE, .dtype = WEFT_FLOAT32,
                         .elem_size = 4, .size = 4, .chunk_bytes = 256 << 10,
                         .local_size = 4, .host_cores = 2, .link_mbps = 1000};
-    size_t counts[] = {256 << 10, 1 << 20, 4 << 20, 16 << 20};
-    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
-        a.count = counts[i];
-        ASSERT_OK(wf_algo_select(&a, "auto", &algo));
-        ASSERT_STR_CONTAINS(algo->name, "ring");
-    }
+    const size_t counts[] = {256 << 10, 1 << 20, 4 << 20, 16 << 20};
+    expect_picks(a, counts, sizeof counts / sizeof counts[0], "ring");
     a.count = 2;
     ASSERT_OK(wf_algo_select(&a, "auto", &algo));
     ASSERT_TRUE(strcmp(algo->name, "ring") != 0);
@@ -335,16 +344,11 @@ WF_TEST(select_prefers_ring_on_shaped_links, 10)
  * 4% cheaper. */
 WF_TEST(select_chain_broadcast_on_shaped_links, 10)
 {
-    const wf_algo_t *algo = NULL;
     wf_coll_args_t a = {.coll = WF_COLL_BROADCAST, .dtype = WEFT_FLOAT32,
                         .elem_size = 4, .size = 4, .chunk_bytes = 256 << 10,
                         .local_size = 4, .host_cores = 2, .link_mbps = 1000};
-    size_t counts[] = {16 << 10, 64 << 10, 256 << 10, 1 << 20};
-    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
-        a.count = counts[i];
-        ASSERT_OK(wf_algo_select(&a, "auto", &algo));
-        ASSERT_STR_CONTAINS(algo->name, "ring");
-    }
+    const size_t counts[] = {16 << 10, 64 << 10, 256 << 10, 1 << 20};
+    expect_picks(a, counts, sizeof counts / sizeof counts[0], "ring");
     /* On one host the fitted terms count a round per chunk, as before. */
     wf_coll_args_t one = a;
     one.link_mbps = 0;
