@@ -19,7 +19,9 @@
  *
  * Cost: C chunks through n-1 links take n-2+C chunk times; on the
  * critical path a rank sends the whole buffer plus n-2 chunks of pipeline
- * fill: wf_cost(n-2+C, bytes + (n-2)*chunk, 0).
+ * fill: wf_cost(n-2+C, bytes + (n-2)*chunk, 0).  Between machines a
+ * chunk after the first costs its bytes but no round, so the rounds are
+ * n-1 there (ring_cost).
  *
  * Chunk size: the fill is n-2 chunks, so a medium message cut into the
  * usual chunks of WEFT_CHUNK_SIZE pays n-2 times most of itself: 64 KiB
