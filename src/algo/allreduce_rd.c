@@ -131,7 +131,7 @@ static void rd_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 
 static double rd_cost(const wf_coll_args_t *a)
 {
-    return wf_cost_of_far_terms(a, rd_terms);
+    return wf_cost_of_terms_between(a, rd_terms, wf_cost_far_bytes);
 }
 
 const wf_algo_t wf_algo_allreduce_rd = {

@@ -223,7 +223,7 @@ static void rhd_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 
 static double rhd_cost(const wf_coll_args_t *a)
 {
-    return wf_cost_of_far_terms(a, rhd_terms);
+    return wf_cost_of_terms_between(a, rhd_terms, wf_cost_far_bytes);
 }
 
 const wf_algo_t wf_algo_allreduce_rhd = {

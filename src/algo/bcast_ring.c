@@ -121,17 +121,15 @@ static void ring_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
  * of 1 MiB took 8.73-8.79 ms with 26 chunks or 128, a round of 25 us per
  * extra chunk would have added 2.5 ms; and one 64 KiB call took half the
  * time of scatter-allgather's, which the full count had priced 4% cheaper
- * (docs/performance.md, "Shaped links").  The one-host constants were
- * fitted to the terms as they are. */
+ * (docs/performance.md, "Shaped links"). */
+static void ring_rounds_per_hop(const wf_coll_args_t *a, wf_cost_terms_t *t)
+{
+    t->rounds = a->size - 1;
+}
+
 static double ring_cost(const wf_coll_args_t *a)
 {
-    wf_cost_terms_t t;
-    if (a->size <= 1)
-        return 0;
-    ring_terms(a, &t);
-    if (!wf_cost_on_one_host(a))
-        t.rounds = a->size - 1;
-    return wf_cost_terms_eval(a, &t);
+    return wf_cost_of_terms_between(a, ring_terms, ring_rounds_per_hop);
 }
 
 const wf_algo_t wf_algo_bcast_ring = {

@@ -147,40 +147,50 @@ static inline double wf_cost_terms_eval(const wf_coll_args_t *a,
  * their byte term puts the crossover with the ring in the hundreds of
  * kilobytes per rank on 8 ranks; calibrate it with the other constants.
  * The allgathers and reduce-scatters carry it in their terms everywhere;
- * the allreduces only between machines (wf_cost_of_far_terms), since the
+ * the allreduces only between machines (wf_cost_far_bytes), since the
  * one-host constants were fitted to their terms without it.
  */
 #define WF_COST_FAR_FACTOR 1.1
 
-/* The cost() of an algorithm that describes itself with `terms`. */
-static inline double wf_cost_of_terms(const wf_coll_args_t *a,
-                                      void (*terms)(const wf_coll_args_t *,
-                                                    wf_cost_terms_t *))
+/* The terms of an algorithm, and how the network constants read them
+ * differently from the one-host ones (NULL: no differently). */
+typedef void (*wf_cost_terms_fn)(const wf_coll_args_t *, wf_cost_terms_t *);
+
+/* The cost() of an algorithm that describes itself with `terms`; between
+ * machines `between` (if any) amends them first.  The one-host constants
+ * were fitted to the terms as they are, so amendments apply only where
+ * the network constants do. */
+static inline double wf_cost_of_terms_between(const wf_coll_args_t *a,
+                                              wf_cost_terms_fn terms,
+                                              wf_cost_terms_fn between)
 {
     wf_cost_terms_t t;
     if (a->size <= 1)
         return 0;
     terms(a, &t);
+    if (between && !wf_cost_on_one_host(a))
+        between(a, &t);
     return wf_cost_terms_eval(a, &t);
 }
 
-/* The cost() of a log-round allreduce (rhd, rd): between machines its
- * bytes cost WF_COST_FAR_FACTOR more than a ring's.  On four hosts joined
- * by 1 Gbit/s links (make bench-netns) the ring was ahead of rhd or level
- * in every cell from 1 to 16 MiB, by up to 7%, and within 2% with CUBIC,
- * while the plain model had them level and took rhd for its two fewer
- * rounds (docs/performance.md, "Shaped links: the ring over rhd"). */
-static inline double wf_cost_of_far_terms(
-    const wf_coll_args_t *a,
-    void (*terms)(const wf_coll_args_t *, wf_cost_terms_t *))
+/* The cost() of an algorithm that describes itself with `terms`. */
+static inline double wf_cost_of_terms(const wf_coll_args_t *a,
+                                      wf_cost_terms_fn terms)
 {
-    wf_cost_terms_t t;
-    if (a->size <= 1)
-        return 0;
-    terms(a, &t);
-    if (!wf_cost_on_one_host(a))
-        t.path_sent *= WF_COST_FAR_FACTOR;
-    return wf_cost_terms_eval(a, &t);
+    return wf_cost_of_terms_between(a, terms, NULL);
+}
+
+/* Between machines a log-round allreduce's (rhd, rd) bytes cost
+ * WF_COST_FAR_FACTOR more than a ring's.  On four hosts joined by 1 Gbit/s
+ * links (make bench-netns) the ring was ahead of rhd or level in every
+ * cell from 1 to 16 MiB, by up to 7%, and within 2% with CUBIC, while the
+ * plain model had them level and took rhd for its two fewer rounds
+ * (docs/performance.md, "Shaped links: the ring over rhd"). */
+static inline void wf_cost_far_bytes(const wf_coll_args_t *a,
+                                     wf_cost_terms_t *t)
+{
+    (void)a;
+    t->path_sent *= WF_COST_FAR_FACTOR;
 }
 
 /* ceil(x / y) for message counts; at least 1. */

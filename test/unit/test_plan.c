@@ -298,6 +298,17 @@ WF_TEST(select_follows_link_mbps, 10)
     ASSERT_TRUE(wf_algo_allreduce_ring.cost(&a) > 5 * fast);
 }
 
+/* On one host `algo` costs its terms as they are: the one-host constants
+ * were fitted to them, so no between-machines amendment may reach them. */
+static void expect_one_host_cost_is_terms(const wf_algo_t *algo,
+                                          wf_coll_args_t a)
+{
+    wf_cost_terms_t t;
+    a.link_mbps = 0;
+    algo->cost_terms(&a, &t);
+    ASSERT_TRUE(algo->cost(&a) == wf_cost_terms_eval(&a, &t));
+}
+
 /* Auto picks `name` for the call `a` with each of `counts` elements. */
 static void expect_picks(wf_coll_args_t a, const size_t *counts, size_t n,
                          const char *name)
@@ -314,8 +325,8 @@ static void expect_picks(wf_coll_args_t a, const size_t *counts, size_t n,
  * ahead of rhd's rounds with changing peers, or level, from 1 to 16 MiB
  * (make bench-netns, 4 hosts at 1 Gbit/s: 95-96% of the link against
  * 89-95% under BBR), where the plain model had them level and took rhd
- * for its fewer rounds.  Tiny messages
- * still go to the log-round algorithms; one host keeps its fitted picks. */
+ * for its fewer rounds.  Tiny messages still go to the log-round
+ * algorithms; one host keeps its fitted picks. */
 WF_TEST(select_prefers_ring_on_shaped_links, 10)
 {
     const wf_algo_t *algo = NULL;
@@ -328,13 +339,8 @@ WF_TEST(select_prefers_ring_on_shaped_links, 10)
     ASSERT_OK(wf_algo_select(&a, "auto", &algo));
     ASSERT_TRUE(strcmp(algo->name, "ring") != 0);
     /* The factor is for links between machines only. */
-    wf_coll_args_t one = a;
-    one.link_mbps = 0;
-    one.count = 1 << 20;
-    double plain = wf_algo_allreduce_rhd.cost(&one);
-    wf_cost_terms_t t;
-    wf_algo_allreduce_rhd.cost_terms(&one, &t);
-    ASSERT_TRUE(plain == wf_cost_terms_eval(&one, &t));
+    a.count = 1 << 20;
+    expect_one_host_cost_is_terms(&wf_algo_allreduce_rhd, a);
 }
 
 /* The chain broadcast between machines pays a round per hop, not per
@@ -349,12 +355,10 @@ WF_TEST(select_chain_broadcast_on_shaped_links, 10)
                         .local_size = 4, .host_cores = 2, .link_mbps = 1000};
     const size_t counts[] = {16 << 10, 64 << 10, 256 << 10, 1 << 20};
     expect_picks(a, counts, sizeof counts / sizeof counts[0], "ring");
-    /* On one host the fitted terms count a round per chunk, as before. */
-    wf_coll_args_t one = a;
-    one.link_mbps = 0;
-    wf_cost_terms_t t;
-    wf_algo_bcast_ring.cost_terms(&one, &t);
-    ASSERT_TRUE(wf_algo_bcast_ring.cost(&one) == wf_cost_terms_eval(&one, &t));
+    /* On one host the fitted terms count a round per chunk, as before
+     * (4 MiB: 16 chunks, where a round per hop would count 3 rounds). */
+    a.count = 1 << 20;
+    expect_one_host_cost_is_terms(&wf_algo_bcast_ring, a);
 }
 
 /* More ranks on a machine than it has cores: the cost model counts the
