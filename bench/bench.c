@@ -35,6 +35,11 @@ static void usage(FILE *out)
         "  -f FACTOR     multiply the size by FACTOR each row (default 2)\n"
         "  -w N          warm-up iterations per size (default 5)\n"
         "  -r N          timed iterations per size (default 20)\n"
+        "  --loop-bytes SIZE  at least SIZE bytes per size's timed loop: "
+        "ceil(SIZE/size)\n"
+        "                iterations where that is more than -r (a link's "
+        "burst or\n"
+        "                buffers then weigh little against the loop)\n"
         "  -d DTYPE      int8 uint8 int32 uint32 int64 uint64 half bfloat16 "
         "float double\n"
         "  -o OP         sum prod min max avg (default sum)\n"
@@ -124,6 +129,7 @@ static int parse_valued(const char *f, const char *v, bench_opts_t *o)
     else if (!strcmp(f, "-f")) ok = (o->factor = atof(v)) > 1;
     else if (!strcmp(f, "-w")) ok = parse_int(v, 0, big, &o->warmup);
     else if (!strcmp(f, "-r")) ok = parse_int(v, 1, big, &o->iters);
+    else if (!strcmp(f, "--loop-bytes")) ok = parse_size(v, &o->loop_bytes);
     else if (!strcmp(f, "-d")) ok = bench_parse_dtype(v, &o->dtype);
     else if (!strcmp(f, "-o")) ok = bench_parse_op(v, &o->op);
     else if (!strcmp(f, "-a")) ok = *(o->algo = v) != '\0';

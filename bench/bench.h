@@ -40,6 +40,10 @@ typedef struct {
     size_t min_bytes, max_bytes;
     double factor;     /* -f */
     int warmup, iters; /* -w, -r */
+    /* --loop-bytes: a size's timed loop runs at least this many bytes
+     * (ceil(loop_bytes / size) iterations when that is more than -r);
+     * 0: -r alone. */
+    size_t loop_bytes;
     weft_dtype_t dtype;
     weft_op_t op;
     const char *algo;
@@ -129,6 +133,7 @@ typedef struct {
     size_t bytes;  /* the row's size (NCCL convention) */
     size_t count;  /* the count passed to the call */
     bool has_in;   /* in-place variant measured */
+    int iters;     /* timed iterations of this row (-r, --loop-bytes) */
     bench_result_t out, in;
 } bench_row_t;
 

@@ -146,6 +146,7 @@ static void json_config(FILE *f, const bench_ctx_t *c,
     fputc(']', f);
     kv_num(f, &first, "warmup_iterations", o->warmup);
     kv_num(f, &first, "iterations", o->iters);
+    kv_size(f, &first, "loop_bytes", o->loop_bytes);
     key(f, &first, "check");
     fputs(o->check ? "true" : "false", f);
     kv_num(f, &first, "bus_factor", c->coll->bus_factor(c));
@@ -163,9 +164,9 @@ static void json_row(FILE *f, const bench_ctx_t *c, const bench_row_t *row,
     json_str(f, bench_dtype_name(c->o->dtype));
     fputs(", \"redop\": ", f);
     json_str(f, c->coll->reduces ? bench_op_name(c->o->op) : "none");
-    fprintf(f, ", \"root\": %d, \"variant\": \"%s\", \"time_us\": ",
-            c->coll->rooted ? c->o->root : -1,
-            in ? "in-place" : "out-of-place");
+    fprintf(f, ", \"root\": %d, \"variant\": \"%s\", \"iterations\": %d, "
+            "\"time_us\": ", c->coll->rooted ? c->o->root : -1,
+            in ? "in-place" : "out-of-place", row->iters);
     json_num(f, r->time_us);
     fputs(", \"p50_us\": ", f), json_num(f, r->p50_us);
     fputs(", \"p99_us\": ", f), json_num(f, r->p99_us);

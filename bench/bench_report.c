@@ -139,9 +139,11 @@ static void print_header(const bench_ctx_t *c, const bench_info_t *info)
            bench_op_name(o->op));
     if (c->coll->rooted)
         printf(", root %d", o->root);
-    printf("\n# sizes %zu..%zu bytes x%g, warm-up %d, iterations %d, "
-           "check %s\n", o->min_bytes, o->max_bytes, o->factor, o->warmup,
-           o->iters, o->check ? "on" : "off");
+    printf("\n# sizes %zu..%zu bytes x%g, warm-up %d, iterations %d",
+           o->min_bytes, o->max_bytes, o->factor, o->warmup, o->iters);
+    if (o->loop_bytes)
+        printf(" or enough for %zu bytes per size", o->loop_bytes);
+    printf(", check %s\n", o->check ? "on" : "off");
     print_mode_note(c);
     print_hosts(c, info);
     printf("# weft %d.%d.%d (%s), started %s\n", weft_get_version() / 10000,
@@ -213,7 +215,7 @@ static void csv_line(const bench_ctx_t *c, const bench_info_t *info,
     csv_field(info->host_list, false);
     printf("%s,%s,%d,%s,%g,%d,%d,%s,%s,%zu,%zu,%.3f,%.3f,%.3f,%.6f,%.6f,%ld,",
            bench_dtype_name(c->o->dtype), redop(c), root(c), mode_column(c),
-           msgs(c), c->o->warmup, c->o->iters, info->date,
+           msgs(c), c->o->warmup, row->iters, info->date,
            in ? "in-place" : "out-of-place", row->bytes, row->count,
            r->time_us, r->p50_us, r->p99_us, r->algbw, r->busbw, r->wrong);
     csv_field(knobs, true);

@@ -70,6 +70,29 @@ static void row_sizes(const bench_ctx_t *c, size_t total, size_t *count,
         *count = *send = *recv = total;
 }
 
+/* The row's size in bytes (NCCL's convention: the larger buffer). */
+static size_t row_bytes(const bench_ctx_t *c, size_t total)
+{
+    size_t count, ns, nr;
+    row_sizes(c, total, &count, &ns, &nr);
+    return (ns > nr ? ns : nr) * bench_dtype_size(c->o->dtype);
+}
+
+/* The most iterations --loop-bytes makes of one size: every iteration's
+ * time is kept, 8 bytes per algorithm. */
+#define BENCH_MAX_LOOP_ITERS (1 << 24)
+
+/* Timed iterations of a row of `bytes`: -r, or more where --loop-bytes
+ * asks for a longer loop. */
+static int row_iters(const bench_opts_t *o, size_t bytes)
+{
+    if (!o->loop_bytes || !bytes)
+        return o->iters;
+    size_t n = (o->loop_bytes + bytes - 1) / bytes;
+    n = n < BENCH_MAX_LOOP_ITERS ? n : BENCH_MAX_LOOP_ITERS;
+    return n > (size_t)o->iters ? (int)n : o->iters;
+}
+
 /* --corrupt-for-test: flip the lowest bit of the first element on the
  * rank whose result is checked (the root, else rank 1), as a broken
  * library would. */
@@ -127,10 +150,9 @@ static void turn_order(int i, int n, int *order)
 /* Reduces this rank's results of one run (times: its iterations) over
  * the ranks into *res (per message, maximum over ranks). */
 static void collect(const bench_ctx_t *c, const bench_ctx_t *run,
-                    double *times, double total, int64_t bad,
+                    double *times, int iters, double total, int64_t bad,
                     bench_result_t *res)
 {
-    int iters = c->o->iters;
     weft_status_t st;
     if ((st = weft_allreduce(&total, &total, 1, WEFT_FLOAT64, WEFT_MAX,
                              c->comm)) != WEFT_OK ||
@@ -151,10 +173,10 @@ static void collect(const bench_ctx_t *c, const bench_ctx_t *run,
  * ranks). */
 static void run_variant(const bench_ctx_t *c, bench_bufs_t *b, void *send,
                         void *recv, bool in_place, size_t count,
-                        size_t recv_bytes, const char *label,
+                        size_t recv_bytes, int iters, const char *label,
                         bench_result_t *res)
 {
-    int iters = c->o->iters, nrun;
+    int nrun;
     const bench_ctx_t *run = runs(c, &nrun);
     int64_t bad[BENCH_MAX_ALGOS] = {0};
     double total[BENCH_MAX_ALGOS] = {0};
@@ -204,8 +226,8 @@ static void run_variant(const bench_ctx_t *c, bench_bufs_t *b, void *send,
         }
     }
     for (int k = 0; k < nrun; k++)
-        collect(c, &run[k], b->times + (size_t)k * iters, total[k], bad[k],
-                &res[k]);
+        collect(c, &run[k], b->times + (size_t)k * iters, iters, total[k],
+                bad[k], &res[k]);
 }
 
 static void finish_bw(const bench_ctx_t *c, const bench_row_t *row,
@@ -225,22 +247,26 @@ static void run_row(const bench_ctx_t *c, bench_bufs_t *b, size_t total,
     bench_result_t out[BENCH_MAX_ALGOS], in[BENCH_MAX_ALGOS];
     char label[96];
     row_sizes(c, total, &count, &ns, &nr);
-    size_t bytes = (ns > nr ? ns : nr) * es;
+    size_t bytes = row_bytes(c, total);
+    int iters = row_iters(c->o, bytes);
     snprintf(label, sizeof(label), "%s %zu B (%d/%d) out-of-place",
              c->coll->name, bytes, index + 1, nrows);
-    run_variant(c, b, b->send, b->recv, false, count, nr * es, label, out);
+    run_variant(c, b, b->send, b->recv, false, count, nr * es, iters,
+                label, out);
     if (c->coll->has_in_place) {
         void *send = b->send, *recv = b->send;
         if (c->coll->in_place)
             c->coll->in_place(c, b->send, count, &send, &recv);
         snprintf(label, sizeof(label), "%s %zu B (%d/%d) in-place",
                  c->coll->name, bytes, index + 1, nrows);
-        run_variant(c, b, send, recv, true, count, nr * es, label, in);
+        run_variant(c, b, send, recv, true, count, nr * es, iters, label,
+                    in);
     }
     for (int k = 0; k < nrun; k++) {
         bench_row_t *row = &rows[k];
         *row = (bench_row_t){.bytes = bytes, .count = count,
-                             .has_in = c->coll->has_in_place, .out = out[k]};
+                             .has_in = c->coll->has_in_place,
+                             .iters = iters, .out = out[k]};
         finish_bw(&run[k], row, &row->out);
         if (row->has_in) {
             row->in = in[k];
@@ -269,7 +295,7 @@ static size_t *sweep(const bench_ctx_t *c, int *n)
 }
 
 static bool alloc_bufs(const bench_ctx_t *c, size_t max_total,
-                       bench_bufs_t *b)
+                       int max_iters, bench_bufs_t *b)
 {
     size_t count, ns, nr, es = bench_dtype_size(c->o->dtype);
     row_sizes(c, max_total, &count, &ns, &nr);
@@ -279,7 +305,7 @@ static bool alloc_bufs(const bench_ctx_t *c, size_t max_total,
     b->recv = aligned_alloc(64, b->cap);
     int nrun;
     runs(c, &nrun);
-    b->times = malloc((size_t)c->o->iters * (size_t)nrun * sizeof(double));
+    b->times = malloc((size_t)max_iters * (size_t)nrun * sizeof(double));
     if (b->send && b->recv && b->times)
         return true;
     fprintf(stderr, "weft-bench: out of memory for %zu-byte buffers\n",
@@ -315,7 +341,12 @@ int bench_run(const bench_ctx_t *c)
     long wrong = 0;
     double bw_sum = 0;
     int nbw = 0;
-    if (!rows || !alloc_bufs(c, totals[nrows - 1], &b) ||
+    int max_iters = 0;
+    for (int i = 0; i < nrows; i++) {
+        int n = row_iters(c->o, row_bytes(c, totals[i]));
+        max_iters = n > max_iters ? n : max_iters;
+    }
+    if (!rows || !alloc_bufs(c, totals[nrows - 1], max_iters, &b) ||
         bench_info_gather(c, &info) != 0)
         goto out;
     bench_report_begin(c, &info);

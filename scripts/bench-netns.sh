@@ -5,8 +5,7 @@
 # rate, so the ranks see a multi-host network with a known physical limit.
 # Every algorithm of each collective, and auto-selection, runs over it and
 # the table gives bus bandwidth as a fraction of the link rate, from the
-# median iteration (one slow iteration on a shared machine should not
-# decide a cell).
+# slowest rank's timed loop (bench-netns-table.py says why not a median).
 #
 # Everything lives inside namespaces created here: no address or route is
 # added to the host's own namespace, and an EXIT trap kills the ranks and
@@ -22,6 +21,10 @@
 #   NETNS_COLLS   collectives ("allreduce broadcast")
 #   NETNS_SIZES   weft-bench size options ("-b 64K -e 64M -f 4")
 #   NETNS_ITERS   weft-bench iteration options ("-w 2 -r 5")
+#   NETNS_LOOP_BYTES  at least this much per size's timed loop (32M): each
+#                 host's tbf bucket (NETNS_BURST) is full when a loop starts
+#                 and lets that much through at the veth's own speed, so a
+#                 loop 100 times longer keeps it to about 1% of the time
 #   NETNS_ALGOS   algorithms to force (default: every one the library has
 #                 for the collective), auto is always added
 #   NETNS_OUT     directory for the raw CSV (BUILD_DIR/bench-netns)
@@ -42,7 +45,7 @@ burst=${NETNS_BURST:-256kb}
 mtu=${NETNS_MTU:-1500}
 colls=${NETNS_COLLS:-allreduce broadcast}
 sizes=${NETNS_SIZES:--b 64K -e 64M -f 4}
-iters=${NETNS_ITERS:--w 2 -r 5}
+iters="${NETNS_ITERS:--w 2 -r 5} --loop-bytes ${NETNS_LOOP_BYTES:-32M}"
 out=${NETNS_OUT:-$build/bench-netns}
 cc=${NETNS_CC:-cubic}
 bench=$build/bin/weft-bench

@@ -51,11 +51,12 @@ static char *bench(const char *args, int expect)
 
 /* ---- CSV rows ------------------------------------------------------------ */
 
-enum { F_VARIANT = 13, F_SIZE, F_COUNT, F_TIME, F_P50, F_P99, F_ALGBW,
+enum { F_ITERS = 11, F_VARIANT = 13, F_SIZE, F_COUNT, F_TIME, F_P50, F_P99, F_ALGBW,
        F_BUSBW, F_WRONG, F_KNOBS, F_NFIELDS };
 
 typedef struct {
     char variant[16];
+    int iters;
     double size, count, time, p50, p99, algbw, busbw, wrong;
     int nfields;
 } csv_row_t;
@@ -125,6 +126,7 @@ static int csv_rows(const char *out, csv_row_t *rows, int max)
         csv_row_t *r = &rows[n++];
         r->nfields = csv_split(line, f, 32);
         snprintf(r->variant, sizeof(r->variant), "%.15s", f[F_VARIANT]);
+        r->iters = atoi(f[F_ITERS]);
         r->size = atof(f[F_SIZE]), r->count = atof(f[F_COUNT]);
         r->time = atof(f[F_TIME]), r->p50 = atof(f[F_P50]);
         r->p99 = atof(f[F_P99]), r->algbw = atof(f[F_ALGBW]);
@@ -253,9 +255,10 @@ WF_TEST(bench_json_valid_and_complete, 60)
              "for r in d[\"rows\"]:\n"
              "    for k in (\"size\", \"count\", \"variant\", \"time_us\", "
              "\"p50_us\", \"p99_us\", \"algbw_gbs\", \"busbw_gbs\", "
-             "\"wrong\"):\n"
+             "\"wrong\", \"iterations\"):\n"
              "        assert k in r, k\n"
              "    assert r[\"wrong\"] == 0 and r[\"time_us\"] > 0\n"
+             "    assert r[\"iterations\"] == 4, r\n"
              "print(\"json ok\")' %s/run.json",
              dir, wf_test_tool("weft-bench"), dir, dir);
     int code = run_cmd(cmd, true, &out);
@@ -349,6 +352,29 @@ WF_TEST(bench_latency_and_sendrecv_modes, 90)
     out = bench("sendrecv --bidir -n 3 -b 4K -e 256K -f 8 -w 1 -r 3 --csv", 0);
     ASSERT_EQ(check_csv(out, 2.0), 3);
     ASSERT_STR_CONTAINS(out, ",bidir,64,");
+    free(out);
+}
+
+/* --loop-bytes: a size whose -r iterations move fewer bytes than asked
+ * runs ceil(bytes / size) of them; a larger one keeps -r. */
+WF_TEST(bench_loop_bytes_lengthens_small_sizes, 60)
+{
+    char *out = bench("allreduce -n 2 -b 4K -e 64K -f 4 -w 1 -r 4 "
+                      "--loop-bytes 100000 --csv", 0);
+    csv_row_t rows[8];
+    ASSERT_EQ(csv_rows(out, rows, 8), 6);
+    for (int i = 0; i < 6; i++) {
+        double size = i < 2 ? 4096 : i < 4 ? 16384 : 65536;
+        ASSERT_EQ(rows[i].size, size);
+        /* 100000 / 4096 = 24.4 -> 25; / 16384 -> 7; / 65536 -> 2 < 4. */
+        ASSERT_EQ(rows[i].iters, i < 2 ? 25 : i < 4 ? 7 : 4);
+        ASSERT_EQ(rows[i].wrong, 0);
+    }
+    free(out);
+    out = bench("allreduce -n 2 -b 4K -e 4K -w 1 -r 4 --loop-bytes 100000",
+                0);
+    ASSERT_STR_CONTAINS(out, "iterations 4 or enough for 100000 bytes per "
+                        "size");
     free(out);
 }
 
