@@ -97,12 +97,20 @@ def estimate(c, t, ranks, cores):
     return host + share * path if host > path else path + share * host
 
 
+def priced(algo, ranks, cores):
+    """Whether auto may pick `algo` here: the library prices the linear
+    allreduce only where the ranks outnumber the cores
+    (src/algo/allreduce_linear.c)."""
+    return algo != "linear" or ranks > cores
+
+
 def judge(c, cells, terms, cores):
     """(sum of log(pick / best), worst pick / best, rms log error, misses)"""
     total, worst, errs, misses = 0.0, 1.0, [], []
     for key in sorted(cells):
         measured, model = cells[key], terms.get(key, {})
-        algos = [a for a in model if a in measured]
+        algos = [a for a in model if a in measured and
+                 priced(a, key[1], cores)]
         if not algos:
             continue
         est = {a: estimate(c, model[a], key[1], cores) for a in algos}
@@ -175,8 +183,8 @@ def tables(c, cells, terms, cores):
             have = [a for a in model if a in measured]
             if not have:
                 continue
-            pick = min(have, key=lambda a: estimate(c, model[a], key[1],
-                                                    cores))
+            pick = min((a for a in have if priced(a, key[1], cores)),
+                       key=lambda a: estimate(c, model[a], key[1], cores))
             best = min(have, key=lambda a: measured[a])
             times = " | ".join(f"{measured[a]:.1f}" if a in measured else "-"
                                for a in algos)

@@ -11,6 +11,7 @@ WF_ALGO_DECLARE(allreduce_rhd)
 WF_ALGO_DECLARE(allreduce_rd)
 WF_ALGO_DECLARE(allreduce_tree)
 WF_ALGO_DECLARE(allreduce_dbtree)
+WF_ALGO_DECLARE(allreduce_linear)
 /* broadcast, reduce, gather, scatter */
 /* -- rooted collectives -- */
 WF_ALGO_DECLARE(bcast_tree)

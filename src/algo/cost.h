@@ -64,6 +64,14 @@ static inline bool wf_cost_on_one_host(const wf_coll_args_t *a)
     return a->link_mbps <= 0 && a->size > 1 && a->local_size == a->size;
 }
 
+/* Whether every rank shares this machine and they outnumber its cores:
+ * then the CPUs, not the links, are what the ranks wait for. */
+static inline bool wf_cost_ranks_outnumber_cores(const wf_coll_args_t *a)
+{
+    return wf_cost_on_one_host(a) && a->host_cores > 0 &&
+           a->local_size > a->host_cores;
+}
+
 /* The constants for this call: the one-host ones on one host (those of
  * the single copy when the transport uses it), else the network's. */
 static inline wf_cost_model_t wf_cost_model(const wf_coll_args_t *a)

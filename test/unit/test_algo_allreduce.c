@@ -1,6 +1,6 @@
 /*
- * test_algo_allreduce.c - the allreduce algorithms rhd, rd, tree and
- * dbtree: the simulator's matrix for each (wrong results, deadlocks, tag
+ * test_algo_allreduce.c - the allreduce algorithms rhd, rd, tree, dbtree
+ * and linear: the simulator's matrix for each (wrong results, deadlocks, tag
  * clashes, buffer overruns), larger chunked cases, and closed-form checks
  * of each plan's shape (bytes sent, message rounds, tree roles).
  */
@@ -54,6 +54,12 @@ WF_TEST(algo_allreduce_dbtree_sim, 600)
 {
     wf_sim_matrix(&wf_algo_allreduce_dbtree, 9);
     big_cases(&wf_algo_allreduce_dbtree);
+}
+
+WF_TEST(algo_allreduce_linear_sim, 600)
+{
+    wf_sim_matrix(&wf_algo_allreduce_linear, 9);
+    big_cases(&wf_algo_allreduce_linear);
 }
 
 typedef struct {
@@ -155,6 +161,39 @@ WF_TEST(algo_allreduce_rd_shape, 60)
               3 * bytes);
     ASSERT_EQ(plan_shape(&wf_algo_allreduce_rd, 4, 5, count, 1 << 20).sent,
               2 * bytes);
+}
+
+/* linear: rank 0 receives every other rank's vector and sends each the
+ * result, a message per chunk; the others send theirs and receive the
+ * result.  Rank 0's scratch is two chunk slots per peer, however long the
+ * vector. */
+WF_TEST(algo_allreduce_linear_shape, 60)
+{
+    size_t count = 1000;
+    uint64_t bytes = count * 4; /* 4 chunks of 1024 bytes, the last 928 */
+    for (int n = 2; n <= 9; n++) {
+        shape_t root = plan_shape(&wf_algo_allreduce_linear, 0, n, count,
+                                  1024);
+        ASSERT_EQ(root.sent, (uint64_t)(n - 1) * bytes);
+        ASSERT_EQ(root.received, root.sent);
+        ASSERT_EQ(root.nsend, (uint64_t)(n - 1) * 4);
+        ASSERT_EQ(root.nrecv, root.nsend);
+        ASSERT_EQ(root.peers_sent, n - 1);
+        ASSERT_EQ(root.scratch, (uint64_t)(n - 1) * 2 * 1024);
+        for (int r = 1; r < n; r++) {
+            shape_t peer = plan_shape(&wf_algo_allreduce_linear, r, n, count,
+                                      1024);
+            ASSERT_EQ(peer.sent, bytes);
+            ASSERT_EQ(peer.received, bytes);
+            ASSERT_EQ(peer.nsend, 4);
+            ASSERT_EQ(peer.peers_sent, 1);
+            ASSERT_EQ(peer.scratch, 0);
+        }
+    }
+    /* One chunk: one slot per peer. */
+    ASSERT_EQ(plan_shape(&wf_algo_allreduce_linear, 0, 4, count, 1 << 20)
+                  .scratch,
+              3 * bytes);
 }
 
 /* Checks the in-order tree: one root, every other rank has exactly one

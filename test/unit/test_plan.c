@@ -147,7 +147,10 @@ WF_TEST(algo_select_override, 10)
  * docs/algorithms.md.  Before those constants the network ones picked the
  * ring for 128 KiB on 3 ranks over 2 cores (168 us) where recursive
  * doubling took 113 us, and recursive doubling for 32 KiB on 4 ranks
- * (111 us) where the tree took 74 us. */
+ * (111 us) where the tree took 74 us.  Both now go to the linear
+ * allreduce, which was faster still (docs/algorithms.md: 3 ranks at
+ * 128 KiB 155-250 us against rd's 199-331; 4 ranks at 32 KiB 90-95 us
+ * against the tree's 115-121). */
 WF_TEST(select_one_host_follows_the_loopback_sweep, 10)
 {
     const wf_algo_t *algo = NULL;
@@ -156,10 +159,10 @@ WF_TEST(select_one_host_follows_the_loopback_sweep, 10)
                         .chunk_bytes = 256 << 10, .local_size = 3,
                         .host_cores = 2};
     ASSERT_OK(wf_algo_select(&a, "auto", &algo));
-    ASSERT_STR_CONTAINS(algo->name, "rd");
+    ASSERT_STR_CONTAINS(algo->name, "linear");
     a.size = a.local_size = 4, a.count = 8 << 10;
     ASSERT_OK(wf_algo_select(&a, "auto", &algo));
-    ASSERT_STR_CONTAINS(algo->name, "tree");
+    ASSERT_STR_CONTAINS(algo->name, "linear");
     /* The same ranks on separate machines: rounds cost more than bytes. */
     a.local_size = 1;
     ASSERT_OK(wf_algo_select(&a, "auto", &algo));
@@ -279,7 +282,7 @@ WF_TEST(select_one_host_allgather_counts_forwarded_blocks, 10)
 /* WEFT_LINK_MBPS tells the model what the links are, even when the ranks
  * share a kernel (make bench-netns shapes namespaces to 1 Gbit/s): 64 KiB
  * on 4 ranks then needs a bandwidth-optimal algorithm, where the one-host
- * constants take the tree. */
+ * constants take a latency one (linear, on 4 ranks sharing 2 cores). */
 WF_TEST(select_follows_link_mbps, 10)
 {
     const wf_algo_t *algo = NULL;
@@ -288,7 +291,7 @@ WF_TEST(select_follows_link_mbps, 10)
                         .chunk_bytes = 256 << 10, .local_size = 4,
                         .host_cores = 2};
     ASSERT_OK(wf_algo_select(&a, "auto", &algo));
-    ASSERT_STR_CONTAINS(algo->name, "tree");
+    ASSERT_STR_CONTAINS(algo->name, "linear");
     a.link_mbps = 1000;
     ASSERT_OK(wf_algo_select(&a, "auto", &algo));
     ASSERT_TRUE(strcmp(algo->name, "rhd") == 0 ||
@@ -362,9 +365,11 @@ WF_TEST(select_chain_broadcast_on_shaped_links, 10)
 }
 
 /* More ranks on a machine than it has cores: the cost model counts the
- * CPU work of every message there, so the tree (2(p-1) messages) beats
- * recursive doubling (p log p) for short vectors, as measured on 8 ranks
- * over 2 cores (docs/algorithms.md); with a core per rank, or one rank per
+ * CPU work of every message there, so the algorithms of 2(p-1) messages
+ * beat recursive doubling (p log p) for short vectors, and of those the
+ * linear allreduce, two rounds against the tree's 2 log2(p), as measured
+ * on 8 ranks over 2 cores (docs/algorithms.md: 8 bytes 145-189 us, the
+ * tree 222-269, rd 211-261); with a core per rank, or one rank per
  * machine, the fewer rounds of recursive doubling win as before. */
 WF_TEST(select_counts_cpu_work_when_ranks_outnumber_cores, 10)
 {
@@ -379,9 +384,43 @@ WF_TEST(select_counts_cpu_work_when_ranks_outnumber_cores, 10)
     ASSERT_STR_CONTAINS(algo->name, "rd");
     a.host_cores = 2;
     ASSERT_OK(wf_algo_select(&a, "auto", &algo));
-    ASSERT_STR_CONTAINS(algo->name, "tree");
+    ASSERT_STR_CONTAINS(algo->name, "linear");
     /* Large vectors stay with the bandwidth-optimal algorithm. */
     a.count = 4 << 20;
     ASSERT_OK(wf_algo_select(&a, "auto", &algo));
     ASSERT_TRUE(strcmp(algo->name, "rd") != 0);
+    ASSERT_TRUE(strcmp(algo->name, "linear") != 0);
+}
+
+/* The linear allreduce is priced only where the ranks of one machine
+ * outnumber its cores, where it was measured fastest from 8 B to 128 KiB
+ * (docs/algorithms.md).  Its plain terms took it on 2 ranks at 128 KiB,
+ * where it took 85-96 us against rd's 54-55 (rank 0 receives, reduces and
+ * sends back one after the other), and at 8 bytes on 1024 machines, where
+ * rank 0 would handle 2046 messages in a row.  WEFT_ALGO still runs it
+ * anywhere. */
+WF_TEST(select_linear_where_ranks_outnumber_cores, 10)
+{
+    const wf_algo_t *algo = NULL;
+    wf_coll_args_t a = {.coll = WF_COLL_ALLREDUCE, .dtype = WEFT_FLOAT32,
+                        .elem_size = 4, .size = 4, .chunk_bytes = 256 << 10,
+                        .local_size = 4, .host_cores = 2,
+                        .single_copy_min = 64 << 10};
+    const size_t counts[] = {2, 512, 8 << 10, 32 << 10};
+    expect_picks(a, counts, sizeof counts / sizeof counts[0], "linear");
+    /* Two ranks on two cores: rd. */
+    a.size = a.local_size = 2, a.count = 32 << 10;
+    ASSERT_OK(wf_algo_select(&a, "auto", &algo));
+    ASSERT_STR_CONTAINS(algo->name, "rd");
+    /* A core per rank. */
+    a.size = a.local_size = 4, a.host_cores = 4, a.count = 2;
+    ASSERT_OK(wf_algo_select(&a, "auto", &algo));
+    ASSERT_TRUE(strcmp(algo->name, "linear") != 0);
+    /* 1024 machines, 8 bytes. */
+    a.size = 1024, a.local_size = 1, a.host_cores = 64;
+    ASSERT_OK(wf_algo_select(&a, "auto", &algo));
+    ASSERT_TRUE(strcmp(algo->name, "linear") != 0);
+    /* Forced, it runs where auto would not take it. */
+    ASSERT_OK(wf_algo_select(&a, "allreduce:linear", &algo));
+    ASSERT_STR_CONTAINS(algo->name, "linear");
 }
