@@ -50,10 +50,9 @@ static void linear_root(const wf_coll_args_t *a, wf_plan_t *plan,
         wf_bref_t acc = wf_bref(WF_BUF_SEND, off);
         int32_t last = WF_NO_DEP;
         for (int r = 1; r <= peers; r++) {
-            int32_t *user = &slot_user[(size_t)(r - 1) * slots + c % slots];
-            wf_bref_t sb = wf_bref(WF_BUF_SCRATCH,
-                                   ((uint64_t)(r - 1) * slots + c % slots) *
-                                       slot_bytes);
+            size_t slot = (size_t)(r - 1) * slots + c % slots;
+            int32_t *user = &slot_user[slot];
+            wf_bref_t sb = wf_bref(WF_BUF_SCRATCH, slot * slot_bytes);
             int32_t rv = wf_plan_recv(plan, r, (uint32_t)(2 * c), sb,
                                       len * es, *user, WF_NO_DEP, WF_NO_DEP);
             last = wf_plan_reduce(plan, wf_bref(WF_BUF_RECV, off), acc, sb,
