@@ -29,7 +29,8 @@
 #                 for the collective), auto is always added
 #   NETNS_OUT     directory for the raw CSV (BUILD_DIR/bench-netns)
 #   NETNS_CC      the hosts' TCP congestion control (cubic, the kernel's
-#                 own default); "host" keeps this machine's choice
+#                 own default; added to the host's allowed list for the
+#                 run); "host" keeps this machine's choice
 set -euo pipefail
 # The namespaces stand for hosts but share one kernel, where weft would
 # copy large messages straight between the processes (WEFT_TCP_CMA_MIN)
@@ -65,17 +66,38 @@ subnet="10.77.0"
 port=29400
 pids=()
 
+allowed_cc_key=net.ipv4.tcp_allowed_congestion_control
+allowed_cc_before=""
+
 cleanup() {
     for pid in "${pids[@]}"; do
         kill "$pid" 2>/dev/null || true
     done
     wf_netns_delete "$prefix"
+    if [ -n "$allowed_cc_before" ]; then
+        sysctl -qw "$allowed_cc_key=$allowed_cc_before" || true
+    fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 host_ns() { echo "$prefix-h$1"; }
 host_ip() { echo "$subnet.$(($1 + 1))"; }
+
+# A namespace other than the host's may only choose a congestion control
+# the host lists as allowed (the kernel answers EPERM otherwise), and after
+# a boot that list holds only the host's default and reno.  Allow ours for
+# the run; cleanup restores the list.
+if [ "$cc" != host ]; then
+    allowed=$(sysctl -n "$allowed_cc_key")
+    if [[ " $allowed " != *" $cc "* ]]; then
+        allowed_cc_before=$allowed
+        sysctl -qw "$allowed_cc_key=$allowed $cc" ||
+            { echo "bench-netns: cannot allow congestion control '$cc'" \
+                   "(available: $(sysctl -n net.ipv4.tcp_available_congestion_control))" >&2
+              allowed_cc_before=""; exit 1; }
+    fi
+fi
 
 # The switch: a bridge in its own namespace, one port per host.
 ip netns add "$switch" || skip "cannot create network namespaces here"
