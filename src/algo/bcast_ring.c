@@ -29,7 +29,7 @@
  * The chain therefore cuts a message into the number of chunks that
  * minimises that time under the cost model, (n-2+C)(alpha + beta*B/C),
  * C = sqrt((n-2) beta B / alpha), never into chunks above WEFT_CHUNK_SIZE
- * nor below WF_CHAIN_MIN_CHUNK.  On a 1 Gbit/s network that is 10 KiB
+ * nor below WF_CHAIN_MIN_CHUNK.  On a 1 Gbit/s network that is 8 KiB
  * chunks for 64 KiB on 4 ranks, and the chain's time below the tree's;
  * on one machine (beta small against alpha) it leaves WEFT_CHUNK_SIZE.
  * Every rank computes the same chunks from the same arguments.
@@ -118,8 +118,8 @@ static void ring_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
  * forwards each one as it lands, so a chunk after the first waits for its
  * own bytes on the link, not for a round: the chain pays a round per hop,
  * n - 1, where its terms count n - 2 + C.  On 4 hosts at 1 Gbit/s one call
- * of 1 MiB took 8.73-8.79 ms with 26 chunks or 128, a round of 25 us per
- * extra chunk would have added 2.5 ms; and one 64 KiB call took half the
+ * of 1 MiB took 8.73-8.79 ms with 26 chunks or 128, a round (then 25 us)
+ * per extra chunk would have added 2.5 ms; and one 64 KiB call took half the
  * time of scatter-allgather's, which the full count had priced 4% cheaper
  * (docs/performance.md, "Shaped links"). */
 static void ring_rounds_per_hop(const wf_coll_args_t *a, wf_cost_terms_t *t)

@@ -3,20 +3,25 @@
  */
 #include "algo/cost.h"
 
-/* Links between machines.  Calibrated before the two sets were split, on
- * loopback with 4 ranks sharing the links and cores: a message round
- * costs about 25 us with the engine driven by the waiting caller, a link
- * moves about 0.67 GB/s (5.4 Gbit/s), a reduction streams about 2 GB/s.
+/* Links between machines.  Alpha and the CPU work of a message from make
+ * bench-netns (4 namespaced hosts on this machine's 2 cores, links shaped
+ * to 1 and 5 Gbit/s): an 8-byte allreduce took 9-14 us a round (rd 28 us
+ * for its 2 rounds, the ring 52 us for 6), and a message's CPU time is
+ * the one-host sockets' fitted 13.5 us.  The first constants (alpha 25 us,
+ * 48 us a message), from loopback before the waiting caller drove the
+ * engine, priced the chain broadcast and the ring at 64 KiB at 5 Gbit/s
+ * above the binomial tree and recursive doubling, which reached 48% and
+ * 72% of the link where the chain and the ring reached 95% and 93%
+ * (docs/performance.md, "5 Gbit/s"). A link moves about 0.67 GB/s
+ * (5.4 Gbit/s) and a reduction streams about 2 GB/s unless told;
  * WEFT_LINK_MBPS replaces beta where the links are known (a 1 Gbit/s
  * network: 8 us/KB). */
 const wf_cost_model_t wf_cost_network = {
     .name = "network",
-    .alpha_us = 25.0,
+    .alpha_us = 12.5,
     .beta_us_per_byte = 1.5 / 1000.0,  /* 0.67 GB/s */
     .gamma_us_per_byte = 0.5 / 1000.0, /* 2 GB/s */
-    /* 8 ranks on the 2 cores: the tree's 2(p-1) messages take 335 us at
-     * 8 bytes, recursive doubling's p log p 700 us. */
-    .host_msg_us = 48.0,
+    .host_msg_us = 13.5,
     .host_us_per_byte = 0.7 / 1000.0,
     .path_share = 0.25,
 };
