@@ -10,6 +10,8 @@
 # Everything lives inside namespaces created here: no address or route is
 # added to the host's own namespace, and an EXIT trap kills the ranks and
 # deletes the namespaces (which deletes their links) however the run ends.
+# The one host-wide change, a congestion control added to the host's
+# allowed list (NETNS_CC below), is undone by the same trap.
 # Needs root and `ip netns`; otherwise it prints why and exits 0 (skipped).
 #
 # usage: bench-netns.sh BUILD_DIR
@@ -75,7 +77,9 @@ cleanup() {
     done
     wf_netns_delete "$prefix"
     if [ -n "$allowed_cc_before" ]; then
-        sysctl -qw "$allowed_cc_key=$allowed_cc_before" || true
+        sysctl -qw "$allowed_cc_key=$allowed_cc_before" ||
+            echo "bench-netns: could not restore $allowed_cc_key to" \
+                 "'$allowed_cc_before'" >&2
     fi
 }
 trap cleanup EXIT
@@ -83,6 +87,10 @@ trap 'exit 130' INT TERM
 
 host_ns() { echo "$prefix-h$1"; }
 host_ip() { echo "$subnet.$(($1 + 1))"; }
+
+# The switch's namespace first: where none can be made the run is skipped
+# before anything else changes.
+ip netns add "$switch" || skip "cannot create network namespaces here"
 
 # A namespace other than the host's may only choose a congestion control
 # the host lists as allowed (the kernel answers EPERM otherwise), and after
@@ -100,7 +108,6 @@ if [ "$cc" != host ]; then
 fi
 
 # The switch: a bridge in its own namespace, one port per host.
-ip netns add "$switch" || skip "cannot create network namespaces here"
 ip -n "$switch" link add br0 type bridge
 ip -n "$switch" link set br0 up
 for ((h = 0; h < hosts; h++)); do

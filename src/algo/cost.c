@@ -5,7 +5,7 @@
 
 /* Links between machines.  Alpha and the CPU work of a message from make
  * bench-netns (4 namespaced hosts on this machine's 2 cores, links shaped
- * to 1 and 5 Gbit/s): an 8-byte allreduce took 9-14 us a round (rd 28 us
+ * to 1 and 5 Gbit/s): an 8-byte allreduce took 8-14 us a round (rd 28 us
  * for its 2 rounds, the ring 52 us for 6), and a message's CPU time is
  * the one-host sockets' fitted 13.5 us.  The first constants (alpha 25 us,
  * 48 us a message), from loopback before the waiting caller drove the

@@ -260,7 +260,7 @@ WF_TEST(algo_rooted_gather_scatter_closed_form, 60)
 
 /* The chain cuts a medium message into chunks far below WEFT_CHUNK_SIZE
  * where its n-2 hops of pipeline fill cost more than the extra messages
- * (a 1 Gbit/s network: 64 KiB on 4 ranks in about 7 chunks, and then it
+ * (a 1 Gbit/s network: 64 KiB on 4 ranks in 8 chunks of 8 KiB, and then it
  * is cheaper than the binomial tree, which sends the whole buffer twice
  * from the root), and keeps WEFT_CHUNK_SIZE on one machine, where a
  * message costs more than a copy.  Measured on 4 shaped namespaces at

@@ -80,8 +80,8 @@ static char *simulate_text(const char *coll, int ranks, size_t bytes)
 /* weft-info --simulate picks with the cost model a job in the same
  * environment would use, WEFT_LINK_MBPS included: on a 1 Gbit/s network
  * bytes weigh more than rounds, and at 16 KiB on 4 ranks (one per
- * machine) scatter-allgather, which sends the root's buffer once, beats
- * the tree, which sends it twice; with the default network constants
+ * machine) scatter-allgather, whose critical path sends 1.5 buffers,
+ * beats the tree, whose root sends the whole buffer twice; with the default network constants
  * (0.67 GB/s) the tree's two rounds win. */
 WF_TEST(vsim_simulate_follows_link_mbps, 30)
 {
