@@ -81,8 +81,8 @@ static char *simulate_text(const char *coll, int ranks, size_t bytes)
  * environment would use, WEFT_LINK_MBPS included: on a 1 Gbit/s network
  * bytes weigh more than rounds, and at 16 KiB on 4 ranks (one per
  * machine) scatter-allgather, whose critical path sends 1.5 buffers,
- * beats the tree, whose root sends the whole buffer twice; with the default network constants
- * (0.67 GB/s) the tree's two rounds win. */
+ * beats the tree, whose root sends the whole buffer twice; with the
+ * default network constants (0.67 GB/s) the tree's two rounds win. */
 WF_TEST(vsim_simulate_follows_link_mbps, 30)
 {
     unsetenv("WEFT_LINK_MBPS");
