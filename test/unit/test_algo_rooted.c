@@ -1,9 +1,9 @@
 /*
- * test_algo_rooted.c - the rooted collectives (broadcast tree/ring/sag,
- * reduce tree/rsg, gather tree, scatter tree): the simulator matrix for
- * each, odd sizes and chunkings beyond it, and closed-form properties of
- * their plans (who sends how much, every byte received exactly once, the
- * cost model's order across message sizes).
+ * test_algo_rooted.c - the rooted collectives (broadcast tree, ring, sag,
+ * linear; reduce tree, rsg; gather tree, scatter tree): the simulator
+ * matrix for each, odd sizes and chunkings beyond it, and closed-form
+ * properties of their plans (who sends how much, every byte received
+ * exactly once, the cost model's order across message sizes).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,9 +15,9 @@
 #include "test.h"
 
 static const wf_algo_t *const rooted[] = {
-    &wf_algo_bcast_tree,  &wf_algo_bcast_ring, &wf_algo_bcast_sag,
-    &wf_algo_reduce_tree, &wf_algo_reduce_rsg, &wf_algo_gather_tree,
-    &wf_algo_scatter_tree,
+    &wf_algo_bcast_tree,  &wf_algo_bcast_ring,   &wf_algo_bcast_sag,
+    &wf_algo_bcast_linear, &wf_algo_reduce_tree, &wf_algo_reduce_rsg,
+    &wf_algo_gather_tree, &wf_algo_scatter_tree,
 };
 #define NROOTED (sizeof(rooted) / sizeof(rooted[0]))
 
@@ -28,6 +28,7 @@ static const wf_algo_t *const rooted[] = {
 SIM_TEST(bcast_tree)
 SIM_TEST(bcast_ring)
 SIM_TEST(bcast_sag)
+SIM_TEST(bcast_linear)
 SIM_TEST(reduce_tree)
 SIM_TEST(reduce_rsg)
 SIM_TEST(gather_tree)
@@ -185,6 +186,26 @@ WF_TEST(algo_rooted_bcast_closed_form, 60)
         }
         traffic(&p, root, WF_STEP_RECV, &m, &b);
         ASSERT_EQ(m, 0);
+        free_all(&p);
+        /* linear: the root sends every chunk to each of the n - 1 others,
+         * who receive it from the root and send nothing. */
+        build_all(&p, &wf_algo_bcast_linear, WF_COLL_BROADCAST, n, count,
+                  root, chunk);
+        traffic(&p, root, WF_STEP_SEND, &m, &b);
+        ASSERT_EQ(m, (uint64_t)(n - 1) * nc);
+        ASSERT_EQ(b, (uint64_t)(n - 1) * bytes);
+        for (int r = 0; r < n; r++) {
+            if (r == root)
+                continue;
+            traffic(&p, r, WF_STEP_SEND, &m, &b);
+            ASSERT_EQ(m, 0);
+            traffic(&p, r, WF_STEP_RECV, &m, &b);
+            ASSERT_EQ(m, nc);
+            for (uint32_t i = 0; i < p.plan[r].nsteps; i++)
+                if (p.plan[r].steps[i].kind == WF_STEP_RECV)
+                    ASSERT_EQ(p.plan[r].steps[i].peer, root);
+            expect_received_once(&p, r, bytes);
+        }
         free_all(&p);
     }
 }

@@ -2,12 +2,14 @@
  * test_plan.c - plan shapes, plan validation, algorithm selection, and
  * the ring under many random step orders (test/harness/sim.h).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "algo/algo.h"
 #include "algo/cost.h"
+#include "common.h"
 #include "reduce/reduce.h"
 #include "sched/plan.h"
 #include "sim.h"
@@ -172,10 +174,13 @@ WF_TEST(select_one_host_follows_the_loopback_sweep, 10)
 
 /* On one machine every byte sent is copied by the CPUs at both ends, so
  * the work of all ranks counts even with a core per rank: a 2 MiB reduce
- * on 2 ranks takes the binomial tree (one buffer moved; 371 us measured)
- * over reduce-scatter + gather (1.5 buffers, a shorter critical path;
- * 788 us), which the path-only model picked (bench/sweeps/reduce.md).
- * Between machines the shorter path still wins. */
+ * on 2 ranks takes the binomial tree (one buffer moved) over
+ * reduce-scatter + gather (1.5 buffers, a shorter critical path), which
+ * the path-only model picked.  Over the sockets with written inputs
+ * (weft-bench reduce -n 2 --sync --algos tree,rsg -c 1, two runs,
+ * 2026-11-28) the tree took 489-494 us and rsg 2-4% more; read from the
+ * zero page, bench/sweeps/reduce.md had 371 us against 788.  Between
+ * machines the shorter path still wins. */
 WF_TEST(select_one_host_counts_cpu_work_with_a_core_per_rank, 10)
 {
     const wf_algo_t *algo = NULL;
@@ -247,7 +252,12 @@ WF_TEST(select_one_host_broadcast_counts_forwarded_chunks, 10)
     ASSERT_TRUE(algo == &wf_algo_bcast_ring || algo == &wf_algo_bcast_sag);
     a.single_copy_min = 64 << 10;
     ASSERT_OK(wf_algo_select(&a, "auto", &algo));
-    ASSERT_STR_CONTAINS(algo->name, "tree");
+    /* On 3 ranks the linear broadcast is the tree's plan with the root's
+     * two children served in the other order; the model takes it for its
+     * one round per chunk (bench/sweeps/written/broadcast.md: 3.31 ms,
+     * the tree 3.37). */
+    ASSERT_TRUE(algo == &wf_algo_bcast_tree ||
+                algo == &wf_algo_bcast_linear);
     /* The terms: no chunk of the tree waits on 3 ranks; all of the
      * chain's that leave the middle rank do. */
     wf_cost_terms_t tree, chain;
@@ -445,4 +455,39 @@ WF_TEST(select_linear_where_ranks_outnumber_cores, 10)
     /* Forced, it runs where auto would not take it. */
     ASSERT_OK(wf_algo_select(&a, "allreduce:linear", &algo));
     ASSERT_STR_CONTAINS(algo->name, "linear");
+}
+
+/* The linear broadcast, priced as the linear allreduce: where the ranks
+ * of one machine outnumber its cores, a tree's rounds each wait for a
+ * forwarding rank to get a core.  In the sweep with written inputs and the
+ * single copy (bench/sweeps/written/broadcast.md, 2 cores) it was the
+ * fastest on 8 ranks at every size from 8 B to 256 MiB (1.35-1.77x ahead
+ * of the tree up to 32 KiB, 1.03-1.19x from 256 KiB) and on 4 ranks from
+ * 32 KiB.  With a core per rank, or between machines, the root's n - 1
+ * sends in a row are its critical path, which the model does not count:
+ * never there. */
+WF_TEST(select_linear_broadcast_where_ranks_outnumber_cores, 10)
+{
+    const wf_algo_t *algo = NULL;
+    wf_coll_args_t a = {.coll = WF_COLL_BROADCAST, .dtype = WEFT_FLOAT32,
+                        .elem_size = 4, .size = 8, .chunk_bytes = 256 << 10,
+                        .local_size = 8, .host_cores = 2,
+                        .single_copy_min = 64 << 10};
+    const size_t eight[] = {2, 8 << 10, 512 << 10, 16 << 20};
+    expect_picks(a, eight, WF_ARRAY_LEN(eight), "linear");
+    a.size = a.local_size = 4;
+    const size_t four[] = {64 << 10, 4 << 20, 64 << 20};
+    expect_picks(a, four, WF_ARRAY_LEN(four), "linear");
+    /* A core per rank, or separate machines: never linear. */
+    a.count = 2, a.local_size = 4, a.host_cores = 4;
+    ASSERT_OK(wf_algo_select(&a, "auto", &algo));
+    ASSERT_TRUE(algo != &wf_algo_bcast_linear);
+    ASSERT_TRUE(isinf(wf_algo_bcast_linear.cost(&a)));
+    a.local_size = 1, a.host_cores = 2;
+    ASSERT_OK(wf_algo_select(&a, "auto", &algo));
+    ASSERT_TRUE(algo != &wf_algo_bcast_linear);
+    ASSERT_TRUE(isinf(wf_algo_bcast_linear.cost(&a)));
+    /* Forced, it runs anywhere. */
+    ASSERT_OK(wf_algo_select(&a, "broadcast:linear", &algo));
+    ASSERT_TRUE(algo == &wf_algo_bcast_linear);
 }

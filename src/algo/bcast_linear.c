@@ -1,0 +1,94 @@
+/*
+ * bcast_linear.c - linear broadcast: the root sends the whole buffer to
+ * every other rank itself (Open MPI's basic_linear).
+ *
+ * One round whatever the size of the communicator, where the binomial
+ * tree needs ceil(log2 n) rounds, each of which waits for a forwarding
+ * rank to get a core and its data; the price is the root sending n - 1
+ * copies one after the other.  So it is for ranks that share a machine's
+ * cores (linear_cost below), as the linear allreduce: there, on 4 and 8
+ * ranks, it was the fastest broadcast from 8 B to 256 MiB (with the
+ * single copy every receiver reads its copy itself, all at once).
+ *
+ * The buffer travels in chunks of WEFT_CHUNK_SIZE, chunk c with tag c, to
+ * the ranks after the root in order (root + 1, root + 2, ...).  The root
+ * sends out of its send buffer, so its one copy into the receive buffer
+ * (out of place) depends on nothing; a receiver writes each region of its
+ * buffer once.
+ */
+#include <math.h>
+
+#include "algo/algo.h"
+#include "algo/cost.h"
+#include "algo/rtree.h"
+#include "common.h"
+
+static weft_status_t linear_build(const wf_coll_args_t *a, wf_plan_t *plan)
+{
+    int n = a->size, vr = wf_rtree_vrank(a->rank, a->root, n);
+    size_t es = a->elem_size;
+    uint64_t bytes = (uint64_t)a->count * es;
+    if (n == 1)
+        return wf_rtree_build_single(a, plan, wf_bref(WF_BUF_RECV, 0),
+                                     wf_bref(WF_BUF_SEND, 0), bytes);
+    if (a->count == 0)
+        return wf_rtree_build_empty(a, plan, true);
+    size_t ce = wf_rtree_chunk_elems(a);
+    size_t nc = wf_rtree_nchunks(a->count, ce);
+    if (vr == 0 && !a->in_place)
+        wf_plan_copy(plan, wf_bref(WF_BUF_RECV, 0), wf_bref(WF_BUF_SEND, 0),
+                     bytes, WF_NO_DEP, WF_NO_DEP, WF_NO_DEP);
+    for (size_t c = 0; c < nc; c++) {
+        uint64_t off = c * ce * es;
+        uint64_t len = WF_MIN(ce, a->count - c * ce) * es;
+        if (vr != 0) {
+            wf_plan_recv(plan, a->root, (uint32_t)c,
+                         wf_bref(WF_BUF_RECV, off), len, WF_NO_DEP,
+                         WF_NO_DEP, WF_NO_DEP);
+            continue;
+        }
+        for (int v = 1; v < n; v++)
+            wf_plan_send(plan, wf_rtree_rank(v, a->root, n), (uint32_t)c,
+                         wf_bref(WF_BUF_SEND, off), len, WF_NO_DEP,
+                         WF_NO_DEP, WF_NO_DEP);
+    }
+    return wf_algo_build_status(&wf_algo_bcast_linear, a, plan->failed);
+}
+
+static bool linear_supports(const wf_coll_args_t *a)
+{
+    return a->coll == WF_COLL_BROADCAST;
+}
+
+/* The root sends every chunk n - 1 times: its link is the critical path,
+ * one round per chunk.  No message waits for a receive of the call. */
+static void linear_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
+{
+    double n = a->size, bytes = (double)a->count * (double)a->elem_size;
+    double nc = (double)WF_MAX((size_t)1, wf_rtree_nchunks(
+                                   a->count, wf_rtree_chunk_elems(a)));
+    *t = (wf_cost_terms_t){.rounds = nc, .path_sent = (n - 1) * bytes,
+                           .messages = (n - 1) * nc,
+                           .bytes = (n - 1) * bytes};
+}
+
+/* Priced only where every rank shares one machine and the ranks outnumber
+ * its cores, as the linear allreduce (allreduce_linear.c): elsewhere the
+ * root's n - 1 sends in a row are the critical path, which the model's
+ * rounds do not see. */
+static double linear_cost(const wf_coll_args_t *a)
+{
+    if (!wf_cost_ranks_outnumber_cores(a))
+        return INFINITY;
+    return wf_cost_of_terms(a, linear_terms);
+}
+
+const wf_algo_t wf_algo_bcast_linear = {
+    .name = "linear",
+    .coll = WF_COLL_BROADCAST,
+    .id = 27,
+    .supports = linear_supports,
+    .cost = linear_cost,
+    .cost_terms = linear_terms,
+    .build = linear_build,
+};
