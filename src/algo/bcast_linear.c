@@ -6,9 +6,9 @@
  * tree needs ceil(log2 n) rounds, each of which waits for a forwarding
  * rank to get a core and its data; the price is the root sending n - 1
  * copies one after the other.  So it is for ranks that share a machine's
- * cores (linear_cost below), as the linear allreduce: there, on 4 and 8
- * ranks, it was the fastest broadcast from 8 B to 256 MiB (with the
- * single copy every receiver reads its copy itself, all at once).
+ * cores (linear_cost below), as the linear allreduce: there, on 8 ranks,
+ * it was the fastest broadcast from 8 B to 256 MiB (with the single copy
+ * every receiver reads its copy itself, all at once).
  *
  * The buffer travels in chunks of WEFT_CHUNK_SIZE, chunk c with tag c, to
  * the ranks after the root in order (root + 1, root + 2, ...).  The root
