@@ -44,7 +44,11 @@
  *  - A failed peer (connection refused until the timeout, reset, closed,
  *    garbage on the wire) fails every pending and later request with that
  *    peer: WEFT_ERR_REMOTE when the peer went away, WEFT_ERR_TRANSPORT for
- *    local failures.  The transport logs the cause once, naming the peer
+ *    local failures.  The exception is what the peer sent before it left:
+ *    complete messages already received stay receivable, and connect() to
+ *    a peer that left with such messages waiting returns WEFT_OK (a rank
+ *    may finish, say goodbye and leave before this side first uses the
+ *    connection it opened); receives with nothing to match then fail.  The transport logs the cause once, naming the peer
  *    rank, its host:port and the errno text; peer_describe() gives the same
  *    text for the engine's messages.
  */

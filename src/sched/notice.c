@@ -72,6 +72,18 @@ void wf_notice_free(wf_engine_t *e)
     e->notice_peers = NULL;
 }
 
+/* The watch on `peer` ended without a notice: it is gone. */
+static void notice_lost(wf_engine_t *e, int peer, weft_status_t st)
+{
+    wf_notice_peer_t *np = &e->notice[peer];
+    np->state = NP_LEFT;
+    np->lost = true;
+    wf_engine_fail(e, st, "rank %d lost %s (%s): the process died, its host "
+                   "or network went away, or it left without "
+                   "weft_comm_destroy", e->rank,
+                   e->tops->peer_describe(e->tctx, peer), weft_strerror(st));
+}
+
 void wf_notice_watch(wf_engine_t *e, int peer)
 {
     wf_notice_peer_t *np = &e->notice[peer];
@@ -87,6 +99,13 @@ void wf_notice_watch(wf_engine_t *e, int peer)
                                       WF_ERRMSG_MAX - 1, NULL, &np->recv);
     if (st == WEFT_ERR_AGAIN)
         return; /* back-pressure: the next operation's connect retries */
+    /* A peer that left before this rank first used the connection (its
+     * connect succeeds while its messages wait here): a goodbye among
+     * them matched above; without one it did not leave on purpose. */
+    if (st == WEFT_ERR_REMOTE) {
+        notice_lost(e, peer, st);
+        return;
+    }
     if (st < 0) {
         wf_engine_fail(e, st, "rank %d cannot watch %s for failures: %s",
                        e->rank, e->tops->peer_describe(e->tctx, peer),
@@ -134,14 +153,7 @@ int wf_notice_poll(wf_engine_t *e)
             notice_arrived(e, np, &info);
             continue;
         }
-        np->state = NP_LEFT;
-        np->lost = true;
-        wf_engine_fail(e, st == WEFT_ERR_REMOTE ? WEFT_ERR_REMOTE : st,
-                       "rank %d lost %s (%s): the process died, its host or "
-                       "network went away, or it left without "
-                       "weft_comm_destroy", e->rank,
-                       e->tops->peer_describe(e->tctx, peer),
-                       weft_strerror(st));
+        notice_lost(e, peer, st);
     }
     return work;
 }

@@ -513,6 +513,18 @@ static weft_status_t peer_addr(wf_tcp_peer_t *p, const void *addr, size_t len)
     return WEFT_OK;
 }
 
+/* Whether a failed peer left complete messages to receive.  A message
+ * still waiting for a single-copy read does not count: its payload lives
+ * in the sender's memory, and a sender that left normally waited for every
+ * such read first. */
+static bool left_messages(const wf_tcp_peer_t *p)
+{
+    for (const wf_tcp_umsg_t *m = p->unexp; m; m = m->next)
+        if (m->complete && !m->cma_pending)
+            return true;
+    return false;
+}
+
 weft_status_t wf_tcp_connect(wf_tctx_t *ctx, int peer, const void *addr,
                              size_t len)
 {
@@ -541,7 +553,9 @@ weft_status_t wf_tcp_connect(wf_tctx_t *ctx, int peer, const void *addr,
             p->state = WF_TCP_WAIT_ACCEPT;
         }
     }
+    /* A peer that sent its part and left before this side first used the
+     * connection: its messages (its goodbye among them) are still here. */
     if (p->state == WF_TCP_FAILED)
-        return wf_tcp_peer_failed(p);
+        return left_messages(p) ? WEFT_OK : wf_tcp_peer_failed(p);
     return p->state == WF_TCP_UP ? WEFT_OK : WEFT_INPROGRESS;
 }

@@ -1,0 +1,108 @@
+/*
+ * test_leave_early.c - a rank whose part of a collective is done may leave
+ * (weft_comm_destroy) before a slower peer first uses the connection the
+ * leaver opened: what it sent must still arrive.  And a rank that sent and
+ * then died without a goodbye is still counted lost at once.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define ELEMS 1000
+#define SLOW_MS 300
+
+typedef struct {
+    const char *job, *rdv;
+} early_arg_t;
+
+static weft_comm_t rdv_comm(const early_arg_t *a, int rank, int size,
+                            const char *config)
+{
+    weft_comm_t comm = NULL;
+    ASSERT_OK(wf_test_comm_rdv(a->job, a->rdv, rank, size, config, &comm));
+    return comm;
+}
+
+/* Every rank but the root reduces and leaves at once; the root (the
+ * highest rank, so every sender dialled it) arrives late.  Tree reduce:
+ * the leaves' only message goes up, and they are gone before the root's
+ * engine first connects. */
+static void early_rank(int rank, int size, void *p)
+{
+    int root = size - 1;
+    weft_comm_t comm = rdv_comm(p, rank, size, "WEFT_ALGO=reduce:tree");
+    int32_t *in = malloc(ELEMS * sizeof(*in));
+    int32_t *out = malloc(ELEMS * sizeof(*out));
+    ASSERT_TRUE(in && out);
+    for (int i = 0; i < ELEMS; i++)
+        in[i] = (rank + 1) * 1000 + i;
+    if (rank == root)
+        usleep(SLOW_MS * 1000);
+    ASSERT_OK(weft_reduce(in, out, ELEMS, WEFT_INT32, WEFT_SUM, root, comm));
+    if (rank == root) {
+        /* sum over r of (r + 1) * 1000 + i */
+        int64_t base = 1000LL * size * (size + 1) / 2;
+        for (int i = 0; i < ELEMS; i++)
+            ASSERT_EQ(out[i], base + (int64_t)size * i);
+    }
+    ASSERT_OK(weft_comm_destroy(comm));
+    free(in);
+    free(out);
+}
+
+static void leave_early(int size)
+{
+    char addr[128];
+    int pid = wf_test_start_rendezvous(addr, sizeof(addr));
+    early_arg_t a = {wf_test_unique("leave-early"), addr};
+    wf_test_run_procs(size, early_rank, &a);
+    wf_test_stop_process(pid);
+}
+
+WF_TEST(leave_early_after_reduce_n2, 60) { leave_early(2); }
+WF_TEST(leave_early_after_reduce_n8, 120) { leave_early(8); }
+
+/* Rank 0 sends and dies without weft_comm_destroy; rank 1 comes late.
+ * The message may be received, but rank 0 left no goodbye: rank 1 must
+ * see the failure and count rank 0 lost, so that shrink does not wait out
+ * its window (twice the 5 s timeout plus 2 s) for it. */
+static void crashed_rank(int rank, int size, void *p)
+{
+    weft_comm_t comm = rdv_comm(p, rank, size, "WEFT_TIMEOUT=5s");
+    int32_t msg[4] = {1, 2, 3, 4}, got[4] = {0};
+    if (rank == 0) {
+        ASSERT_OK(weft_send(msg, 4, WEFT_INT32, 1, comm));
+        _exit(0); /* no goodbye */
+    }
+    usleep(SLOW_MS * 1000);
+    weft_status_t st = weft_recv(got, 4, WEFT_INT32, 0, comm);
+    if (st == WEFT_OK)
+        ASSERT_EQ(memcmp(got, msg, sizeof(msg)), 0);
+    else
+        ASSERT_STATUS(st, WEFT_ERR_REMOTE);
+    ASSERT_STATUS(weft_barrier(comm), WEFT_ERR_REMOTE);
+    weft_comm_t small = NULL;
+    double t0 = wf_test_now_s();
+    ASSERT_OK(weft_comm_shrink(comm, &small));
+    double took = wf_test_now_s() - t0;
+    int n = -1;
+    ASSERT_OK(weft_comm_size(small, &n));
+    ASSERT_EQ(n, 1);
+    printf("recv: %s; shrink took %.2f s\n", weft_status_name(st), took);
+    ASSERT_TRUE(took < 5.0);
+    ASSERT_OK(weft_comm_destroy(small));
+    weft_comm_destroy(comm);
+}
+
+WF_TEST(crashed_sender_counted_lost, 60)
+{
+    char addr[128];
+    int pid = wf_test_start_rendezvous(addr, sizeof(addr));
+    early_arg_t a = {wf_test_unique("crashed-sender"), addr};
+    wf_test_run_procs(2, crashed_rank, &a);
+    wf_test_stop_process(pid);
+}
