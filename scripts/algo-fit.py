@@ -64,8 +64,8 @@ def load_sweeps(paths):
 
 def library_terms(tool, cells, single_copy=0):
     """{(collective, ranks, size): {algo: (rounds, path_sent, path_reduced,
-    messages, bytes, reduced, waits)}} and the library's one-host
-    constants."""
+    messages, bytes, reduced, waits, own_messages, own_bytes,
+    own_reduced)}} and the library's one-host constants."""
     by_ranks = {}
     for coll, ranks, size in cells:
         by_ranks.setdefault((coll, ranks), []).append(size)
@@ -90,17 +90,21 @@ def estimate(c, t, ranks, cores):
     c: alpha, beta, gamma, host_msg, host_byte (us, us/byte), path_share,
     wake (us)."""
     alpha, beta, gamma, host_msg, host_byte, share, wake = c
-    rounds, path_sent, path_reduced, messages, sent, reduced, waits = t
+    (rounds, path_sent, path_reduced, messages, sent, reduced, waits,
+     own_messages, own_bytes, own_reduced) = t
     path = rounds * alpha + path_sent * beta + path_reduced * gamma
     host = ((messages * host_msg + waits * wake + sent * host_byte +
              reduced * gamma) / min(cores, ranks))
-    return host + share * path if host > path else path + share * host
+    est = host + share * path if host > path else path + share * host
+    own = ((own_messages * host_msg + own_bytes * host_byte) / 2 +
+           own_reduced * gamma)
+    return max(own, est)
 
 
 def priced(algo, ranks, cores):
     """Whether auto may pick `algo` here: the library prices the linear
-    allreduce only where the ranks outnumber the cores
-    (src/algo/allreduce_linear.c)."""
+    algorithms only where the ranks outnumber the cores
+    (src/algo/allreduce_linear.c, bcast_linear.c, reduce_linear.c)."""
     return algo != "linear" or ranks > cores
 
 

@@ -14,7 +14,7 @@
  * which chooses the one-host constants printed.  The root is rank 0, as in
  * weft-bench.  Output, one line per algorithm and size (float32 sum):
  *   terms NAME RANKS BYTES rounds path_sent path_reduced messages bytes
- *         reduced waits
+ *         reduced waits own_messages own_bytes own_reduced
  * preceded by one line
  *   one_host alpha beta gamma host_msg host_byte path_share wake
  *   (us, us/byte)
@@ -85,9 +85,10 @@ int main(int argc, char **argv)
                 continue;
             reg[k]->cost_terms(&a, &t);
             printf("terms %s %d %zu %.10g %.10g %.10g %.10g %.10g %.10g "
-                   "%.10g\n", reg[k]->name, ranks, bytes, t.rounds,
-                   t.path_sent, t.path_reduced, t.messages, t.bytes,
-                   t.reduced, t.waits);
+                   "%.10g %.10g %.10g %.10g\n", reg[k]->name, ranks, bytes,
+                   t.rounds, t.path_sent, t.path_reduced, t.messages,
+                   t.bytes, t.reduced, t.waits, t.own_messages, t.own_bytes,
+                   t.own_reduced);
         }
     }
     return 0;

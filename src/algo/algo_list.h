@@ -20,6 +20,7 @@ WF_ALGO_DECLARE(bcast_sag)
 WF_ALGO_DECLARE(bcast_linear)
 WF_ALGO_DECLARE(reduce_tree)
 WF_ALGO_DECLARE(reduce_rsg)
+WF_ALGO_DECLARE(reduce_linear)
 WF_ALGO_DECLARE(gather_tree)
 WF_ALGO_DECLARE(scatter_tree)
 /* allgather, reduce-scatter, alltoall, barrier */

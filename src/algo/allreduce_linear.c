@@ -10,67 +10,20 @@
  * a machine's cores (linear_cost below).
  *
  * Chunks and dependencies.  The vector travels in chunks of
- * WEFT_CHUNK_SIZE.  Rank 0 receives chunk c of each peer into that peer's
- * scratch slot c mod WF_LINEAR_SLOTS (a receive waits for the reduce that
- * last read its slot), reduces own, rank 1, rank 2, ... into RECV (each
- * reduce after the one before), divides once for WEFT_AVG and sends the
- * chunk to every peer.  A peer sends chunk c from SEND and receives the
- * result into RECV after that send (in place they are the same memory).
- * Only rank 0 reduces, so every rank gets the same bits.
+ * WEFT_CHUNK_SIZE.  Rank 0 receives and reduces them as the linear reduce
+ * does (linear_util.h) and sends each result chunk to every peer.  A peer
+ * sends chunk c from SEND and receives the result into RECV after that
+ * send (in place they are the same memory).  Only rank 0 reduces, so every
+ * rank gets the same bits.
  *
  * Tags: 2c up, 2c + 1 down.
  */
 #include <math.h>
-#include <stdlib.h>
 
 #include "algo/allreduce_util.h"
 #include "algo/cost.h"
+#include "algo/linear_util.h"
 #include "common.h"
-
-/* Scratch slots per peer at rank 0: chunk c + 1 of a peer can land while
- * chunk c is reduced. */
-#define WF_LINEAR_SLOTS 2
-
-static void linear_root(const wf_coll_args_t *a, wf_plan_t *plan,
-                        size_t chunk, size_t nchunks)
-{
-    size_t es = a->elem_size, slots = WF_MIN(nchunks, WF_LINEAR_SLOTS);
-    int peers = a->size - 1;
-    int32_t *slot_user = malloc(sizeof(int32_t) * (size_t)peers * slots);
-    if (!slot_user) {
-        plan->failed = true;
-        return;
-    }
-    for (size_t i = 0; i < (size_t)peers * slots; i++)
-        slot_user[i] = WF_NO_DEP;
-    uint64_t slot_bytes = (uint64_t)WF_MIN(chunk, a->count) * es;
-    for (size_t c = 0; c < nchunks; c++) {
-        size_t len = WF_MIN(chunk, a->count - c * chunk);
-        uint64_t off = (uint64_t)c * chunk * es;
-        wf_bref_t acc = wf_bref(WF_BUF_SEND, off);
-        int32_t last = WF_NO_DEP;
-        for (int r = 1; r <= peers; r++) {
-            size_t slot = (size_t)(r - 1) * slots + c % slots;
-            int32_t *user = &slot_user[slot];
-            wf_bref_t sb = wf_bref(WF_BUF_SCRATCH, slot * slot_bytes);
-            int32_t rv = wf_plan_recv(plan, r, (uint32_t)(2 * c), sb,
-                                      len * es, *user, WF_NO_DEP, WF_NO_DEP);
-            last = wf_plan_reduce(plan, wf_bref(WF_BUF_RECV, off), acc, sb,
-                                  len, rv, last, WF_NO_DEP);
-            *user = last;
-            acc = wf_bref(WF_BUF_RECV, off);
-        }
-        if (a->op == WEFT_AVG)
-            last = wf_plan_avg(plan, wf_bref(WF_BUF_RECV, off), len, last,
-                               WF_NO_DEP, WF_NO_DEP);
-        for (int r = 1; r <= peers; r++)
-            wf_plan_send(plan, r, (uint32_t)(2 * c + 1),
-                         wf_bref(WF_BUF_RECV, off), len * es, last,
-                         WF_NO_DEP, WF_NO_DEP);
-    }
-    plan->scratch_bytes = (uint64_t)peers * slots * slot_bytes;
-    free(slot_user);
-}
 
 static void linear_peer(const wf_coll_args_t *a, wf_plan_t *plan,
                         size_t chunk, size_t nchunks)
@@ -96,7 +49,7 @@ static weft_status_t linear_build(const wf_coll_args_t *a, wf_plan_t *plan)
     size_t chunk = wf_arutil_chunk_elems(a);
     size_t nchunks = (a->count + chunk - 1) / chunk;
     if (a->rank == 0)
-        linear_root(a, plan, chunk, nchunks);
+        wf_linear_root(a, plan, chunk, nchunks, true);
     else
         linear_peer(a, plan, chunk, nchunks);
     return wf_algo_build_status(&wf_algo_allreduce_linear, a, plan->failed);

@@ -61,7 +61,8 @@ static bool linear_supports(const wf_coll_args_t *a)
 }
 
 /* The root sends every chunk n - 1 times: its link is the critical path,
- * one round per chunk.  No message waits for a receive of the call. */
+ * one round per chunk, and that work is its own.  No message waits for a
+ * receive of the call. */
 static void linear_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 {
     double n = a->size, bytes = (double)a->count * (double)a->elem_size;
@@ -69,7 +70,9 @@ static void linear_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
                                    a->count, wf_rtree_chunk_elems(a)));
     *t = (wf_cost_terms_t){.rounds = nc, .path_sent = (n - 1) * bytes,
                            .messages = (n - 1) * nc,
-                           .bytes = (n - 1) * bytes};
+                           .bytes = (n - 1) * bytes,
+                           .own_messages = (n - 1) * nc,
+                           .own_bytes = (n - 1) * bytes};
 }
 
 /* Priced only where every rank shares one machine and the ranks outnumber

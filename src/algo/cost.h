@@ -9,7 +9,7 @@
  *
  * and, when more ranks share a machine than it has cores (wf_cost_terms_eval),
  * at least the CPU work of all the messages sent on that machine spread
- * over its cores.  Two sets of constants: links between machines, and
+ * over its cores, and at least the work one rank must do alone.  Two sets of constants: links between machines, and
  * every rank on one machine, where a link is a memory copy.
  */
 #ifndef WF_COST_H
@@ -114,6 +114,16 @@ typedef struct wf_cost_terms {
      * Counted by every collective with a choice but allreduce, whose
      * algorithms leave it at 0 (not counted). */
     double waits;
+    /* The work of one rank that no other rank can take over: the root of
+     * a linear broadcast or reduce handles n - 1 messages (`own_messages`,
+     * `own_bytes`) and reduces n - 1 vectors (`own_reduced`) itself.
+     * Spread over the cores with everyone's work it looked cheap, and the
+     * model took the linear reduce on 8 ranks at sizes where it was 2x
+     * slower than the tree; counted on one core it is a floor under the
+     * estimate (wf_cost_terms_eval).  Elsewhere 0: the linear allreduce
+     * leaves them out too, since with them its fitted constants gave up
+     * cells where it was 1.2-1.6x ahead (docs/algorithms.md). */
+    double own_messages, own_bytes, own_reduced;
 } wf_cost_terms_t;
 
 /* The critical path, or the CPU work of this machine's share of the work
@@ -140,8 +150,14 @@ static inline double wf_cost_terms_eval(const wf_coll_args_t *a,
     /* The critical path still costs something while the CPUs are the
      * bottleneck; it breaks ties between algorithms that do the same
      * work. */
-    return host > path_us ? host + m.path_share * path_us
-                          : path_us + m.path_share * host;
+    double est = host > path_us ? host + m.path_share * path_us
+                                : path_us + m.path_share * host;
+    /* One rank's own work runs on one core; a message's CPU time is
+     * counted at both ends, half of it at this one. */
+    double own = (t->own_messages * m.host_msg_us +
+                  t->own_bytes * m.host_us_per_byte) / 2 +
+                 t->own_reduced * m.gamma_us_per_byte;
+    return own > est ? own : est;
 }
 
 /*

@@ -1,6 +1,6 @@
 /*
  * test_algo_rooted.c - the rooted collectives (broadcast tree, ring, sag,
- * linear; reduce tree, rsg; gather tree, scatter tree): the simulator
+ * linear; reduce tree, rsg, linear; gather tree, scatter tree): the simulator
  * matrix for each, odd sizes and chunkings beyond it, and closed-form
  * properties of their plans (who sends how much, every byte received
  * exactly once, the cost model's order across message sizes).
@@ -17,7 +17,7 @@
 static const wf_algo_t *const rooted[] = {
     &wf_algo_bcast_tree,  &wf_algo_bcast_ring,   &wf_algo_bcast_sag,
     &wf_algo_bcast_linear, &wf_algo_reduce_tree, &wf_algo_reduce_rsg,
-    &wf_algo_gather_tree, &wf_algo_scatter_tree,
+    &wf_algo_reduce_linear, &wf_algo_gather_tree, &wf_algo_scatter_tree,
 };
 #define NROOTED (sizeof(rooted) / sizeof(rooted[0]))
 
@@ -31,6 +31,7 @@ SIM_TEST(bcast_sag)
 SIM_TEST(bcast_linear)
 SIM_TEST(reduce_tree)
 SIM_TEST(reduce_rsg)
+SIM_TEST(reduce_linear)
 SIM_TEST(gather_tree)
 SIM_TEST(scatter_tree)
 
@@ -242,6 +243,35 @@ WF_TEST(algo_rooted_reduce_closed_form, 60)
         }
         traffic(&p, root, WF_STEP_RECV, &m, &b);
         ASSERT_TRUE(b <= 2 * (uint64_t)(n - 1) * seg);
+        free_all(&p);
+        /* linear: every other rank sends its whole vector to the root
+         * and receives nothing; the root receives and reduces n - 1
+         * vectors, its own the first operand, into two slots per peer.
+         * The cost terms' own work is exactly the root's. */
+        build_all(&p, &wf_algo_reduce_linear, WF_COLL_REDUCE, n, count,
+                  root, chunk);
+        traffic(&p, root, WF_STEP_RECV, &m, &b);
+        ASSERT_EQ(m, (uint64_t)(n - 1) * nc);
+        ASSERT_EQ(b, (uint64_t)(n - 1) * bytes);
+        wf_cost_terms_t t;
+        wf_algo_reduce_linear.cost_terms(&p.args[root], &t);
+        ASSERT_EQ((uint64_t)t.own_messages, m);
+        ASSERT_EQ((uint64_t)t.own_bytes, b);
+        ASSERT_EQ((uint64_t)t.own_reduced, b);
+        traffic(&p, root, WF_STEP_REDUCE, &m, &b);
+        ASSERT_EQ(m, (uint64_t)(n - 1) * nc);
+        traffic(&p, root, WF_STEP_SEND, &m, &b);
+        ASSERT_EQ(m, 0);
+        ASSERT_EQ(p.plan[root].scratch_bytes, (uint64_t)(n - 1) * 2 * chunk);
+        for (int r = 0; r < n - 1; r++) {
+            traffic(&p, r, WF_STEP_SEND, &m, &b);
+            ASSERT_EQ(m, nc);
+            ASSERT_EQ(b, bytes);
+            traffic(&p, r, WF_STEP_RECV, &m, &b);
+            ASSERT_EQ(m, 0);
+            for (uint32_t i = 0; i < p.plan[r].nsteps; i++)
+                ASSERT_EQ(p.plan[r].steps[i].peer, root);
+        }
         free_all(&p);
     }
 }
