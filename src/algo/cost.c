@@ -47,27 +47,28 @@ const wf_cost_model_t wf_cost_one_host = {
 };
 
 /* Every rank on one machine with the single copy (WEFT_TCP_CMA_MIN, the
- * default).  Fitted the same way to the sweeps taken with it
- * (bench/sweeps/pulled/, checked on verify/): a message and a round cost
- * 12-14 us, a byte sent costs the CPUs 0.18 ns (one read by the
- * receiver, 5.5 GB/s) where the sockets' two copies and TCP cost 0.28,
- * and what a byte adds to the critical path beyond that work comes out
- * at nearly nothing: the receivers of one sender read from it at once,
- * so the algorithm that does the least work with the fewest messages
- * wins. */
+ * default).  Fitted the same way to the sweeps taken with it and with
+ * inputs written (bench/sweeps/written/, checked on written-verify/; the
+ * first fit, to sweeps whose inputs were the kernel's zero page, took the
+ * binomial reduce on 2 and 3 ranks where reduce-scatter + gather was
+ * 1.26-1.41x faster): a message and a round cost 11-13 us, a byte sent
+ * costs the CPUs 0.1 ns (one read by the receiver) where the sockets'
+ * two copies and TCP cost 0.28, and what a byte adds to the critical path
+ * beyond that work is small: the receivers of one sender read from it at
+ * once, so the algorithm that does the least work with the fewest
+ * messages wins. */
 const wf_cost_model_t wf_cost_one_host_single_copy = {
     .name = "one-host single-copy",
-    .alpha_us = 12.3,
-    .beta_us_per_byte = 0.005 / 1000.0, /* 200 GB/s: nearly nothing */
+    .alpha_us = 11.0,
+    .beta_us_per_byte = 0.012 / 1000.0,
     .gamma_us_per_byte = 0.2 / 1000.0,  /* 5 GB/s */
-    .host_msg_us = 13.8,
-    .host_us_per_byte = 0.181 / 1000.0,
-    .path_share = 0.001,
+    .host_msg_us = 13.2,
+    .host_us_per_byte = 0.102 / 1000.0,
+    .path_share = 0.029,
     /* A message forwarded after a receive wakes its receiver: the chain
      * broadcast on 3 ranks took 2 ms more CPU per 16 MiB call than the
      * tree, whose root posts everything at once (64 forwarded chunks, 186
      * more context switches; docs/algorithms.md).  Fitted with the waits
-     * of the broadcasts, allgathers and reduce-scatters counted (reduce's,
-     * counted since, changed none of the reduce sweeps' picks). */
-    .wake_us = 28.7,
+     * of every collective with a choice but allreduce counted. */
+    .wake_us = 32.6,
 };
