@@ -27,17 +27,12 @@ static weft_status_t linear_build(const wf_coll_args_t *a, wf_plan_t *plan)
 {
     int n = a->size, vr = wf_rtree_vrank(a->rank, a->root, n);
     size_t es = a->elem_size;
-    uint64_t bytes = (uint64_t)a->count * es;
-    if (n == 1)
-        return wf_rtree_build_single(a, plan, wf_bref(WF_BUF_RECV, 0),
-                                     wf_bref(WF_BUF_SEND, 0), bytes);
-    if (a->count == 0)
-        return wf_rtree_build_empty(a, plan, true);
+    weft_status_t st;
+    if (wf_rtree_trivial(a, plan, true, &st))
+        return st;
     size_t ce = wf_rtree_chunk_elems(a);
     size_t nc = wf_rtree_nchunks(a->count, ce);
-    if (vr == 0 && !a->in_place)
-        wf_plan_copy(plan, wf_bref(WF_BUF_RECV, 0), wf_bref(WF_BUF_SEND, 0),
-                     bytes, WF_NO_DEP, WF_NO_DEP, WF_NO_DEP);
+    wf_rtree_bcast_root_copy(a, plan);
     for (size_t c = 0; c < nc; c++) {
         uint64_t off = c * ce * es;
         uint64_t len = WF_MIN(ce, a->count - c * ce) * es;

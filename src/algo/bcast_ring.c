@@ -75,9 +75,7 @@ static weft_status_t ring_build(const wf_coll_args_t *a, wf_plan_t *plan)
     size_t ce = chain_chunk_elems(a);
     /* At least one (possibly empty) message per link. */
     size_t nc = WF_MAX((size_t)1, wf_rtree_nchunks(a->count, ce));
-    if (vr == 0 && !a->in_place && bytes)
-        wf_plan_copy(plan, wf_bref(WF_BUF_RECV, 0), wf_bref(WF_BUF_SEND, 0),
-                     bytes, WF_NO_DEP, WF_NO_DEP, WF_NO_DEP);
+    wf_rtree_bcast_root_copy(a, plan);
     for (size_t c = 0; c < nc; c++) {
         uint64_t off = a->count ? c * ce * es : 0;
         uint64_t len = a->count ? WF_MIN(ce, a->count - c * ce) * es : 0;

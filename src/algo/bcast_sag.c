@@ -139,12 +139,9 @@ static void ring_step(sag_t *g, int t)
 
 static weft_status_t sag_build(const wf_coll_args_t *a, wf_plan_t *plan)
 {
-    uint64_t bytes = (uint64_t)a->count * a->elem_size;
-    if (a->size == 1)
-        return wf_rtree_build_single(a, plan, wf_bref(WF_BUF_RECV, 0),
-                                     wf_bref(WF_BUF_SEND, 0), bytes);
-    if (a->count == 0)
-        return wf_rtree_build_empty(a, plan, true);
+    weft_status_t st;
+    if (wf_rtree_trivial(a, plan, true, &st))
+        return st;
     sag_t g = {.a = a, .plan = plan, .n = a->size,
                .vr = wf_rtree_vrank(a->rank, a->root, a->size),
                .ce = wf_rtree_chunk_elems(a)};
@@ -158,9 +155,7 @@ static weft_status_t sag_build(const wf_coll_args_t *a, wf_plan_t *plan)
     g.ring = g.have + ncells;
     for (size_t i = 0; i < 2 * ncells; i++)
         g.have[i] = WF_NO_DEP;
-    if (g.vr == 0 && !a->in_place)
-        wf_plan_copy(plan, wf_bref(WF_BUF_RECV, 0), wf_bref(WF_BUF_SEND, 0),
-                     bytes, WF_NO_DEP, WF_NO_DEP, WF_NO_DEP);
+    wf_rtree_bcast_root_copy(a, plan);
     scatter(&g);
     for (int t = 0; t < g.n - 1; t++)
         ring_step(&g, t);

@@ -90,11 +90,9 @@ static weft_status_t gtree_build(const wf_coll_args_t *a, wf_plan_t *plan)
     gtree_t g = {.a = a, .plan = plan, .n = a->size,
                  .vr = wf_rtree_vrank(a->rank, a->root, a->size),
                  .blk = (uint64_t)a->count * a->elem_size};
-    if (g.n == 1)
-        return wf_rtree_build_single(a, plan, wf_bref(WF_BUF_RECV, 0),
-                                     wf_bref(WF_BUF_SEND, 0), g.blk);
-    if (a->count == 0)
-        return wf_rtree_build_empty(a, plan, false);
+    weft_status_t st;
+    if (wf_rtree_trivial(a, plan, false, &st))
+        return st;
     if (g.vr == 0) {
         build_root(&g);
     } else {

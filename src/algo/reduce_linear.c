@@ -25,12 +25,9 @@
 static weft_status_t linear_build(const wf_coll_args_t *a, wf_plan_t *plan)
 {
     size_t es = a->elem_size;
-    if (a->size == 1)
-        return wf_rtree_build_single(a, plan, wf_bref(WF_BUF_RECV, 0),
-                                     wf_bref(WF_BUF_SEND, 0),
-                                     (uint64_t)a->count * es);
-    if (a->count == 0)
-        return wf_rtree_build_empty(a, plan, false);
+    weft_status_t st;
+    if (wf_rtree_trivial(a, plan, false, &st))
+        return st;
     size_t ce = wf_rtree_chunk_elems(a);
     size_t nc = wf_rtree_nchunks(a->count, ce);
     if (a->rank == a->root) {

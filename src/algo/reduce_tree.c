@@ -111,12 +111,9 @@ static void build_chunks(rred_t *g)
 static weft_status_t tree_build(const wf_coll_args_t *a, wf_plan_t *plan)
 {
     int n = a->size;
-    if (n == 1)
-        return wf_rtree_build_single(a, plan, wf_bref(WF_BUF_RECV, 0),
-                                     wf_bref(WF_BUF_SEND, 0),
-                                     (uint64_t)a->count * a->elem_size);
-    if (a->count == 0)
-        return wf_rtree_build_empty(a, plan, false);
+    weft_status_t st;
+    if (wf_rtree_trivial(a, plan, false, &st))
+        return st;
     rred_t g = {.a = a, .plan = plan,
                 .vr = wf_rtree_vrank(a->rank, a->root, n),
                 .ce = wf_rtree_chunk_elems(a)};

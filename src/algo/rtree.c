@@ -95,6 +95,28 @@ weft_status_t wf_rtree_build_single(const wf_coll_args_t *a, wf_plan_t *plan,
     return plan->failed ? WEFT_ERR_NO_MEMORY : WEFT_OK;
 }
 
+bool wf_rtree_trivial(const wf_coll_args_t *a, wf_plan_t *plan, bool down,
+                      weft_status_t *st)
+{
+    if (a->size == 1)
+        *st = wf_rtree_build_single(a, plan, wf_bref(WF_BUF_RECV, 0),
+                                    wf_bref(WF_BUF_SEND, 0),
+                                    (uint64_t)a->count * a->elem_size);
+    else if (a->count == 0)
+        *st = wf_rtree_build_empty(a, plan, down);
+    else
+        return false;
+    return true;
+}
+
+void wf_rtree_bcast_root_copy(const wf_coll_args_t *a, wf_plan_t *plan)
+{
+    if (a->rank == a->root && !a->in_place && a->count)
+        wf_plan_copy(plan, wf_bref(WF_BUF_RECV, 0), wf_bref(WF_BUF_SEND, 0),
+                     (uint64_t)a->count * a->elem_size, WF_NO_DEP,
+                     WF_NO_DEP, WF_NO_DEP);
+}
+
 weft_status_t wf_rtree_build_empty(const wf_coll_args_t *a, wf_plan_t *plan,
                                    bool down)
 {

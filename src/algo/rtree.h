@@ -81,6 +81,18 @@ weft_status_t wf_rtree_build_single(const wf_coll_args_t *a, wf_plan_t *plan,
 weft_status_t wf_rtree_build_empty(const wf_coll_args_t *a, wf_plan_t *plan,
                                    bool down);
 
+/* The cases every rooted collective plans alike: one rank
+ * (wf_rtree_build_single of the whole buffer, SEND to RECV) and no
+ * elements (wf_rtree_build_empty, towards the leaves when `down`).  True
+ * when the plan is complete; *st then says whether it was built. */
+bool wf_rtree_trivial(const wf_coll_args_t *a, wf_plan_t *plan, bool down,
+                      weft_status_t *st);
+
+/* A broadcast root's copy of its send buffer into its receive buffer
+ * (out of place, and not empty).  The root sends out of its send buffer,
+ * so the copy waits for nothing and nothing waits for it. */
+void wf_rtree_bcast_root_copy(const wf_coll_args_t *a, wf_plan_t *plan);
+
 /* Cost of a plan that only copies or does nothing (one rank). */
 double wf_rtree_single_cost(const wf_coll_args_t *a);
 
