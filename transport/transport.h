@@ -44,13 +44,18 @@
  *  - A failed peer (connection refused until the timeout, reset, closed,
  *    garbage on the wire) fails every pending and later request with that
  *    peer: WEFT_ERR_REMOTE when the peer went away, WEFT_ERR_TRANSPORT for
- *    local failures.  The exception is what the peer sent before it left:
- *    complete messages already received stay receivable, and connect() to
- *    a peer that left with such messages waiting returns WEFT_OK (a rank
- *    may finish, say goodbye and leave before this side first uses the
- *    connection it opened); receives with nothing to match then fail.  The transport logs the cause once, naming the peer
+ *    local failures.  The transport logs the cause once, naming the peer
  *    rank, its host:port and the errno text; peer_describe() gives the same
  *    text for the engine's messages.
+ *  - The exception is what a peer sent before it left: complete messages
+ *    already received stay receivable, and where a peer can send before
+ *    this side's first connect() (TCP: the lower rank dials, and may
+ *    finish, say goodbye and leave before the other side first uses the
+ *    connection), connect() to a peer that left with such messages waiting
+ *    returns WEFT_OK.  Receives with nothing to match then fail, as does a
+ *    message whose payload was still to be read from the peer's memory
+ *    (the single copy).  Verbs cannot get there: no message flows before
+ *    both sides have connected.
  */
 #ifndef WF_TRANSPORT_H
 #define WF_TRANSPORT_H

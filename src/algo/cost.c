@@ -53,7 +53,7 @@ const wf_cost_model_t wf_cost_one_host = {
  * binomial reduce on 2 and 3 ranks where reduce-scatter + gather was
  * 1.26-1.41x faster): a message and a round cost 11-13 us, a byte sent
  * costs the CPUs 0.1 ns (one read by the receiver) where the sockets'
- * two copies and TCP cost 0.28, and what a byte adds to the critical path
+ * two copies and TCP cost 0.19, and what a byte adds to the critical path
  * beyond that work is small: the receivers of one sender read from it at
  * once, so the algorithm that does the least work with the fewest
  * messages wins. */

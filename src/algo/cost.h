@@ -9,8 +9,9 @@
  *
  * and, when more ranks share a machine than it has cores (wf_cost_terms_eval),
  * at least the CPU work of all the messages sent on that machine spread
- * over its cores, and at least the work one rank must do alone.  Two sets of constants: links between machines, and
- * every rank on one machine, where a link is a memory copy.
+ * over its cores, and at least the work one rank must do alone.  Two sets
+ * of constants: links between machines, and every rank on one machine,
+ * where a link is a memory copy.
  */
 #ifndef WF_COST_H
 #define WF_COST_H

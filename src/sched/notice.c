@@ -101,8 +101,10 @@ void wf_notice_watch(wf_engine_t *e, int peer)
         return; /* back-pressure: the next operation's connect retries */
     /* A peer that left before this rank first used the connection (its
      * connect succeeds while its messages wait here): a goodbye among
-     * them matched above; without one it did not leave on purpose. */
-    if (st == WEFT_ERR_REMOTE) {
+     * them matched above; without one it did not leave on purpose.  Its
+     * failure is REMOTE, or TRANSPORT when this side failed with it first
+     * (reading a single-copy message from its memory after it died). */
+    if (st == WEFT_ERR_REMOTE || st == WEFT_ERR_TRANSPORT) {
         notice_lost(e, peer, st);
         return;
     }

@@ -17,7 +17,22 @@
 
 typedef struct {
     const char *job, *rdv;
+    const char *config; /* early_rank: the algorithm and transport */
+    size_t elems;       /* early_rank: elements per rank */
 } early_arg_t;
+
+/* Runs fn on `size` process ranks with a rendezvous server of their own,
+ * the job named after `job`. */
+static void run_procs_rdv(int size, wf_rank_fn fn, early_arg_t *a,
+                          const char *job)
+{
+    char addr[128];
+    int pid = wf_test_start_rendezvous(addr, sizeof(addr));
+    a->job = wf_test_unique(job);
+    a->rdv = addr;
+    wf_test_run_procs(size, fn, a);
+    wf_test_stop_process(pid);
+}
 
 static weft_comm_t rdv_comm(const early_arg_t *a, int rank, int size,
                             const char *config)
@@ -33,38 +48,87 @@ static weft_comm_t rdv_comm(const early_arg_t *a, int rank, int size,
  * engine first connects. */
 static void early_rank(int rank, int size, void *p)
 {
+    const early_arg_t *a = p;
     int root = size - 1;
-    weft_comm_t comm = rdv_comm(p, rank, size, "WEFT_ALGO=reduce:tree");
-    int32_t *in = malloc(ELEMS * sizeof(*in));
-    int32_t *out = malloc(ELEMS * sizeof(*out));
+    size_t n = a->elems;
+    weft_comm_t comm = rdv_comm(p, rank, size, a->config);
+    int32_t *in = malloc(n * sizeof(*in));
+    int32_t *out = malloc(n * sizeof(*out));
     ASSERT_TRUE(in && out);
-    for (int i = 0; i < ELEMS; i++)
-        in[i] = (rank + 1) * 1000 + i;
+    for (size_t i = 0; i < n; i++)
+        in[i] = (rank + 1) * 1000 + (int32_t)(i % 100000);
     if (rank == root)
         usleep(SLOW_MS * 1000);
-    ASSERT_OK(weft_reduce(in, out, ELEMS, WEFT_INT32, WEFT_SUM, root, comm));
+    ASSERT_OK(weft_reduce(in, out, n, WEFT_INT32, WEFT_SUM, root, comm));
     if (rank == root) {
         /* sum over r of (r + 1) * 1000 + i */
         int64_t base = 1000LL * size * (size + 1) / 2;
-        for (int i = 0; i < ELEMS; i++)
-            ASSERT_EQ(out[i], base + (int64_t)size * i);
+        for (size_t i = 0; i < n; i++)
+            ASSERT_EQ(out[i], base + (int64_t)size * (int64_t)(i % 100000));
     }
     ASSERT_OK(weft_comm_destroy(comm));
     free(in);
     free(out);
 }
 
-static void leave_early(int size)
+static void leave_early(int size, const char *config, size_t elems)
 {
-    char addr[128];
-    int pid = wf_test_start_rendezvous(addr, sizeof(addr));
-    early_arg_t a = {wf_test_unique("leave-early"), addr};
-    wf_test_run_procs(size, early_rank, &a);
-    wf_test_stop_process(pid);
+    early_arg_t a = {.config = config, .elems = elems};
+    run_procs_rdv(size, early_rank, &a, "leave-early");
 }
 
-WF_TEST(leave_early_after_reduce_n2, 60) { leave_early(2); }
-WF_TEST(leave_early_after_reduce_n8, 120) { leave_early(8); }
+WF_TEST(leave_early_after_reduce_n2, 60)
+{
+    leave_early(2, "WEFT_ALGO=reduce:tree", ELEMS);
+}
+WF_TEST(leave_early_after_reduce_n8, 120)
+{
+    leave_early(8, "WEFT_ALGO=reduce:tree", ELEMS);
+}
+/* The linear reduce, whose non-roots only send (it found the bug); with
+ * two streams per peer, whose goodbye closes each; and with messages
+ * above the single-copy threshold, which the root reads from the senders'
+ * memory (so they wait for it and cannot leave first: the late root must
+ * still find them). */
+WF_TEST(leave_early_after_reduce_linear_n8, 120)
+{
+    leave_early(8, "WEFT_ALGO=reduce:linear", ELEMS);
+}
+WF_TEST(leave_early_after_reduce_two_streams_n4, 120)
+{
+    leave_early(4, "WEFT_ALGO=reduce:linear,WEFT_TCP_STREAMS=2", ELEMS);
+}
+WF_TEST(leave_early_after_reduce_single_copy_n4, 120)
+{
+    leave_early(4, "WEFT_ALGO=reduce:linear", 100000);
+}
+
+/* Rank 0 sends one message and leaves with a goodbye; rank 1 comes late,
+ * receives it, and then asks for a second one that never came: that
+ * receive fails at once with the peer's departure, not at the timeout. */
+static void gone_rank(int rank, int size, void *p)
+{
+    weft_comm_t comm = rdv_comm(p, rank, size, "WEFT_TIMEOUT=20s");
+    int32_t msg[4] = {5, 6, 7, 8}, got[4] = {0};
+    if (rank == 0) {
+        ASSERT_OK(weft_send(msg, 4, WEFT_INT32, 1, comm));
+        ASSERT_OK(weft_comm_destroy(comm));
+        return;
+    }
+    usleep(SLOW_MS * 1000);
+    ASSERT_OK(weft_recv(got, 4, WEFT_INT32, 0, comm));
+    ASSERT_EQ(memcmp(got, msg, sizeof(msg)), 0);
+    double t0 = wf_test_now_s();
+    ASSERT_STATUS(weft_recv(got, 4, WEFT_INT32, 0, comm), WEFT_ERR_REMOTE);
+    ASSERT_TRUE(wf_test_now_s() - t0 < 5.0);
+    weft_comm_destroy(comm);
+}
+
+WF_TEST(leave_early_nothing_more_to_receive, 60)
+{
+    early_arg_t a = {0};
+    run_procs_rdv(2, gone_rank, &a, "gone-sender");
+}
 
 /* Rank 0 sends and dies without weft_comm_destroy; rank 1 comes late.
  * The message may be received, but rank 0 left no goodbye: rank 1 must
@@ -100,9 +164,6 @@ static void crashed_rank(int rank, int size, void *p)
 
 WF_TEST(crashed_sender_counted_lost, 60)
 {
-    char addr[128];
-    int pid = wf_test_start_rendezvous(addr, sizeof(addr));
-    early_arg_t a = {wf_test_unique("crashed-sender"), addr};
-    wf_test_run_procs(2, crashed_rank, &a);
-    wf_test_stop_process(pid);
+    early_arg_t a = {0};
+    run_procs_rdv(2, crashed_rank, &a, "crashed-sender");
 }
