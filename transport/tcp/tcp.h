@@ -411,7 +411,7 @@ struct wf_tctx {
     size_t stripe_min;  /* messages of this size and more are striped */
     size_t cma_min;     /* single copy on one machine from this size, 0 off */
     uint64_t cma_cookie; /* read by peers to prove they can (tcp_cma.c) */
-    size_t cma_pending;  /* unexpected RTS not read yet, at most */
+    size_t cma_pending;  /* unexpected RTS the flush may still read */
     uint64_t posts;      /* isend/irecv calls so far */
     uint64_t posts_seen; /* posts when the last progress() returned */
     int idle_calls;      /* progress() calls in a row that found no event

@@ -312,8 +312,6 @@ static bool pending_read(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_tcp_umsg_t *m,
 
 void wf_tcp_cma_flush(wf_tctx_t *ctx)
 {
-    size_t left = 0;
-
     for (int i = 0; ctx->cma_pending && i < ctx->cfg.size; i++) {
         wf_tcp_peer_t *p = &ctx->peers[i];
         wf_tcp_umsg_t *prev = NULL, *next;
@@ -330,7 +328,11 @@ void wf_tcp_cma_flush(wf_tctx_t *ctx)
             }
         }
     }
-    ctx->cma_pending = left;
+    /* What is left belongs to peers that are not up (failed, or with
+     * streams still connecting): its receive reads it when posted
+     * (wf_tcp_cma_claim).  Counting it would keep progress() reporting
+     * work, and the engine spinning, until then. */
+    ctx->cma_pending = 0;
 }
 
 /* FIN from the reader: the send with that sequence number is done. */
