@@ -12,14 +12,24 @@
  * final reduction that writes the same bytes).  Partial sums live in two
  * scratch slots of one block each, alternating by step parity: the
  * receive of step s lands in slot s%2, is reduced there in place, and is
- * sent from there in step s+1.
+ * sent from there in step s+1.  The last step's chunks, which are reduced
+ * into the receive buffer and never forwarded, land in RSRING_SLOTS slots
+ * of one chunk taken in turn, after the two block slots (which 2 ranks,
+ * whose only step is the last, do without), when the block has more
+ * chunks than that: a chunk is then reduced while it is still in
+ * the core's cache, where a receive into a whole block has gone out to
+ * memory by the time it is reduced (as in the rhd allreduce,
+ * allreduce_util.h; on 2 ranks the ring took 1.11-1.16x rhd's time at
+ * 64-256 MiB without them).
  *
  * Dependencies per chunk:
  *  - the send of step s waits for the reduce of step s-1 (step 0 sends the
  *    own contribution from the send buffer: no wait);
  *  - the receive of step s overwrites slot s%2, last read by the send of
  *    step s-1, so it waits for that send (which itself waited for the
- *    reduce that wrote the slot);
+ *    reduce that wrote the slot); in the last step with chunk slots, the
+ *    receive of chunk c waits for the reduce of chunk c - RSRING_SLOTS,
+ *    which read its slot;
  *  - the reduce waits for its receive;
  *  - WEFT_AVG: each rank divides its own result block once, after the
  *    final reduce.
@@ -35,10 +45,14 @@
 #include "algo/unrooted_util.h"
 #include "common.h"
 
+#define RSRING_SLOTS 16
+
 typedef struct {
     const wf_coll_args_t *a;
     wf_plan_t *plan;
     uint64_t block, grid, nchunks;
+    bool chunk_slots;      /* whether the last step uses chunk slots */
+    uint64_t chunk_slot0;  /* scratch offset of the first chunk slot */
     int32_t *red;      /* per chunk: the reduce of the previous step */
     int32_t *sent[2];  /* per chunk: the sends of this and the last step */
 } rsring_t;
@@ -69,12 +83,19 @@ static void rsring_recv(rsring_t *g, int s, uint32_t *tag)
     uint64_t blk = (uint64_t)wf_unr_mod(a->rank - s - 2, a->size) * g->block;
     uint64_t slot = (uint64_t)(s % 2) * g->block;
     const int32_t *reader = g->sent[(s + 1) % 2]; /* step s-1's sends */
+    bool chunk_slots = last && g->chunk_slots;
     for (uint64_t c = 0; c < g->nchunks; c++) {
         uint64_t off = c * g->grid, len = WF_MIN(g->grid, g->block - off);
         wf_bref_t tmp = wf_bref(WF_BUF_SCRATCH, slot + off);
-        int32_t rv = wf_plan_recv(g->plan, left, (*tag)++, tmp, len,
-                                  s == 0 ? WF_NO_DEP : reader[c], WF_NO_DEP,
-                                  WF_NO_DEP);
+        int32_t war = s == 0 ? WF_NO_DEP : reader[c];
+        if (chunk_slots) {
+            tmp = wf_bref(WF_BUF_SCRATCH, g->chunk_slot0 +
+                                              c % RSRING_SLOTS * g->grid);
+            /* This step's reduce of chunk c - RSRING_SLOTS. */
+            war = c < RSRING_SLOTS ? WF_NO_DEP : g->red[c - RSRING_SLOTS];
+        }
+        int32_t rv = wf_plan_recv(g->plan, left, (*tag)++, tmp, len, war,
+                                  WF_NO_DEP, WF_NO_DEP);
         wf_bref_t dst = last ? wf_bref(WF_BUF_RECV, off) : tmp;
         g->red[c] = wf_plan_reduce(g->plan, dst,
                                    wf_bref(WF_BUF_SEND, blk + off), tmp,
@@ -103,7 +124,12 @@ static weft_status_t rsring_build(const wf_coll_args_t *a, wf_plan_t *plan)
     }
     g.sent[0] = g.red + g.nchunks;
     g.sent[1] = g.sent[0] + g.nchunks;
-    plan->scratch_bytes = 2 * g.block;
+    /* The block slots hold what later steps forward: none on 2 ranks
+     * when the last (only) step has chunk slots. */
+    g.chunk_slots = g.nchunks > RSRING_SLOTS;
+    g.chunk_slot0 = g.chunk_slots && a->size == 2 ? 0 : 2 * g.block;
+    plan->scratch_bytes =
+        g.chunk_slot0 + (g.chunk_slots ? RSRING_SLOTS * g.grid : 0);
     uint32_t send_tag = 0, recv_tag = 0;
     for (int s = 0; s < a->size - 1; s++) {
         rsring_send(&g, s, &send_tag);
