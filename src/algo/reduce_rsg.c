@@ -21,20 +21,27 @@
  * root in place, whose receive buffer is its input) receives into one of
  * two scratch slots by step parity and reduces there; the root in place
  * writes its final step into its receive buffer, over its own input of
- * that segment, which that reduce is the last to read.
+ * that segment, which that reduce is the last to read.  When a segment
+ * has more than RSG_SLOTS chunks, the last step receives into RSG_SLOTS
+ * slots of one chunk taken in turn and reduces from there into its
+ * segment slot (or the root's buffer): a chunk is reduced while it is
+ * still in the core's cache, as in the reduce-scatters (a receive into a
+ * whole segment has gone out to memory by then).
  *
  * Dependencies per chunk: a send of step s waits for the reduce of step
  * s-1; a receive into a slot waits for the last send that read that slot
  * (step s-1, which forwarded what step s-2 reduced there); a reduce waits
- * for its receive.  On the root a gather receive into segment q waits for
- * the last step of the first phase that touched segment q of the user's
- * buffers (its forwarding send, or in place the reduce or step-0 send
- * that read its input there; the data flow implies it too, since segment
- * q reaches rank q only after passing the root, but the hazard is stated
- * where it is), and the other ranks' gather sends wait for their final
- * reduce.  Tags: first-phase messages are numbered in order on
- * both sides of each link (as in the ring allreduce); gather messages use
- * 2^31 + chunk.
+ * for its receive.  With chunk slots, the last step's receive waits for
+ * the reduce of chunk c - RSG_SLOTS, which read its slot, and its reduce
+ * for the last send that read the segment slot it writes.  On the root a
+ * gather receive into segment q waits for the last step of the first
+ * phase that touched segment q of the user's buffers (its forwarding
+ * send, or in place the reduce or step-0 send that read its input there;
+ * the data flow implies it too, since segment q reaches rank q only after
+ * passing the root, but the hazard is stated where it is), and the other
+ * ranks' gather sends wait for their final reduce.  Tags: first-phase
+ * messages are numbered in order on both sides of each link (as in the
+ * ring allreduce); gather messages use 2^31 + chunk.
  *
  * Cost: wf_cost(n, 2 (n-1)/n * bytes, (n-1)/n * bytes).
  */
@@ -46,6 +53,7 @@
 #include "common.h"
 
 #define RSG_GATHER_TAG (1u << 31)
+#define RSG_SLOTS 16
 
 typedef struct {
     const wf_coll_args_t *a;
@@ -54,10 +62,12 @@ typedef struct {
     bool root, direct;   /* direct: accumulate in the root's recv buffer */
     size_t ce, mc;       /* chunk elements, most chunks of a segment */
     uint64_t slot_bytes;
+    uint64_t chunk_slot0; /* the last step's chunk slots; 0: none */
     uint32_t send_tag, recv_tag;
     int32_t *prev_red;   /* [mc]: the previous step's reduce per chunk */
     int32_t *slot_reader;/* [2 * mc]: last send reading a slot's chunk */
     int32_t *touch;      /* root: [n * mc] last step on segment q, chunk c */
+    int32_t *last_red;   /* [mc]: the last step's reduce per chunk */
 } rsg_t;
 
 static int mod(int x, int n) { return ((x % n) + n) % n; }
@@ -113,17 +123,29 @@ static void rs_step(rsg_t *g, int s, int rank, int32_t *owned)
     }
     q = mod(rank - 2 - s, g->n);
     nc = seg_chunks(g, q, &start, &len);
+    bool chunk_slots = s == g->n - 2 && g->chunk_slot0;
     for (size_t c = 0; c < nc; c++) {
         size_t elems = WF_MIN(g->ce, len - c * g->ce);
+        int32_t reader = g->direct ? WF_NO_DEP
+                         : g->slot_reader[(size_t)(s % 2) * g->mc + c];
         wf_bref_t in = g->direct ? user_ref(g, WF_BUF_RECV, start, c)
                                  : slot_ref(g, s, c);
-        int32_t rv = wf_plan_recv(
-            g->plan, g->left, g->recv_tag++, in, elems * es,
-            g->direct ? WF_NO_DEP : g->slot_reader[(size_t)(s % 2) * g->mc + c],
-            WF_NO_DEP, WF_NO_DEP);
+        int32_t war = reader, red_war = WF_NO_DEP;
+        if (chunk_slots) {
+            /* The receive's slot was last read by this step's reduce of
+             * chunk c - RSG_SLOTS; the reduce's block slot by a send. */
+            in = wf_bref(WF_BUF_SCRATCH, g->chunk_slot0 +
+                                             c % RSG_SLOTS * g->ce * es);
+            war = c < RSG_SLOTS ? WF_NO_DEP : g->last_red[c - RSG_SLOTS];
+            red_war = reader;
+        }
+        int32_t rv = wf_plan_recv(g->plan, g->left, g->recv_tag++, in,
+                                  elems * es, war, WF_NO_DEP, WF_NO_DEP);
         int32_t red = wf_plan_reduce(g->plan, red_ref(g, s, start, c),
                                      user_ref(g, WF_BUF_SEND, start, c), in,
-                                     elems, rv, WF_NO_DEP, WF_NO_DEP);
+                                     elems, rv, red_war, WF_NO_DEP);
+        if (chunk_slots)
+            g->last_red[c] = red;
         touch(g, q, c, red);
         g->prev_red[c] = red;
         if (s == g->n - 2)
@@ -192,14 +214,19 @@ static weft_status_t rsg_build(const wf_coll_args_t *a, wf_plan_t *plan)
     g.mc = wf_rtree_nchunks(max_seg, g.ce);
     g.slot_bytes = max_seg * a->elem_size;
     plan->scratch_bytes = g.direct ? 0 : 2 * g.slot_bytes;
+    if (!g.direct && g.mc > RSG_SLOTS) {
+        g.chunk_slot0 = plan->scratch_bytes;
+        plan->scratch_bytes += RSG_SLOTS * g.ce * a->elem_size;
+    }
     size_t ntouch = g.root ? (size_t)n * g.mc : 0;
-    int32_t *mem = malloc((4 * g.mc + ntouch) * sizeof(int32_t));
+    int32_t *mem = malloc((5 * g.mc + ntouch) * sizeof(int32_t));
     if (mem) {
-        for (size_t i = 0; i < 4 * g.mc + ntouch; i++)
+        for (size_t i = 0; i < 5 * g.mc + ntouch; i++)
             mem[i] = WF_NO_DEP;
         g.prev_red = mem;
         g.slot_reader = mem + g.mc;
-        g.touch = mem + 4 * g.mc;
+        g.last_red = mem + 4 * g.mc;
+        g.touch = mem + 5 * g.mc;
         for (int s = 0; s < n - 1; s++)
             rs_step(&g, s, a->rank, mem + 3 * g.mc);
         gather(&g, mem + 3 * g.mc);

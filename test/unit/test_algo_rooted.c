@@ -276,6 +276,24 @@ WF_TEST(algo_rooted_reduce_closed_form, 60)
     }
 }
 
+/* rsg's last reduce-scatter step receives a large segment into 16 slots
+ * of one chunk, reduced while they are in cache, as the reduce-scatters
+ * do (docs/algorithms.md, "Reduce-scatter receives into chunk slots");
+ * the root out of place still receives straight into its buffer. */
+WF_TEST(algo_rooted_rsg_chunk_slots, 30)
+{
+    const size_t chunk = 1024, seg = 32 * chunk; /* 32 chunks a segment */
+    for (int n = 2; n <= 4; n += 2) {
+        plans_t p;
+        build_all(&p, &wf_algo_reduce_rsg, WF_COLL_REDUCE, n,
+                  (size_t)n * seg / 4, 0, chunk);
+        ASSERT_EQ(p.plan[0].scratch_bytes, 0);
+        for (int r = 1; r < n; r++)
+            ASSERT_EQ(p.plan[r].scratch_bytes, 2 * seg + 16 * chunk);
+        free_all(&p);
+    }
+}
+
 WF_TEST(algo_rooted_gather_scatter_closed_form, 60)
 {
     for (int n = 2; n <= 33; n++)
