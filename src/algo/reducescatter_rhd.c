@@ -33,6 +33,8 @@
  *  - the receive of round i overwrites Q where round i-1's reduce read,
  *    so it waits for that reduce; with slots, for the last reduce that
  *    read its slot (RHD_SLOTS receives earlier);
+ *  - with slots, the send of piece k of a round also waits for the
+ *    reduce of received piece k - RHD_SLOTS of that round (rhd_round);
  *  - the reduce waits for its receive and for the step that produced its
  *    other operand; the P region it writes was last read by that same
  *    step (sends read only the other half);
@@ -108,59 +110,95 @@ static void rhd_fold_in(rhd_t *g)
     }
 }
 
+static int32_t rhd_send_piece(rhd_t *g, int round, int peer, uint32_t tag,
+                              uint64_t x, uint64_t len, int32_t pace)
+{
+    wf_unr_deps_t d = wf_unr_deps_none();
+    wf_bref_t src = operand(g, round, x, len, &d);
+    wf_unr_deps_add(&d, g->plan, src, pace);
+    return wf_plan_send(g->plan, peer, tag, src, len, d.d[0], d.d[1],
+                        d.d[2]);
+}
+
 static void rhd_send(rhd_t *g, int round, int peer, uint64_t lo, uint64_t hi)
 {
     wf_unr_iter_t it = wf_unr_pieces(&g->cuts, lo, hi);
     uint64_t x, len;
     uint32_t tag = 0;
-    while (wf_unr_next(&it, &x, &len)) {
-        wf_unr_deps_t d = wf_unr_deps_none();
-        wf_bref_t src = operand(g, round, x, len, &d);
-        wf_plan_send(g->plan, peer, tag++, src, len, d.d[0], d.d[1],
-                     d.d[2]);
-    }
+    while (wf_unr_next(&it, &x, &len))
+        rhd_send_piece(g, round, peer, tag++, x, len, WF_NO_DEP);
 }
 
-/* Receives the partner's part of [lo, hi) and adds it; in the last round
- * the own block goes to the receive buffer. */
-static void rhd_recv(rhd_t *g, int round, bool last, int peer, uint64_t lo,
-                     uint64_t hi)
+/* Receives the partner's piece [x, x + len) and adds it; in the last
+ * round the own block goes to the receive buffer.  Returns the reduce. */
+static int32_t rhd_recv_piece(rhd_t *g, int round, bool last, int peer,
+                              uint32_t tag, uint64_t x, uint64_t len)
 {
     const wf_coll_args_t *a = g->a;
     wf_bref_t anchor = wf_bref(WF_BUF_SCRATCH, 0);
     uint64_t own = vbyte(g, a->rank);
-    wf_unr_iter_t it = wf_unr_pieces(&g->cuts, lo, hi);
+    wf_unr_deps_t war = wf_unr_deps_none(), d = wf_unr_deps_none();
+    wf_bref_t q = wf_bref(WF_BUF_SCRATCH, g->q_off + x - g->base);
+    int32_t *slot_user = NULL;
+    if (g->slot_bytes) {
+        uint64_t slot = g->received++ % RHD_SLOTS;
+        q = wf_bref(WF_BUF_SCRATCH, g->q_off + slot * g->slot_bytes);
+        slot_user = &g->slot_user[slot];
+        wf_unr_deps_add(&war, g->plan, anchor, *slot_user);
+    } else if (round > 0) {
+        wf_unr_trace_deps(&g->prev, x, len, &war, g->plan, anchor);
+    }
+    int32_t rv = wf_plan_recv(g->plan, peer, tag, q, len, war.d[0],
+                              war.d[1], war.d[2]);
+    wf_unr_deps_add(&d, g->plan, anchor, rv);
+    wf_bref_t src = operand(g, round, x, len, &d);
+    bool result = last && x < own + g->f.block;
+    wf_bref_t dst = result ? wf_bref(WF_BUF_RECV, x - own)
+                           : wf_bref(WF_BUF_SCRATCH, g->p_off + x - g->base);
+    size_t elems = len / a->elem_size;
+    int32_t red = wf_plan_reduce(g->plan, dst, src, q, elems, d.d[0], d.d[1],
+                                 d.d[2]);
+    wf_unr_trace_add(&g->cur, x, len, red);
+    if (slot_user)
+        *slot_user = red;
+    if (result && a->op == WEFT_AVG)
+        wf_plan_avg(g->plan, dst, elems, red, WF_NO_DEP, WF_NO_DEP);
+    return red;
+}
+
+/* One round with the partner: send the half it keeps, receive and add
+ * its part of the half kept here.  With slots, piece k of the sends waits
+ * for the reduce of received piece k - RHD_SLOTS, which frees the slot
+ * that piece k of this rank's receives takes: partners halve in step, so
+ * the partner's slot for the piece is then about free too and its receive
+ * posted.  A piece sent before its receive is read by the transport into
+ * a buffer of its own and copied again; the first round, whose sends
+ * need nothing, sent every piece at once. */
+static void rhd_round(rhd_t *g, int round, bool last, int peer,
+                      uint64_t give_lo, uint64_t give_hi, uint64_t keep_lo,
+                      uint64_t keep_hi)
+{
+    wf_unr_iter_t out = wf_unr_pieces(&g->cuts, give_lo, give_hi);
+    wf_unr_iter_t in = wf_unr_pieces(&g->cuts, keep_lo, keep_hi);
+    int32_t reduced[RHD_SLOTS];
+    uint32_t sent = 0, received = 0;
     uint64_t x, len;
-    uint32_t tag = 0;
+    bool sending = true, receiving = true;
     wf_unr_trace_clear(&g->cur);
-    while (wf_unr_next(&it, &x, &len)) {
-        wf_unr_deps_t war = wf_unr_deps_none(), d = wf_unr_deps_none();
-        wf_bref_t q = wf_bref(WF_BUF_SCRATCH, g->q_off + x - g->base);
-        int32_t *slot_user = NULL;
-        if (g->slot_bytes) {
-            uint64_t slot = g->received++ % RHD_SLOTS;
-            q = wf_bref(WF_BUF_SCRATCH, g->q_off + slot * g->slot_bytes);
-            slot_user = &g->slot_user[slot];
-            wf_unr_deps_add(&war, g->plan, anchor, *slot_user);
-        } else if (round > 0) {
-            wf_unr_trace_deps(&g->prev, x, len, &war, g->plan, anchor);
+    while (sending || receiving) {
+        if (sending && (sending = wf_unr_next(&out, &x, &len))) {
+            int32_t pace = g->slot_bytes && sent >= RHD_SLOTS &&
+                                   sent - RHD_SLOTS < received
+                               ? reduced[(sent - RHD_SLOTS) % RHD_SLOTS]
+                               : WF_NO_DEP;
+            rhd_send_piece(g, round, peer, sent, x, len, pace);
+            sent++;
         }
-        int32_t rv = wf_plan_recv(g->plan, peer, tag++, q, len, war.d[0],
-                                  war.d[1], war.d[2]);
-        wf_unr_deps_add(&d, g->plan, anchor, rv);
-        wf_bref_t src = operand(g, round, x, len, &d);
-        bool result = last && x < own + g->f.block;
-        wf_bref_t dst = result ? wf_bref(WF_BUF_RECV, x - own)
-                               : wf_bref(WF_BUF_SCRATCH,
-                                         g->p_off + x - g->base);
-        size_t elems = len / a->elem_size;
-        int32_t red = wf_plan_reduce(g->plan, dst, src, q, elems, d.d[0],
-                                     d.d[1], d.d[2]);
-        wf_unr_trace_add(&g->cur, x, len, red);
-        if (slot_user)
-            *slot_user = red;
-        if (result && a->op == WEFT_AVG)
-            wf_plan_avg(g->plan, dst, elems, red, WF_NO_DEP, WF_NO_DEP);
+        if (receiving && (receiving = wf_unr_next(&in, &x, &len))) {
+            reduced[received % RHD_SLOTS] =
+                rhd_recv_piece(g, round, last, peer, received, x, len);
+            received++;
+        }
     }
     wf_unr_trace_t t = g->prev;
     g->prev = g->cur;
@@ -175,9 +213,8 @@ static void rhd_main(rhd_t *g)
     int lo = 0, round = 0;
     for (int d = p / 2; d >= 1; d /= 2, round++) {
         int keep = (v & d) ? lo + d : lo, give = (v & d) ? lo : lo + d;
-        rhd_send(g, round, v ^ d, vbyte(g, give), vbyte(g, give + d));
-        rhd_recv(g, round, d == 1, v ^ d, vbyte(g, keep),
-                 vbyte(g, keep + d));
+        rhd_round(g, round, d == 1, v ^ d, vbyte(g, give), vbyte(g, give + d),
+                  vbyte(g, keep), vbyte(g, keep + d));
         lo = keep;
     }
     if (v < g->f.e) /* hand block v + p to its owner */
@@ -300,7 +337,11 @@ static void rhd_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
     msgs += fold_in + e * wf_msgs(block, grid);
     /* Sent at once: the folded ranks' inputs and the first round of the
      * p - e ranks that received none; everything else was reduced from
-     * a receive first. */
+     * a receive first.  The first round's sends that slots pace
+     * (rhd_round) are not counted as waits: their data is there and the
+     * receiver is busy with the pieces before them, not asleep (counted,
+     * the model took the ring on 4 and 8 ranks from 128 MiB where rhd was
+     * up to 1.31x faster; docs/algorithms.md). */
     double upfront = fold_in + first * (f.p - e) / f.p;
     *t = (wf_cost_terms_t){
         .rounds = e > 0 ? lg + 2 : lg,

@@ -352,6 +352,42 @@ WF_TEST(unrooted_reducescatter_chunk_slots, 30)
               2 * 8 * chunk);
 }
 
+/* rhd's first round sends need no earlier step: all 32 pieces went at
+ * once, and about a sixth arrived before their receive was posted, read
+ * into the transport's own buffers and copied again (4 and 8 ranks at
+ * 128-256 MiB took 1.1-1.3x the ring's time).  Piece k >= 16 now waits
+ * for the reduce of received piece k - 16, which frees its slot. */
+WF_TEST(unrooted_reducescatter_rhd_paced_sends, 30)
+{
+    const uint64_t chunk = 1 << 18, block = 32 * chunk;
+    wf_coll_args_t a = args_for(WF_COLL_REDUCE_SCATTER, 2, 0, block / 4,
+                                chunk, false);
+    wf_plan_t plan;
+    wf_plan_init(&plan, a.dtype, a.op, a.elem_size, 2);
+    ASSERT_OK(wf_algo_reducescatter_rhd.build(&a, &plan));
+    int paced = 0;
+    for (uint32_t i = 0; i < plan.nsteps; i++) {
+        const wf_step_t *s = &plan.steps[i];
+        if (s->kind != WF_STEP_SEND)
+            continue;
+        int32_t waits_for_tag = -1; /* the receive its reduce read */
+        for (int d = 0; d < WF_STEP_MAX_DEPS; d++) {
+            if (s->deps[d] == WF_NO_DEP)
+                continue;
+            const wf_step_t *red = &plan.steps[s->deps[d]];
+            ASSERT_EQ(red->kind, WF_STEP_REDUCE);
+            for (int e = 0; e < WF_STEP_MAX_DEPS; e++)
+                if (red->deps[e] != WF_NO_DEP &&
+                    plan.steps[red->deps[e]].kind == WF_STEP_RECV)
+                    waits_for_tag = (int32_t)plan.steps[red->deps[e]].tag;
+        }
+        ASSERT_EQ(waits_for_tag, s->tag < 16 ? -1 : (int32_t)s->tag - 16);
+        paced += waits_for_tag >= 0;
+    }
+    ASSERT_EQ(paced, 16);
+    wf_plan_free(&plan);
+}
+
 /* A Bruck or rd send piece that spans what many earlier steps wrote
  * waits for them through zero-byte joining copies; run such plans. */
 WF_TEST(unrooted_joined_dependencies, 120)
