@@ -149,9 +149,21 @@ static void vsim_free(vsim_t *v)
     free(v->msgs);
 }
 
+/* Whether reduce `w` writes bytes that send `snd` reads. */
+static bool reduce_feeds(const wf_plan_t *plan, const wf_step_t *w,
+                         const wf_step_t *snd)
+{
+    uint64_t w_end = w->dst.off + w->count * plan->elem_size;
+    return w->dst.buf == snd->src.buf &&
+           w->dst.off < snd->src.off + snd->count && snd->src.off < w_end;
+}
+
 /* Sends of a plan that wait for none of its receives, directly or
  * through other steps (deps point to earlier steps): a rank posts them at
- * once, where every other send waits for a message to arrive first. */
+ * once, where every other send waits for a message to arrive first.  A
+ * send's dependency on a reduce that does not write what it sends only
+ * paces it (reducescatter_rhd.c): its data is there, not forwarded, and
+ * that dependency is not followed. */
 static weft_status_t count_upfront(const wf_plan_t *plan, uint64_t *n)
 {
     bool *after_recv = calloc(plan->nsteps ? plan->nsteps : 1, sizeof(bool));
@@ -161,9 +173,15 @@ static weft_status_t count_upfront(const wf_plan_t *plan, uint64_t *n)
     for (uint32_t i = 0; i < plan->nsteps; i++) {
         const wf_step_t *st = &plan->steps[i];
         after_recv[i] = st->kind == WF_STEP_RECV;
-        for (int d = 0; d < WF_STEP_MAX_DEPS; d++)
-            if (st->deps[d] >= 0 && (uint32_t)st->deps[d] < i)
-                after_recv[i] |= after_recv[st->deps[d]];
+        for (int d = 0; d < WF_STEP_MAX_DEPS; d++) {
+            if (st->deps[d] < 0 || (uint32_t)st->deps[d] >= i)
+                continue;
+            const wf_step_t *dep = &plan->steps[st->deps[d]];
+            if (st->kind == WF_STEP_SEND && dep->kind == WF_STEP_REDUCE &&
+                !reduce_feeds(plan, dep, st))
+                continue;
+            after_recv[i] |= after_recv[st->deps[d]];
+        }
         *n += st->kind == WF_STEP_SEND && !after_recv[i];
     }
     free(after_recv);
