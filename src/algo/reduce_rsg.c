@@ -67,7 +67,6 @@ typedef struct {
     int32_t *prev_red;   /* [mc]: the previous step's reduce per chunk */
     int32_t *slot_reader;/* [2 * mc]: last send reading a slot's chunk */
     int32_t *touch;      /* root: [n * mc] last step on segment q, chunk c */
-    int32_t *last_red;   /* [mc]: the last step's reduce per chunk */
 } rsg_t;
 
 static int mod(int x, int n) { return ((x % n) + n) % n; }
@@ -133,10 +132,11 @@ static void rs_step(rsg_t *g, int s, int rank, int32_t *owned)
         int32_t war = reader, red_war = WF_NO_DEP;
         if (chunk_slots) {
             /* The receive's slot was last read by this step's reduce of
-             * chunk c - RSG_SLOTS; the reduce's block slot by a send. */
+             * chunk c - RSG_SLOTS, already in prev_red; the reduce's
+             * block slot by a send. */
             in = wf_bref(WF_BUF_SCRATCH, g->chunk_slot0 +
                                              c % RSG_SLOTS * g->ce * es);
-            war = c < RSG_SLOTS ? WF_NO_DEP : g->last_red[c - RSG_SLOTS];
+            war = c < RSG_SLOTS ? WF_NO_DEP : g->prev_red[c - RSG_SLOTS];
             red_war = reader;
         }
         int32_t rv = wf_plan_recv(g->plan, g->left, g->recv_tag++, in,
@@ -144,8 +144,6 @@ static void rs_step(rsg_t *g, int s, int rank, int32_t *owned)
         int32_t red = wf_plan_reduce(g->plan, red_ref(g, s, start, c),
                                      user_ref(g, WF_BUF_SEND, start, c), in,
                                      elems, rv, red_war, WF_NO_DEP);
-        if (chunk_slots)
-            g->last_red[c] = red;
         touch(g, q, c, red);
         g->prev_red[c] = red;
         if (s == g->n - 2)
@@ -219,14 +217,13 @@ static weft_status_t rsg_build(const wf_coll_args_t *a, wf_plan_t *plan)
         plan->scratch_bytes += RSG_SLOTS * g.ce * a->elem_size;
     }
     size_t ntouch = g.root ? (size_t)n * g.mc : 0;
-    int32_t *mem = malloc((5 * g.mc + ntouch) * sizeof(int32_t));
+    int32_t *mem = malloc((4 * g.mc + ntouch) * sizeof(int32_t));
     if (mem) {
-        for (size_t i = 0; i < 5 * g.mc + ntouch; i++)
+        for (size_t i = 0; i < 4 * g.mc + ntouch; i++)
             mem[i] = WF_NO_DEP;
         g.prev_red = mem;
         g.slot_reader = mem + g.mc;
-        g.last_red = mem + 4 * g.mc;
-        g.touch = mem + 5 * g.mc;
+        g.touch = mem + 4 * g.mc;
         for (int s = 0; s < n - 1; s++)
             rs_step(&g, s, a->rank, mem + 3 * g.mc);
         gather(&g, mem + 3 * g.mc);

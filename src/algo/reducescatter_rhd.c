@@ -115,7 +115,7 @@ static int32_t rhd_send_piece(rhd_t *g, int round, int peer, uint32_t tag,
 {
     wf_unr_deps_t d = wf_unr_deps_none();
     wf_bref_t src = operand(g, round, x, len, &d);
-    wf_unr_deps_add(&d, g->plan, src, pace);
+    wf_unr_deps_add(&d, g->plan, wf_bref(WF_BUF_SCRATCH, 0), pace);
     return wf_plan_send(g->plan, peer, tag, src, len, d.d[0], d.d[1],
                         d.d[2]);
 }

@@ -149,13 +149,17 @@ static void vsim_free(vsim_t *v)
     free(v->msgs);
 }
 
-/* Whether reduce `w` writes bytes that send `snd` reads. */
-static bool reduce_feeds(const wf_plan_t *plan, const wf_step_t *w,
-                         const wf_step_t *snd)
+/* Whether reduce `w` writes bytes that send `snd` reads; in place the
+ * send and receive buffers are one memory. */
+static bool reduce_feeds(const wf_plan_t *plan, bool in_place,
+                         const wf_step_t *w, const wf_step_t *snd)
 {
+    bool user_w = w->dst.buf == WF_BUF_SEND || w->dst.buf == WF_BUF_RECV;
+    bool user_s = snd->src.buf == WF_BUF_SEND || snd->src.buf == WF_BUF_RECV;
+    bool same = w->dst.buf == snd->src.buf || (in_place && user_w && user_s);
     uint64_t w_end = w->dst.off + w->count * plan->elem_size;
-    return w->dst.buf == snd->src.buf &&
-           w->dst.off < snd->src.off + snd->count && snd->src.off < w_end;
+    return same && w->dst.off < snd->src.off + snd->count &&
+           snd->src.off < w_end;
 }
 
 /* Sends of a plan that wait for none of its receives, directly or
@@ -164,7 +168,8 @@ static bool reduce_feeds(const wf_plan_t *plan, const wf_step_t *w,
  * send's dependency on a reduce that does not write what it sends only
  * paces it (reducescatter_rhd.c): its data is there, not forwarded, and
  * that dependency is not followed. */
-static weft_status_t count_upfront(const wf_plan_t *plan, uint64_t *n)
+static weft_status_t count_upfront(const wf_plan_t *plan, bool in_place,
+                                   uint64_t *n)
 {
     bool *after_recv = calloc(plan->nsteps ? plan->nsteps : 1, sizeof(bool));
     if (!after_recv)
@@ -178,7 +183,7 @@ static weft_status_t count_upfront(const wf_plan_t *plan, uint64_t *n)
                 continue;
             const wf_step_t *dep = &plan->steps[st->deps[d]];
             if (st->kind == WF_STEP_SEND && dep->kind == WF_STEP_REDUCE &&
-                !reduce_feeds(plan, dep, st))
+                !reduce_feeds(plan, in_place, dep, st))
                 continue;
             after_recv[i] |= after_recv[st->deps[d]];
         }
@@ -200,7 +205,7 @@ static weft_status_t build_all(vsim_t *v, const wf_algo_t *algo,
         wf_plan_init(&k->plan, a.dtype, a.op, a.elem_size, a.size);
         WEFT_CHECK(algo->build(&a, &k->plan));
         WEFT_CHECK(wf_plan_index(&k->plan, &k->ix));
-        WEFT_CHECK(count_upfront(&k->plan, &k->upfront));
+        WEFT_CHECK(count_upfront(&k->plan, a.in_place, &k->upfront));
         for (uint32_t i = 0; i < k->plan.nsteps; i++)
             sends += k->plan.steps[i].kind == WF_STEP_SEND;
     }
