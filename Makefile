@@ -3,7 +3,7 @@
 # build-asan) TSAN=1 (thread sanitizer, builds in build-tsan) PREFIX=...
 # Targets: all lib tools bench bench-report bench-reduce bench-netns algo-fit
 # bench-check bench-cpu bench-stalls bench-tcp-floor bench-tcp-levers test test-launchers test-gpu test-rdma cuda check install
-# clean docs deps compare fuzz soak
+# clean docs deps compare fuzz fuzz-build soak python test-python
 
 PREFIX ?= /usr/local
 # Sanitizer builds get their own tree: objects of different flags never mix.
@@ -463,6 +463,9 @@ install: all
 	install -m 755 $(BUILD)/lib/libweft.so $(DESTDIR)$(PREFIX)/lib/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libweft.so
 	install -m 644 $(BUILD)/lib/libweft.a $(DESTDIR)$(PREFIX)/lib/
+	# The CUDA layer, when make cuda built it: libweft looks for it beside
+	# itself (docs/cuda.md).
+	if [ -f $(CUDA_LIB) ]; then install -m 755 $(CUDA_LIB) $(DESTDIR)$(PREFIX)/lib/; fi
 	install -m 755 $(TOOL_BINS) $(DESTDIR)$(PREFIX)/bin/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@HWLOC_LIBS@|$(HWLOC_LIBS)|g' weft.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/weft.pc
 

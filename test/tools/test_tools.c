@@ -132,6 +132,12 @@ WF_TEST(tool_install_pkgconfig_readme_example, 300)
              wf_test_build_dir, dir);
     ASSERT_EQ(run(cmd, &out), 0);
     free(out);
+    /* The CUDA layer, where this build has one, goes beside libweft.so,
+     * where the loader looks for it (cuda/dev_load.c). */
+    snprintf(cmd, sizeof(cmd),
+             "test ! -f %s/lib/libweft_cuda.so || "
+             "test -f %s/prefix/lib/libweft_cuda.so", wf_test_build_dir, dir);
+    ASSERT_EQ(system(cmd), 0);
     /* Extract the first ```c block of README.md. */
     snprintf(cmd, sizeof(cmd),
              "awk '/^```c$/{f=1;next} /^```$/{if(f)exit} f' README.md > "
