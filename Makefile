@@ -392,8 +392,9 @@ algo-fit: $(COST_TERMS)
 	    $(SWEEPS)
 
 # Multi-host behaviour on one box: one rank per network namespace, joined
-# by a bridge, each host's egress shaped with tc tbf (scripts/bench-netns.sh
-# lists its NETNS_* settings; needs root, otherwise it says why and skips).
+# by a bridge, each host's link shaped both ways with tc tbf
+# (scripts/bench-netns.sh lists its NETNS_* settings; needs root, otherwise
+# it says why and skips).
 bench-netns: all
 	scripts/bench-netns.sh $(BUILD)
 

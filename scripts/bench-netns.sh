@@ -1,8 +1,9 @@
 #!/bin/bash
 # bench-netns.sh - `make bench-netns`: weft across several "hosts" on one
 # box.  Each host is a network namespace with one veth link to a bridge in
-# a switch namespace; each host's egress is shaped with tc tbf to a link
-# rate, so the ranks see a multi-host network with a known physical limit.
+# a switch namespace; each host's link is shaped with tc tbf to a link
+# rate, both ways (NETNS_INGRESS), so the ranks see a multi-host network
+# with a known physical limit.
 # Every algorithm of each collective, and auto-selection, runs over it and
 # the table gives bus bandwidth as a fraction of the link rate, from the
 # slowest rank's timed loop (bench-netns-table.py says why not a median).
@@ -30,6 +31,11 @@
 #   NETNS_ALGOS   algorithms to force (default: every one the library has
 #                 for the collective), auto is always added
 #   NETNS_OUT     directory for the raw CSV (BUILD_DIR/bench-netns)
+#   NETNS_INGRESS 1 (default): shape each host's ingress as well, with the
+#                 same tbf on its switch port, as a full-duplex NIC carries
+#                 the link rate each way; 0: egress only, where a rank that
+#                 receives from several hosts at once (a binomial reduce's
+#                 root) gets several links' worth
 #   NETNS_CC      the hosts' TCP congestion control (cubic, the kernel's
 #                 own default; added to the host's allowed list for the
 #                 run); "host" keeps this machine's choice
@@ -51,6 +57,7 @@ sizes=${NETNS_SIZES:--b 64K -e 64M -f 4}
 iters="${NETNS_ITERS:--w 2 -r 5} --loop-bytes ${NETNS_LOOP_BYTES:-32M}"
 out=${NETNS_OUT:-$build/bench-netns}
 cc=${NETNS_CC:-cubic}
+ingress=${NETNS_INGRESS:-1}
 bench=$build/bin/weft-bench
 
 skip() {
@@ -171,7 +178,9 @@ ip netns exec "$(host_ns 0)" "$build/bin/weft-rendezvous" \
 pids+=($!)
 sleep 0.5
 
-echo "# $hosts hosts (network namespaces) on a bridge, egress tbf burst $burst, MTU $mtu, TCP $cc_used"
+shaped="egress"
+[ "$ingress" = 0 ] || shaped="egress and ingress"
+echo "# $hosts hosts (network namespaces) on a bridge, $shaped tbf burst $burst, MTU $mtu, TCP $cc_used"
 echo "# weft-bench $sizes $iters; busbw as % of the link rate"
 status=0
 for rate in $rates; do
@@ -181,6 +190,10 @@ for rate in $rates; do
     for ((h = 0; h < hosts; h++)); do
         ip netns exec "$(host_ns $h)" tc qdisc replace dev eth0 root tbf \
             rate "$rate" burst "$burst" latency 50ms
+        # The switch port's egress is the host's ingress.
+        [ "$ingress" = 0 ] ||
+            ip netns exec "$switch" tc qdisc replace dev "p$h" root tbf \
+                rate "$rate" burst "$burst" latency 50ms
     done
     for coll in $colls; do
         algos=${NETNS_ALGOS:-$("$build/bin/weft-info" --simulate "$coll" \
