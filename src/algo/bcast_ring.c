@@ -29,37 +29,17 @@
  * The chain therefore cuts a message into the number of chunks that
  * minimises that time under the cost model, (n-2+C)(alpha + beta*B/C),
  * C = sqrt((n-2) beta B / alpha), never into chunks above WEFT_CHUNK_SIZE
- * nor below WF_CHAIN_MIN_CHUNK.  On a 1 Gbit/s network that is 8 KiB
- * chunks for 64 KiB on 4 ranks, and the chain's time below the tree's;
+ * nor below WF_CHAIN_MIN_CHUNK (8 KiB, rtree.c).  On a 1 Gbit/s network
+ * that is 8 KiB chunks for 64 KiB on 4 ranks, and the chain's time below
+ * the tree's;
  * on one machine (beta small against alpha) it leaves WEFT_CHUNK_SIZE.
- * Every rank computes the same chunks from the same arguments.
+ * Every rank computes the same chunks from the same arguments
+ * (wf_chain_chunk_elems, shared with the chain reduce).
  */
-#include <math.h>
-
 #include "algo/algo.h"
 #include "algo/cost.h"
 #include "algo/rtree.h"
 #include "common.h"
-
-/* Below this a chunk's own overheads (a message, a frame, a round of the
- * engine) outweigh what a shorter fill saves. */
-#define WF_CHAIN_MIN_CHUNK ((size_t)8 << 10)
-
-/* Elements per chunk of the chain for this call (see above). */
-static size_t chain_chunk_elems(const wf_coll_args_t *a)
-{
-    size_t most = wf_rtree_chunk_elems(a), es = a->elem_size;
-    size_t least = WF_MAX((size_t)1, WF_CHAIN_MIN_CHUNK / es);
-    if (a->size <= 2 || a->count <= least)
-        return most;
-    wf_cost_model_t m = wf_cost_model(a);
-    double bytes = (double)a->count * (double)es;
-    double k = sqrt((a->size - 2) * m.beta_us_per_byte * bytes / m.alpha_us);
-    if (k <= 1)
-        return most;
-    size_t ce = (size_t)ceil((double)a->count / k);
-    return WF_MIN(most, WF_MAX(least, ce));
-}
 
 static weft_status_t ring_build(const wf_coll_args_t *a, wf_plan_t *plan)
 {
@@ -72,7 +52,7 @@ static weft_status_t ring_build(const wf_coll_args_t *a, wf_plan_t *plan)
     int prev = wf_rtree_rank(vr - 1 + n, a->root, n);
     int next = wf_rtree_rank(vr + 1, a->root, n);
     bool sends = vr != n - 1;
-    size_t ce = chain_chunk_elems(a);
+    size_t ce = wf_chain_chunk_elems(a);
     /* At least one (possibly empty) message per link. */
     size_t nc = WF_MAX((size_t)1, wf_rtree_nchunks(a->count, ce));
     wf_rtree_bcast_root_copy(a, plan);
@@ -97,37 +77,10 @@ static bool ring_supports(const wf_coll_args_t *a)
     return a->coll == WF_COLL_BROADCAST;
 }
 
-static void ring_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
-{
-    double n = a->size, bytes = (double)a->count * (double)a->elem_size;
-    size_t ce = chain_chunk_elems(a);
-    double nc = (double)WF_MAX((size_t)1, wf_rtree_nchunks(a->count, ce));
-    double chunk = WF_MIN((double)ce * (double)a->elem_size, bytes);
-    /* The last chunk leaves the root after nc - 1 others and then takes
-     * n - 2 more hops. */
-    *t = (wf_cost_terms_t){.rounds = n - 2 + nc,
-                           .path_sent = bytes + (n - 2) * chunk,
-                           .messages = (n - 1) * nc,
-                           .bytes = (n - 1) * bytes,
-                           .waits = (n - 2) * nc}; /* all but the root's */
-}
-
-/* Between machines the root posts its chunks back to back and every rank
- * forwards each one as it lands, so a chunk after the first waits for its
- * own bytes on the link, not for a round: the chain pays a round per hop,
- * n - 1, where its terms count n - 2 + C.  On 4 hosts at 1 Gbit/s one call
- * of 1 MiB took 8.73-8.79 ms with 26 chunks or 128, a round (then 25 us)
- * per extra chunk would have added 2.5 ms; and one 64 KiB call took half the
- * time of scatter-allgather's, which the full count had priced 4% cheaper
- * (docs/performance.md, "Shaped links"). */
-static void ring_rounds_per_hop(const wf_coll_args_t *a, wf_cost_terms_t *t)
-{
-    t->rounds = a->size - 1;
-}
-
 static double ring_cost(const wf_coll_args_t *a)
 {
-    return wf_cost_of_terms_between(a, ring_terms, ring_rounds_per_hop);
+    return wf_cost_of_terms_between(a, wf_chain_terms,
+                                    wf_chain_rounds_per_hop);
 }
 
 const wf_algo_t wf_algo_bcast_ring = {
@@ -136,6 +89,6 @@ const wf_algo_t wf_algo_bcast_ring = {
     .id = 21,
     .supports = ring_supports,
     .cost = ring_cost,
-    .cost_terms = ring_terms,
+    .cost_terms = wf_chain_terms,
     .build = ring_build,
 };

@@ -3,6 +3,8 @@
  */
 #include "algo/rtree.h"
 
+#include <math.h>
+
 #include "algo/cost.h"
 #include "common.h"
 
@@ -149,4 +151,52 @@ double wf_rtree_single_cost(const wf_coll_args_t *a)
 {
     (void)a;
     return wf_cost(a, 0, 0, 0);
+}
+
+/* Below this a chunk's own overheads (a message, a frame, a round of the
+ * engine) outweigh what a shorter fill saves. */
+#define WF_CHAIN_MIN_CHUNK ((size_t)8 << 10)
+
+size_t wf_chain_chunk_elems(const wf_coll_args_t *a)
+{
+    size_t most = wf_rtree_chunk_elems(a), es = a->elem_size;
+    size_t least = WF_MAX((size_t)1, WF_CHAIN_MIN_CHUNK / es);
+    if (a->size <= 2 || a->count <= least)
+        return most;
+    wf_cost_model_t m = wf_cost_model(a);
+    double bytes = (double)a->count * (double)es;
+    double k = sqrt((a->size - 2) * m.beta_us_per_byte * bytes / m.alpha_us);
+    if (k <= 1)
+        return most;
+    size_t ce = (size_t)ceil((double)a->count / k);
+    return WF_MIN(most, WF_MAX(least, ce));
+}
+
+void wf_chain_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
+{
+    double n = a->size, bytes = (double)a->count * (double)a->elem_size;
+    size_t ce = wf_chain_chunk_elems(a);
+    double nc = (double)WF_MAX((size_t)1, wf_rtree_nchunks(a->count, ce));
+    double chunk = WF_MIN((double)ce * (double)a->elem_size, bytes);
+    /* The last chunk leaves the first rank of the chain after nc - 1
+     * others and then takes n - 2 more hops; every rank but the first
+     * forwards what it received, but the last, which keeps it. */
+    *t = (wf_cost_terms_t){.rounds = n - 2 + nc,
+                           .path_sent = bytes + (n - 2) * chunk,
+                           .messages = (n - 1) * nc,
+                           .bytes = (n - 1) * bytes,
+                           .waits = (n - 2) * nc};
+}
+
+/* Between machines the first rank posts its chunks back to back and every
+ * rank forwards each one as it lands, so a chunk after the first waits
+ * for its own bytes on the link, not for a round: the chain pays a round
+ * per hop, n - 1, where its terms count n - 2 + C.  On 4 hosts at 1 Gbit/s
+ * one broadcast of 1 MiB took 8.73-8.79 ms with 26 chunks or 128, a round
+ * (then 25 us) per extra chunk would have added 2.5 ms; and one 64 KiB
+ * call took half the time of scatter-allgather's, which the full count had
+ * priced 4% cheaper (docs/performance.md, "Shaped links"). */
+void wf_chain_rounds_per_hop(const wf_coll_args_t *a, wf_cost_terms_t *t)
+{
+    t->rounds = a->size - 1;
 }

@@ -20,6 +20,8 @@
 
 #include "algo/algo.h"
 
+struct wf_cost_terms;
+
 /* Enough for every child of a binomial root of INT_MAX ranks. */
 #define WF_RTREE_MAX_CHILDREN 32
 
@@ -57,6 +59,24 @@ int wf_rtree_wrap(int lo, int cnt, int root, int n, int abs[2], int len[2]);
  * elements, raised where needed so that a buffer has at most 2^28 chunks
  * (tags stay far below 2^32 even when a plan numbers two phases). */
 size_t wf_rtree_chunk_elems(const wf_coll_args_t *a);
+
+/* Elements per chunk of a chain (the pipelined chain broadcast and
+ * reduce) for this call: the chunk count that minimises the chain's time
+ * under the cost model, (n-2+C)(alpha + beta*B/C), C = sqrt((n-2) beta B /
+ * alpha), in chunks no larger than wf_rtree_chunk_elems and no smaller
+ * than 8 KiB (bcast_ring.c says why). */
+size_t wf_chain_chunk_elems(const wf_coll_args_t *a);
+
+/* The cost terms of a chain of n ranks (wf_chain_chunk_elems chunks) that
+ * moves the vector from its first rank to its last, every rank between
+ * forwarding each chunk as it lands: the broadcast chain's; the reduce
+ * chain adds a reduction of every chunk it forwards. */
+void wf_chain_terms(const wf_coll_args_t *a, struct wf_cost_terms *t);
+
+/* Between machines a chain pays a round per hop, not per chunk (rtree.c
+ * says what showed it). */
+void wf_chain_rounds_per_hop(const wf_coll_args_t *a,
+                             struct wf_cost_terms *t);
 
 /* ceil(count / chunk_elems), at least 1 when count > 0. */
 size_t wf_rtree_nchunks(size_t count, size_t chunk_elems);

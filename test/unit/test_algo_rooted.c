@@ -1,9 +1,9 @@
 /*
  * test_algo_rooted.c - the rooted collectives (broadcast tree, ring, sag,
- * linear; reduce tree, rsg, linear; gather tree, scatter tree): the simulator
- * matrix for each, odd sizes and chunkings beyond it, and closed-form
- * properties of their plans (who sends how much, every byte received
- * exactly once, the cost model's order across message sizes).
+ * linear; reduce tree, rsg, ring, linear; gather tree, scatter tree): the
+ * simulator matrix for each, odd sizes and chunkings beyond it, and
+ * closed-form properties of their plans (who sends how much, every byte
+ * received exactly once, the cost model's order across message sizes).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +17,8 @@
 static const wf_algo_t *const rooted[] = {
     &wf_algo_bcast_tree,  &wf_algo_bcast_ring,   &wf_algo_bcast_sag,
     &wf_algo_bcast_linear, &wf_algo_reduce_tree, &wf_algo_reduce_rsg,
-    &wf_algo_reduce_linear, &wf_algo_gather_tree, &wf_algo_scatter_tree,
+    &wf_algo_reduce_ring, &wf_algo_reduce_linear, &wf_algo_gather_tree,
+    &wf_algo_scatter_tree,
 };
 #define NROOTED (sizeof(rooted) / sizeof(rooted[0]))
 
@@ -31,6 +32,7 @@ SIM_TEST(bcast_sag)
 SIM_TEST(bcast_linear)
 SIM_TEST(reduce_tree)
 SIM_TEST(reduce_rsg)
+SIM_TEST(reduce_ring)
 SIM_TEST(reduce_linear)
 SIM_TEST(gather_tree)
 SIM_TEST(scatter_tree)
@@ -371,6 +373,45 @@ WF_TEST(algo_bcast_chain_chunk_follows_the_link, 30)
     free_all(&p);
 }
 
+/* The chain reduce: every rank but the root sends the whole vector once,
+ * to its predecessor in the chain, and every rank but the last receives
+ * it once, from its successor, and reduces every chunk of it once; the
+ * scratch stays two slot rings of 8 chunks whatever the size. */
+WF_TEST(algo_rooted_reduce_ring_closed_form, 60)
+{
+    static const int sizes[] = {2, 3, 5, 8, 13, 33};
+    for (size_t si = 0; si < 6; si++) {
+        int n = sizes[si], root = si % 2 ? 1 : n - 1;
+        size_t count = 1000, chunk = 256;
+        uint64_t bytes = count * 4, nc = 16, m, b;
+        plans_t p;
+        build_all(&p, &wf_algo_reduce_ring, WF_COLL_REDUCE, n, count, root,
+                  chunk);
+        for (int r = 0; r < n; r++) {
+            int vr = wf_rtree_vrank(r, root, n);
+            int pred = wf_rtree_rank(vr - 1 + n, root, n);
+            int succ = wf_rtree_rank(vr + 1, root, n);
+            traffic(&p, r, WF_STEP_SEND, &m, &b);
+            ASSERT_EQ(m, vr == 0 ? 0 : nc);
+            ASSERT_EQ(b, vr == 0 ? 0 : bytes);
+            traffic(&p, r, WF_STEP_RECV, &m, &b);
+            ASSERT_EQ(m, vr == n - 1 ? 0 : nc);
+            ASSERT_EQ(b, vr == n - 1 ? 0 : bytes);
+            traffic(&p, r, WF_STEP_REDUCE, &m, &b);
+            ASSERT_EQ(m, vr == n - 1 ? 0 : nc);
+            for (uint32_t i = 0; i < p.plan[r].nsteps; i++) {
+                const wf_step_t *st = &p.plan[r].steps[i];
+                if (st->kind == WF_STEP_SEND)
+                    ASSERT_EQ(st->peer, pred);
+                else if (st->kind == WF_STEP_RECV)
+                    ASSERT_EQ(st->peer, succ);
+            }
+            ASSERT_TRUE(p.plan[r].scratch_bytes <= 2 * 8 * chunk);
+        }
+        free_all(&p);
+    }
+}
+
 static const char *pick(wf_coll_t coll, int n, size_t bytes)
 {
     wf_coll_args_t a = {.coll = coll, .count = bytes / 4,
@@ -386,8 +427,10 @@ static const char *pick(wf_coll_t coll, int n, size_t bytes)
  * messages; for broadcast the chain once the message is many chunks long,
  * and scatter-allgather in the middle only where the chain's n - 1 hops
  * cost more rounds than sag's extra bytes (64 ranks at 256 KiB: between
- * machines the chain pays a round per hop, not per chunk); Rabenseifner
- * for large reduces. */
+ * machines the chain pays a round per hop, not per chunk); for large
+ * reduces the chain too, whose links carry the vector once where rsg
+ * sends 2(n-1)/n of it from every rank and the tree's root receives it
+ * log2 n times. */
 WF_TEST(algo_rooted_cost_order, 30)
 {
     static const int sizes[] = {4, 8, 16, 64};
@@ -399,7 +442,7 @@ WF_TEST(algo_rooted_cost_order, 30)
         ASSERT_STR_CONTAINS(pick(WF_COLL_BROADCAST, n, (size_t)n << 22),
                             "ring");
         ASSERT_STR_CONTAINS(pick(WF_COLL_REDUCE, n, 1024), "tree");
-        ASSERT_STR_CONTAINS(pick(WF_COLL_REDUCE, n, 64 << 20), "rsg");
+        ASSERT_STR_CONTAINS(pick(WF_COLL_REDUCE, n, 64 << 20), "ring");
         ASSERT_STR_CONTAINS(pick(WF_COLL_GATHER, n, 1024), "tree");
         ASSERT_STR_CONTAINS(pick(WF_COLL_SCATTER, n, 1024), "tree");
     }

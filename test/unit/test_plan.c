@@ -492,13 +492,17 @@ WF_TEST(select_linear_broadcast_where_ranks_outnumber_cores, 10)
 }
 
 /* The single copy's one-host constants fitted to inputs read from memory
- * (bench/sweeps/written/): a large reduce on 2 and 3 ranks goes to
- * reduce-scatter + gather, which moves and reduces less than the tree.
- * Measured at 16 MiB: 2 ranks rsg 3.34-3.41 ms, the tree 4.43-4.58; 3
- * ranks rsg 9.48-9.59 ms, the tree 12.1-12.8 (the sweep the constants
- * were fitted to, and written-verify/).  The constants fitted to inputs
- * that were the kernel's zero page took the tree there. */
-WF_TEST(select_one_host_large_reduce_takes_rsg, 10)
+ * (bench/sweeps/written/): a large reduce on 2 ranks goes to
+ * reduce-scatter + gather, which moves and reduces less than the tree;
+ * on 3 ranks to the chain, whose path reduces the vector once where the
+ * tree's root reduces it twice and whose work is the tree's, less than
+ * rsg's.  Measured at 16 MiB: 2 ranks rsg 3.34-3.41 ms, the tree
+ * 4.43-4.58 (the sweep the constants were fitted to, and
+ * written-verify/); 3 ranks at 64 MiB (weft-bench reduce -n 3 --sync
+ * --algos tree,rsg,ring, two jobs, 2026-11-29) the chain 30-38 ms, rsg
+ * 42-44, the tree 51-57.  The constants fitted to inputs that were the
+ * kernel's zero page took the tree there. */
+WF_TEST(select_one_host_large_reduce_takes_rsg_or_the_chain, 10)
 {
     wf_coll_args_t a = {.coll = WF_COLL_REDUCE, .dtype = WEFT_FLOAT32,
                         .op = WEFT_SUM, .elem_size = 4, .size = 2,
@@ -507,7 +511,7 @@ WF_TEST(select_one_host_large_reduce_takes_rsg, 10)
     const size_t large[] = {4 << 20, 32 << 20, 64 << 20};
     expect_picks(a, large, WF_ARRAY_LEN(large), "rsg");
     a.size = a.local_size = 3;
-    expect_picks(a, large, WF_ARRAY_LEN(large), "rsg");
+    expect_picks(a, large, WF_ARRAY_LEN(large), "ring");
     /* A small one, with 3 ranks on 2 cores, the linear reduce (the
      * next test). */
     const wf_algo_t *algo = NULL;
@@ -524,7 +528,7 @@ WF_TEST(select_one_host_large_reduce_takes_rsg, 10)
  * alone, is the slowest (8 ranks at 2 MiB: 4.0-4.1 ms, the tree 3.4; 3
  * ranks at 128 MiB: 118-149 ms, rsg 72-77).  On 3 ranks the root's own
  * work, counted on one core, is what keeps auto from it: spread over the
- * cores with everyone's, it would be the cheapest there. */
+ * cores with everyone's, it would be cheaper there than rsg. */
 WF_TEST(select_linear_reduce_where_ranks_outnumber_cores, 10)
 {
     const wf_algo_t *algo = NULL;
@@ -548,7 +552,8 @@ WF_TEST(select_linear_reduce_where_ranks_outnumber_cores, 10)
     wf_algo_reduce_linear.cost_terms(&a, &t);
     double with_own = wf_cost_terms_eval(&a, &t);
     t.own_messages = t.own_bytes = t.own_reduced = 0;
-    ASSERT_TRUE(wf_cost_terms_eval(&a, &t) < algo->cost(&a));
+    ASSERT_TRUE(wf_cost_terms_eval(&a, &t) < wf_algo_reduce_rsg.cost(&a));
+    ASSERT_TRUE(with_own > wf_algo_reduce_rsg.cost(&a));
     ASSERT_TRUE(with_own > algo->cost(&a));
     /* A core per rank, or separate machines: never linear. */
     a.count = 2, a.host_cores = 8;

@@ -156,8 +156,8 @@ WF_TEST(vsim_cost_terms_match_the_plans, 240)
         }
     }
     ASSERT_EQ(wrong, 0);
-    /* allreduce 6, broadcast 4, reduce 3, allgather 3, reducescatter 2 */
-    ASSERT_EQ(described, 18);
+    /* allreduce 6, broadcast 4, reduce 4, allgather 3, reducescatter 2 */
+    ASSERT_EQ(described, 19);
     ASSERT_EQ(checked, 7 * 4 * described);
 }
 
