@@ -31,8 +31,8 @@
  * C = sqrt((n-2) beta B / alpha), never into chunks above WEFT_CHUNK_SIZE
  * nor below WF_CHAIN_MIN_CHUNK (8 KiB, rtree.c).  On a 1 Gbit/s network
  * that is 8 KiB chunks for 64 KiB on 4 ranks, and the chain's time below
- * the tree's;
- * on one machine (beta small against alpha) it leaves WEFT_CHUNK_SIZE.
+ * the tree's; on one machine (beta small against alpha) it leaves
+ * WEFT_CHUNK_SIZE.
  * Every rank computes the same chunks from the same arguments
  * (wf_chain_chunk_elems, shared with the chain reduce).
  */

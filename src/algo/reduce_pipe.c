@@ -101,6 +101,9 @@ weft_status_t wf_reduce_pipe_build(const wf_algo_t *algo,
                                    const wf_coll_args_t *a, wf_plan_t *plan,
                                    const wf_reduce_pipe_t *shape)
 {
+    weft_status_t st;
+    if (wf_rtree_trivial(a, plan, false, &st))
+        return st;
     rred_t g = {.a = a, .plan = plan, .root = shape->parent < 0,
                 .parent = shape->parent, .nk = shape->nkids,
                 .peers = shape->kids, .ce = shape->chunk_elems};

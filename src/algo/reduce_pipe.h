@@ -22,9 +22,10 @@ typedef struct {
     size_t chunk_elems; /* elements per pipelined chunk, >= 1 */
 } wf_reduce_pipe_t;
 
-/* The plan of rank a->rank for a->count > 0 elements on a->size > 1
- * ranks (wf_rtree_trivial plans the rest); `algo` names the plan in its
- * status. */
+/* The plan of rank a->rank: the pipelined reduction for a->count > 0
+ * elements on a->size > 1 ranks, wf_rtree_trivial's plan otherwise (one
+ * rank, no elements: the binomial tree's empty messages); `algo` names
+ * the plan in its status. */
 weft_status_t wf_reduce_pipe_build(const wf_algo_t *algo,
                                    const wf_coll_args_t *a, wf_plan_t *plan,
                                    const wf_reduce_pipe_t *shape);

@@ -33,9 +33,6 @@
 static weft_status_t ring_build(const wf_coll_args_t *a, wf_plan_t *plan)
 {
     int n = a->size, vr = wf_rtree_vrank(a->rank, a->root, n);
-    weft_status_t st;
-    if (wf_rtree_trivial(a, plan, false, &st))
-        return st;
     wf_reduce_pipe_t shape = {
         .parent = vr ? wf_rtree_rank(vr - 1, a->root, n) : -1,
         .nkids = vr + 1 < n ? 1 : 0,
@@ -55,8 +52,7 @@ static void ring_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 {
     wf_chain_terms(a, t);
     t->path_reduced = t->path_sent;
-    t->reduced = (double)(a->size - 1) * (double)a->count *
-                 (double)a->elem_size;
+    t->reduced = t->bytes; /* every byte sent was reduced first */
 }
 
 static double ring_cost(const wf_coll_args_t *a)

@@ -28,9 +28,6 @@
 static weft_status_t tree_build(const wf_coll_args_t *a, wf_plan_t *plan)
 {
     int n = a->size, vr = wf_rtree_vrank(a->rank, a->root, n);
-    weft_status_t st;
-    if (wf_rtree_trivial(a, plan, false, &st))
-        return st;
     wf_reduce_pipe_t shape = {
         .parent = vr ? wf_rtree_rank(wf_rtree_parent(vr), a->root, n) : -1,
         .chunk_elems = wf_rtree_chunk_elems(a)};
