@@ -1,6 +1,6 @@
 /*
  * tcp_read_ahead.c - stream 0's read-ahead and the hot peers of the TCP
- * transport (docs/design.md, "Small messages"): one readv per small frame,
+ * transport (docs/design.md, "Small messages"): one read per small frame,
  * frames of every size around the read-ahead buffer, posted and
  * unexpected, truncated and cut off by the peer's exit, and a hot peer
  * that must not hide the others from epoll.
@@ -11,8 +11,8 @@
 #include "tgroup.h"
 
 /* Frames sent one at a time, each waited for before the next: with the
- * read-ahead a header and its 8-byte payload arrive in one readv.  (Before
- * it, the header came alone and the payload in a second readv.) */
+ * read-ahead a header and its 8-byte payload arrive in one read.  (Before
+ * it, the header came alone and the payload in a second read.) */
 WF_TEST(transport_tcp_small_frame_takes_one_read, 20)
 {
     enum { FRAMES = 50 };
@@ -43,8 +43,13 @@ WF_TEST(transport_tcp_small_frame_takes_one_read, 20)
     tg_close(&g);
 }
 
+/* Also around the largest frame sent from one flat copy and around the
+ * largest read that goes into the read-ahead buffer alone (tcp_xfer.c). */
 static const size_t sizes[] = {
     0, 1, 8, WF_TCP_HDR_LEN - 1, WF_TCP_HDR_LEN, WF_TCP_HDR_LEN + 1,
+    WF_TCP_SMALL_SEND - WF_TCP_HDR_LEN - 1, WF_TCP_SMALL_SEND - WF_TCP_HDR_LEN,
+    WF_TCP_SMALL_SEND - WF_TCP_HDR_LEN + 1, WF_TCP_AHEAD_RECV_MAX - 1,
+    WF_TCP_AHEAD_RECV_MAX, WF_TCP_AHEAD_RECV_MAX + 1,
     WF_TCP_AHEAD_LEN - WF_TCP_HDR_LEN - 1, WF_TCP_AHEAD_LEN - WF_TCP_HDR_LEN,
     WF_TCP_AHEAD_LEN - WF_TCP_HDR_LEN + 1, WF_TCP_AHEAD_LEN - 1,
     WF_TCP_AHEAD_LEN, WF_TCP_AHEAD_LEN + 1, 3 * WF_TCP_AHEAD_LEN + 7, 70000,

@@ -99,8 +99,14 @@
 /* frame header: magic u64, tag u64, sig[0] u64, sig[1] u64, len u64 */
 #define WF_TCP_HDR_LEN 40
 /* Stream 0 reads up to this many bytes past the frame it asked for, so
- * that a header and a small payload after it cost one readv. */
+ * that a header and a small payload after it cost one read. */
 #define WF_TCP_AHEAD_LEN 4096
+/* Reads of fewer bytes than this go into the read-ahead buffer alone, with
+ * recv(), and are copied out (tcp_xfer.c, read_frames). */
+#define WF_TCP_AHEAD_RECV_MAX (WF_TCP_AHEAD_LEN / 2)
+/* Queued frames of up to this many bytes in all are sent from one flat
+ * copy with send() (tcp_xfer.c, send_gathered). */
+#define WF_TCP_SMALL_SEND 1024
 /* Finished requests kept for reuse (tcp_xfer.c); under AddressSanitizer
  * none, so that a use after free still shows. */
 #if defined(__SANITIZE_ADDRESS__)
@@ -330,13 +336,13 @@ typedef struct wf_tcp_stream {
     size_t reply_got;
     wf_tcp_sunit_t *sendq, *sendq_tail;
     wf_tcp_rx_t rx;
-    /* Stream 0's read-ahead (tcp_xfer.c): bytes a readv took past what the
-     * reader asked for, consumed before the next readv.  Stream 0 never
+    /* Stream 0's read-ahead (tcp_xfer.c): bytes a read took past what the
+     * reader asked for, consumed before the next read.  Stream 0 never
      * waits (tcp_stripe.c), so they are always consumed in the same call. */
     char *ahead;
     size_t ahead_off, ahead_len;
     uint64_t bytes_out, bytes_in; /* payload and headers, for tests/logs */
-    uint64_t reads;               /* readv calls that returned bytes */
+    uint64_t reads;               /* reads that returned bytes */
     uint64_t rate; /* bytes/s it delivers while busy, 0 unknown
                     * (tcp_rate.c) */
     uint64_t acked_seen, busy_seen; /* TCP_INFO at the last sample */
