@@ -183,13 +183,15 @@ static struct weft_request *detach_submitted(wf_engine_t *e, bool all)
     return head;
 }
 
-/* Moves new submissions to the active list and starts their execution. */
-static void take_submitted(wf_engine_t *e, bool *stop)
+/* Moves new submissions to the active list and starts their execution;
+ * returns whether it started any. */
+static bool take_submitted(wf_engine_t *e, bool *stop)
 {
     pthread_mutex_lock(&e->lock);
     struct weft_request *req = detach_submitted(e, false);
     *stop = e->stop;
     pthread_mutex_unlock(&e->lock);
+    bool started = false;
     while (req) {
         struct weft_request *next = req->next;
         if (req->gated) /* its time runs from its place in the stream */
@@ -201,6 +203,7 @@ static void take_submitted(wf_engine_t *e, bool *stop)
                            (unsigned long long)req->seq, weft_strerror(st));
             finish(e, req, st);
         } else {
+            started = true;
             append(&e->active_head, &e->active_tail, req);
             if (!wf_req_is_p2p(req)) {
                 e->coll_started = req->seq + 1;
@@ -209,6 +212,7 @@ static void take_submitted(wf_engine_t *e, bool *stop)
         }
         req = next;
     }
+    return started;
 }
 
 /* Advances every active request; returns the work done. */
@@ -292,7 +296,7 @@ static void sleep_until_work(wf_engine_t *e, int timeout_ms, bool transport)
 static int progress_round(wf_engine_t *e, int *timeout, bool *exit)
 {
     bool stop;
-    take_submitted(e, &stop);
+    bool started = take_submitted(e, &stop);
     weft_status_t sticky = wf_engine_error(e, NULL);
     /* Tell the peers before anything else: on failure so that they stop
      * waiting for this rank, on a clean stop so that the connection
@@ -309,6 +313,11 @@ static int progress_round(wf_engine_t *e, int *timeout, bool *exit)
         e->notice_deadline = wf_deadline_after(WF_NOTICE_GRACE_MS);
     }
     int work = 0;
+    /* A new operation's first sends go out before the transport is read:
+     * its peers wait for them, and the read would most often find nothing
+     * yet. */
+    if (started && sticky == WEFT_OK)
+        work += advance_all(e, sticky);
     if (sticky == WEFT_OK || e->notice_phase == WF_NOTICE_FLUSHING) {
         int n = e->tops->progress(e->tctx);
         if (n < 0 && sticky == WEFT_OK)
