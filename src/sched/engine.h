@@ -235,6 +235,8 @@ int wf_exec_advance(wf_engine_t *engine, struct weft_request *req,
 void wf_exec_free(wf_engine_t *engine, struct weft_request *req);
 /* Frees a scratch block of `bytes` (the engine's kept one, at teardown). */
 void wf_exec_scratch_free(void *p, uint64_t bytes);
+/* Frees the execution state kept for the next request (at teardown). */
+void wf_exec_spare_free(wf_engine_t *engine);
 /* The signature the request's messages carry; NULL before it started. */
 const uint64_t *wf_exec_sig(const struct weft_request *req);
 /* Describes what the request is waiting for, for timeout messages. */

@@ -52,6 +52,10 @@ struct wf_engine {
 
     pthread_mutex_t lock;          /* guards everything below */
     struct weft_request *submitted_head, *submitted_tail;
+    /* Whether submitted_head is set, and stop and error below: written
+     * under the lock with atomic stores, so that a progress round can look
+     * without taking it (progress.c). */
+    bool has_submitted;
     bool stop;
     bool drain;                    /* stop once idle */
     uint64_t coll_seq;
@@ -70,6 +74,7 @@ struct wf_engine {
     /* Owned by the holder of progress_lock. */
     struct weft_request *active_head, *active_tail;
     void *spare_scratch;           /* kept for the next plan (exec.c) */
+    wf_exec_t *spare_exec;         /* kept for the next request (exec.c) */
     uint64_t spare_bytes;
     int numa;                      /* scratch's NUMA node, -1: unbound */
     wf_engine_dev_t *dev;          /* device state, from the first device

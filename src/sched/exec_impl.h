@@ -39,6 +39,7 @@ typedef struct {
 /* One allocation with its arrays behind it (wf_exec_start); the plan's
  * dependents come from the shared index (req->built->deps). */
 struct wf_exec {
+    size_t slots;        /* entries of the per-step arrays below */
     uint8_t *state;
     uint32_t *pending;   /* unfinished dependencies of each step */
     uint32_t *queue;     /* ready FIFO, ring of nsteps entries */

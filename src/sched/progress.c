@@ -47,7 +47,8 @@ static bool record_error(wf_engine_t *e, weft_status_t status, int origin,
     pthread_mutex_lock(&e->lock);
     bool first = e->error == WEFT_OK;
     if (first) {
-        e->error = status;
+        /* Atomic: wf_engine_error reads it without the lock. */
+        __atomic_store_n(&e->error, status, __ATOMIC_RELEASE);
         e->error_origin = origin;
         wf_strlcpy(e->error_msg, msg, sizeof(e->error_msg));
     }
@@ -77,6 +78,9 @@ void wf_engine_adopt(wf_engine_t *e, weft_status_t status, int origin,
 
 weft_status_t wf_engine_error(wf_engine_t *e, const char **message)
 {
+    /* Every progress round asks; nearly always the answer is no error. */
+    if (!message && __atomic_load_n(&e->error, __ATOMIC_ACQUIRE) == WEFT_OK)
+        return WEFT_OK;
     pthread_mutex_lock(&e->lock);
     weft_status_t st = e->error;
     if (message)
@@ -138,6 +142,7 @@ weft_status_t wf_engine_submit(wf_engine_t *e, struct weft_request *req,
     wf_history_start(e, req);
     wf_req_retain(req);
     append(&e->submitted_head, &e->submitted_tail, req);
+    __atomic_store_n(&e->has_submitted, true, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&e->lock);
     if (wake_thread)
         wake(e);
@@ -179,6 +184,8 @@ static struct weft_request *detach_submitted(wf_engine_t *e, bool all)
     e->submitted_head = last->next;
     if (!e->submitted_head)
         e->submitted_tail = NULL;
+    __atomic_store_n(&e->has_submitted, e->submitted_head != NULL,
+                     __ATOMIC_RELAXED);
     last->next = NULL;
     return head;
 }
@@ -187,6 +194,13 @@ static struct weft_request *detach_submitted(wf_engine_t *e, bool all)
  * returns whether it started any. */
 static bool take_submitted(wf_engine_t *e, bool *stop)
 {
+    /* Without the lock when nothing was submitted, as in most rounds: a
+     * submission that comes just after the look is taken next round (its
+     * submitter wakes whoever runs the rounds). */
+    if (!__atomic_load_n(&e->has_submitted, __ATOMIC_ACQUIRE)) {
+        *stop = __atomic_load_n(&e->stop, __ATOMIC_ACQUIRE);
+        return false;
+    }
     pthread_mutex_lock(&e->lock);
     struct weft_request *req = detach_submitted(e, false);
     *stop = e->stop;
@@ -504,6 +518,7 @@ static void engine_free(wf_engine_t *e)
     wf_engine_dev_free(e);
     wf_notice_free(e);
     wf_exec_scratch_free(e->spare_scratch, e->spare_bytes);
+    wf_exec_spare_free(e);
     if (e->wake_fd >= 0)
         close(e->wake_fd);
     pthread_mutex_destroy(&e->lock);
@@ -589,7 +604,7 @@ void wf_engine_destroy(wf_engine_t *e, bool abort)
     if (abort)
         wf_engine_fail(e, WEFT_ERR_ABORTED, "communicator aborted");
     pthread_mutex_lock(&e->lock);
-    e->stop = true;
+    __atomic_store_n(&e->stop, true, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&e->lock);
     wake(e);
     if (e->thread_started)
