@@ -203,3 +203,56 @@ WF_TEST(transport_tcp_hot_peer_leaves_others_to_epoll, 20)
     ASSERT_OK(tg_wait(&g, 0, sr, &info));
     tg_close(&g);
 }
+
+/* A hot peer whose read brings data on every call does not hide the
+ * others: a message from peer 2 that nobody awaits is noticed within
+ * WF_TCP_EPOLL_MAX_SKIP calls although no call's direct read came back
+ * empty (such a call is what normally lets epoll_wait in). */
+WF_TEST(transport_tcp_busy_hot_peer_leaves_others_to_epoll, 20)
+{
+    enum { FRAMES = WF_TCP_EPOLL_MAX_SKIP + 8 };
+    tg_group_t g;
+    wf_treq_t *sr, *rr[FRAMES], *late;
+    wf_treq_info_t info;
+    uint8_t in[FRAMES][8], out[8], late_in[8];
+    weft_status_t st;
+
+    tg_open(&g, &wf_tcp_transport, 3);
+    tg_connect_pair(&g, 0, 1);
+    tg_connect_pair(&g, 2, 1);
+    tg_xfer(&g, 0, 1, 1, 10);
+    tg_xfer(&g, 2, 1, 1, 10);
+    uint64_t before = g.ctx[1]->unexp_arrivals;
+    tg_fill(out, sizeof(out), 77);
+    ASSERT_OK(g.ops->isend(g.ctx[2], 1, 50, NULL, out, sizeof(out), NULL,
+                           &sr));
+    while ((st = g.ops->test(g.ctx[2], sr, &info)) == WEFT_INPROGRESS)
+        g.ops->progress(g.ctx[2]);
+    ASSERT_OK(st);
+    usleep(2000); /* in rank 1's socket now */
+    int calls = 0;
+    for (int i = 0; i < FRAMES && g.ctx[1]->unexp_arrivals == before; i++) {
+        ASSERT_OK(g.ops->irecv(g.ctx[1], 0, 100 + (uint64_t)i, in[i],
+                               sizeof(in[i]), NULL, &rr[i]));
+        tg_fill(out, sizeof(out), (unsigned)i);
+        ASSERT_OK(g.ops->isend(g.ctx[0], 1, 100 + (uint64_t)i, NULL, out,
+                               sizeof(out), NULL, &sr));
+        ASSERT_OK(tg_wait(&g, 0, sr, &info));
+        usleep(200); /* the frame is in rank 1's socket */
+        uint64_t got = g.ctx[1]->peers[0].streams[0].bytes_in;
+        g.ops->progress(g.ctx[1]);
+        calls++;
+        /* Every call's direct read brought this call's frame. */
+        ASSERT_TRUE(g.ctx[1]->peers[0].streams[0].bytes_in > got);
+        ASSERT_OK(g.ops->test(g.ctx[1], rr[i], &info));
+        ASSERT_TRUE(tg_check(in[i], sizeof(in[i]), (unsigned)i));
+    }
+    printf("peer 2's message noticed after %d calls\n", calls);
+    ASSERT_EQ(g.ctx[1]->unexp_arrivals, before + 1);
+    ASSERT_TRUE(calls <= WF_TCP_EPOLL_MAX_SKIP);
+    ASSERT_OK(g.ops->irecv(g.ctx[1], 2, 50, late_in, sizeof(late_in), NULL,
+                           &late));
+    ASSERT_OK(g.ops->test(g.ctx[1], late, &info));
+    ASSERT_TRUE(tg_check(late_in, sizeof(late_in), 77));
+    tg_close(&g);
+}

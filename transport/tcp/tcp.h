@@ -115,9 +115,11 @@
 #define WF_TCP_SPARE_REQS 64
 #endif
 /* Awaited peers tracked for progress()'s direct read, and how often it
- * asks epoll anyway while it reads one directly (tcp_poll.c). */
+ * asks epoll anyway while it reads one directly: every so many calls whose
+ * read found nothing, and at least every so many calls (tcp_poll.c). */
 #define WF_TCP_HOT 4
 #define WF_TCP_EPOLL_EVERY 4
+#define WF_TCP_EPOLL_MAX_SKIP 64
 
 /* Handshake verdicts; the reasons travel in the challenge or reply so the
  * dialer can say why it was turned away. */
@@ -424,11 +426,13 @@ struct wf_tctx {
                           * and followed no post: the caller is waiting */
     /* Peers receives wait on; while there is one, progress() reads its
      * stream 0 directly (tcp_poll.c).  hot_overflow: more were awaited
-     * than hot[] holds.  polls_skipped: calls since the last epoll_wait. */
+     * than hot[] holds.  polls_skipped: calls since the last epoll_wait
+     * whose direct read found nothing; calls_unpolled: all calls since. */
     int hot[WF_TCP_HOT];
     int nhot;
     bool hot_overflow;
     int polls_skipped;
+    int calls_unpolled;
     int nlocal;         /* local interfaces streams bind to */
     int nlisten;        /* listeners: nlocal, +1 for a separate fallback */
     int fallback;       /* local[] index of the fallback address, -1 none */

@@ -69,9 +69,14 @@ static void dispatch(wf_tctx_t *ctx, const struct epoll_event *e)
  * 5.4-5.7 us polled through epoll_wait, 4.4-4.8 us with reads alone
  * (make bench-tcp-floor, docs/performance.md).  So while receives wait on
  * exactly one peer, progress() reads that peer's stream 0 first and calls
- * epoll_wait only every WF_TCP_EPOLL_EVERY-th time: everything else (other
- * peers, streams 1.., accepts, EPOLLOUT, the timer) waits at most that
- * many calls, a microsecond or two.  With receives on several peers one
+ * epoll_wait only every WF_TCP_EPOLL_EVERY-th time that read found
+ * nothing, and at least every WF_TCP_EPOLL_MAX_SKIP-th call: everything
+ * else (other peers, streams 1.., accepts, EPOLLOUT, the timer) waits a
+ * few calls of a caller that waits anyway, a microsecond or two, and a
+ * call whose read brought its message does not pay an epoll_wait on its
+ * way out (an 8-byte allreduce on 2 ranks paid one call in four).  A hot
+ * peer that brings data on every call holds the others back at most
+ * WF_TCP_EPOLL_MAX_SKIP calls.  With receives on several peers one
  * epoll_wait is cheaper than a read attempt on each (4 ranks on 2 cores
  * lost 8% to them), so every call polls; likewise for a peer with several
  * streams, whose pieces come on streams 1 and up.  The epoll set is
@@ -136,9 +141,15 @@ int wf_tcp_progress(wf_tctx_t *ctx)
     int hot = direct ? read_hot(ctx) : 0;
     /* While single-copy messages are pending, every call polls: their
      * flush counts calls without events (below). */
+    if (direct && !ctx->cma_pending) {
+        ctx->calls_unpolled++;
+        ctx->polls_skipped += !hot;
+    }
     if (!direct || ctx->cma_pending ||
-        ++ctx->polls_skipped >= WF_TCP_EPOLL_EVERY) {
+        ctx->polls_skipped >= WF_TCP_EPOLL_EVERY ||
+        ctx->calls_unpolled >= WF_TCP_EPOLL_MAX_SKIP) {
         ctx->polls_skipped = 0;
+        ctx->calls_unpolled = 0;
         n = epoll_wait(ctx->epfd, evs, WF_TCP_EVENTS, 0);
     }
     if (n < 0) {
