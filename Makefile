@@ -2,7 +2,7 @@
 # DEBUG=1 (no optimisation) ASAN=1 (address+undefined sanitizers, builds in
 # build-asan) TSAN=1 (thread sanitizer, builds in build-tsan) PREFIX=...
 # Targets: all lib tools bench bench-report bench-reduce bench-netns algo-fit
-# bench-check bench-cpu bench-stalls bench-tcp-floor bench-tcp-levers test test-launchers test-gpu test-rdma cuda check install
+# bench-check bench-cpu bench-stalls bench-latency bench-tcp-floor bench-tcp-levers test test-launchers test-gpu test-rdma cuda check install
 # clean docs deps compare fuzz fuzz-build soak python test-python
 
 PREFIX ?= /usr/local
@@ -90,7 +90,7 @@ RPATH := -Wl,-rpath,'$$ORIGIN/../lib'
 
 .PHONY: all lib tools bench test check install clean docs deps compare \
         bench-report bench-reduce bench-netns algo-fit bench-check bench-cpu \
-        bench-stalls \
+        bench-stalls bench-latency \
         bench-tcp-floor bench-tcp-levers
 all: lib tools
 
@@ -337,6 +337,15 @@ bench-stalls: all
 	$(MAKE) $(COMPARE_DIR)/mpi_allreduce $(COMPARE_DIR)/gloo_allreduce
 	STALLS_RANKS="$(STALLS_RANKS)" STALLS_ITERS="$(STALLS_ITERS)" \
 	  bench/compare/stalls.sh $(BUILD)
+
+# The 8-byte allreduce, weft over TCP against Open MPI over TCP and the
+# bare TCP floor, interleaved round by round (bench/compare/latency.sh;
+# LATENCY_RANKS, LATENCY_ROUNDS, LATENCY_ITERS).
+bench-latency: all $(TCP_FLOOR)
+	@scripts/install-compare-deps.sh
+	$(MAKE) $(COMPARE_DIR)/mpi_allreduce
+	LATENCY_RANKS="$(LATENCY_RANKS)" LATENCY_ROUNDS="$(LATENCY_ROUNDS)" \
+	  LATENCY_ITERS="$(LATENCY_ITERS)" bench/compare/latency.sh $(BUILD)
 
 # CPU seconds per GB allreduced, weft against the same peers
 # (bench/compare/cpu.sh; CPU_RANKS, CPU_SIZE, CPU_ITERS).
