@@ -157,6 +157,16 @@ WF_TEST(transport_tcp_read_ahead_frames_before_close, 20)
     tg_close(&g);
 }
 
+/* Ranks 0 and 2 connected to rank 1, each link used once. */
+static void open_two_senders(tg_group_t *g)
+{
+    tg_open(g, &wf_tcp_transport, 3);
+    tg_connect_pair(g, 0, 1);
+    tg_connect_pair(g, 2, 1);
+    tg_xfer(g, 0, 1, 1, 10);
+    tg_xfer(g, 2, 1, 1, 10);
+}
+
 /* While a receive waits on peer 0, whose socket progress() reads without
  * epoll, a message from peer 2 that nobody awaits is still noticed within
  * WF_TCP_EPOLL_EVERY calls: epoll_wait is skipped, never left out. */
@@ -168,11 +178,7 @@ WF_TEST(transport_tcp_hot_peer_leaves_others_to_epoll, 20)
     uint8_t in[8], out[8];
     weft_status_t st;
 
-    tg_open(&g, &wf_tcp_transport, 3);
-    tg_connect_pair(&g, 0, 1);
-    tg_connect_pair(&g, 2, 1);
-    tg_xfer(&g, 0, 1, 1, 10);
-    tg_xfer(&g, 2, 1, 1, 10);
+    open_two_senders(&g);
     ASSERT_OK(g.ops->irecv(g.ctx[1], 0, 5, in, sizeof(in), NULL, &hot));
     g.ops->progress(g.ctx[1]);
     ASSERT_EQ(g.ctx[1]->nhot, 1);
@@ -217,11 +223,7 @@ WF_TEST(transport_tcp_busy_hot_peer_leaves_others_to_epoll, 20)
     uint8_t in[FRAMES][8], out[8], late_in[8];
     weft_status_t st;
 
-    tg_open(&g, &wf_tcp_transport, 3);
-    tg_connect_pair(&g, 0, 1);
-    tg_connect_pair(&g, 2, 1);
-    tg_xfer(&g, 0, 1, 1, 10);
-    tg_xfer(&g, 2, 1, 1, 10);
+    open_two_senders(&g);
     uint64_t before = g.ctx[1]->unexp_arrivals;
     tg_fill(out, sizeof(out), 77);
     ASSERT_OK(g.ops->isend(g.ctx[2], 1, 50, NULL, out, sizeof(out), NULL,
