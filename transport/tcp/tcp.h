@@ -24,10 +24,12 @@
 #ifndef WF_TCP_H
 #define WF_TCP_H
 
+#include <endian.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 
@@ -178,32 +180,33 @@ typedef enum {
 /* How long accepting pauses when the process is out of fds. */
 #define WF_TCP_ACCEPT_PAUSE_MS 200
 
+/* Header words are little-endian on the wire.  One load or store each
+ * (a byte loop here was 600 of an 8-byte allreduce's 7,200 instructions:
+ * the compiler did not merge it). */
 static inline void wf_tcp_put32(uint8_t *p, uint32_t v)
 {
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
+    v = htole32(v);
+    memcpy(p, &v, sizeof(v));
 }
 
 static inline void wf_tcp_put64(uint8_t *p, uint64_t v)
 {
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
+    v = htole64(v);
+    memcpy(p, &v, sizeof(v));
 }
 
 static inline uint32_t wf_tcp_get32(const uint8_t *p)
 {
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
+    uint32_t v;
+    memcpy(&v, p, sizeof(v));
+    return le32toh(v);
 }
 
 static inline uint64_t wf_tcp_get64(const uint8_t *p)
 {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
+    uint64_t v;
+    memcpy(&v, p, sizeof(v));
+    return le64toh(v);
 }
 
 /* ---- objects ----------------------------------------------------------- */
