@@ -13,6 +13,15 @@
 #include "sched/exec_impl.h"
 #include "topo/topo.h"
 
+/* Whether a finished request's execution state is kept for the next one
+ * (exec_new); under AddressSanitizer not, so that a use after free still
+ * shows. */
+#if defined(__SANITIZE_ADDRESS__)
+#define WF_EXEC_KEEP_SPARE false
+#else
+#define WF_EXEC_KEEP_SPARE true
+#endif
+
 static void push_ready(wf_exec_t *x, uint32_t nsteps, uint32_t i)
 {
     x->state[i] = ST_READY;
@@ -187,7 +196,8 @@ void wf_exec_free(wf_engine_t *e, struct weft_request *req)
     else
         scratch_give(e, x->scratch, x->scratch_cap);
     req->exec = NULL;
-    if (e->spare_exec && e->spare_exec->slots >= x->slots) {
+    if (!WF_EXEC_KEEP_SPARE ||
+        (e->spare_exec && e->spare_exec->slots >= x->slots)) {
         exec_destroy(x);
         return;
     }

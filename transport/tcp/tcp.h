@@ -100,7 +100,8 @@
 #define WF_TCP_REPLY_LEN 24
 /* frame header: magic u64, tag u64, sig[0] u64, sig[1] u64, len u64 */
 #define WF_TCP_HDR_LEN 40
-/* Stream 0 reads up to this many bytes past the frame it asked for, so
+/* Stream 0's read-ahead buffer: a read takes up to this many bytes past
+ * the frame it asked for (or, for a small frame, this many in all), so
  * that a header and a small payload after it cost one read. */
 #define WF_TCP_AHEAD_LEN 4096
 /* Reads of fewer bytes than this go into the read-ahead buffer alone, with
@@ -117,8 +118,9 @@
 #define WF_TCP_SPARE_REQS 64
 #endif
 /* Awaited peers tracked for progress()'s direct read, and how often it
- * asks epoll anyway while it reads one directly: every so many calls whose
- * read found nothing, and at least every so many calls (tcp_poll.c). */
+ * asks epoll anyway while it reads one directly: every so many calls (a
+ * call whose read finished a message not counted), and at least every so
+ * many calls in all (tcp_poll.c). */
 #define WF_TCP_HOT 4
 #define WF_TCP_EPOLL_EVERY 4
 #define WF_TCP_EPOLL_MAX_SKIP 64
@@ -430,7 +432,8 @@ struct wf_tctx {
     /* Peers receives wait on; while there is one, progress() reads its
      * stream 0 directly (tcp_poll.c).  hot_overflow: more were awaited
      * than hot[] holds.  polls_skipped: calls since the last epoll_wait
-     * whose direct read found nothing; calls_unpolled: all calls since. */
+     * but those whose direct read finished a message; calls_unpolled: all
+     * calls since. */
     int hot[WF_TCP_HOT];
     int nhot;
     bool hot_overflow;
@@ -466,6 +469,7 @@ struct wf_tctx {
     struct wf_treq *spare_reqs;
     int nspare_reqs;
     uint64_t unexp_arrivals; /* unexpected messages ever (scan_unexpected) */
+    uint64_t msgs_read;      /* whole messages read from a stream 0 */
     char *scratch;       /* sink for discarded bytes (wf_topo_mem_alloc) */
     /* Freed unexpected-message buffers kept for the next ones
      * (wf_tcp_umsg_free): back-to-back collectives read the next call's

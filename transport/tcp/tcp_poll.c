@@ -69,17 +69,19 @@ static void dispatch(wf_tctx_t *ctx, const struct epoll_event *e)
  * 5.4-5.7 us polled through epoll_wait, 4.4-4.8 us with reads alone
  * (make bench-tcp-floor, docs/performance.md).  So while receives wait on
  * exactly one peer, progress() reads that peer's stream 0 first and calls
- * epoll_wait only every WF_TCP_EPOLL_EVERY-th time that read found
- * nothing, and at least every WF_TCP_EPOLL_MAX_SKIP-th call: everything
- * else (other peers, streams 1.., accepts, EPOLLOUT, the timer) waits a
- * few calls of a caller that waits anyway, a microsecond or two, and a
- * call whose read brought its message does not pay an epoll_wait on its
- * way out (an 8-byte allreduce on 2 ranks paid one call in four).  A hot
- * peer that brings data on every call holds the others back at most
- * WF_TCP_EPOLL_MAX_SKIP calls.  With receives on several peers one
- * epoll_wait is cheaper than a read attempt on each (4 ranks on 2 cores
- * lost 8% to them), so every call polls; likewise for a peer with several
- * streams, whose pieces come on streams 1 and up.  The epoll set is
+ * epoll_wait only every WF_TCP_EPOLL_EVERY-th time: everything else (other
+ * peers, streams 1.., accepts, EPOLLOUT, the timer) waits at most that
+ * many calls.  A call whose read finished a message is not counted: that
+ * message usually ends its caller's wait, and an epoll_wait on its way out
+ * only delayed the return (an 8-byte allreduce on 2 ranks paid one call in
+ * four).  Calls whose read brings part of a large payload count as before,
+ * so queued output to other peers (EPOLLOUT) still goes every few calls; a
+ * hot peer that finishes a message on every call holds the others back at
+ * most WF_TCP_EPOLL_MAX_SKIP calls.  With receives on
+ * several peers one epoll_wait is cheaper than a read attempt on each (4
+ * ranks on 2 cores lost 8% to them), so every call polls; likewise for a
+ * peer with several streams, whose pieces come on streams 1 and up.  The
+ * epoll set is
  * level-triggered: an event it still reports for bytes read here only
  * costs an EAGAIN.  Up to WF_TCP_HOT awaited peers are tracked, so that
  * the last one left is known when the others are done.
@@ -138,12 +140,16 @@ int wf_tcp_progress(wf_tctx_t *ctx)
     if (!ctx)
         return WEFT_ERR_INVALID_ARG;
     bool direct = ctx->nhot && one_hot_peer(ctx);
+    uint64_t msgs = ctx->msgs_read;
     int hot = direct ? read_hot(ctx) : 0;
+    /* The awaited peer stays hot after its message (the notice receive
+     * the engine keeps posted with every peer), so count messages. */
+    bool finished = ctx->msgs_read != msgs;
     /* While single-copy messages are pending, every call polls: their
      * flush counts calls without events (below). */
     if (direct && !ctx->cma_pending) {
         ctx->calls_unpolled++;
-        ctx->polls_skipped += !hot;
+        ctx->polls_skipped += !finished;
     }
     if (!direct || ctx->cma_pending ||
         ctx->polls_skipped >= WF_TCP_EPOLL_EVERY ||
