@@ -168,6 +168,35 @@ static void open_two_senders(tg_group_t *g)
     tg_xfer(g, 2, 1, 1, 10);
 }
 
+/* Waits until rank r's stream 0 from `peer` has bytes to read, without
+ * calling rank r's progress() (whose counts the tests below check). */
+static void wait_readable(tg_group_t *g, int r, int peer)
+{
+    struct pollfd pfd = {.fd = g->ctx[r]->peers[peer].streams[0].fd,
+                         .events = POLLIN};
+    ASSERT_EQ(poll(&pfd, 1, 5000), 1);
+}
+
+/* Rank `from` sends 8 bytes of `seed` to rank 1 and completes the send
+ * driving only itself; returns once they are in rank 1's socket, which
+ * has read nothing meanwhile. */
+static void send_to_rank1(tg_group_t *g, int from, uint64_t tag,
+                          unsigned seed)
+{
+    uint8_t out[8];
+    wf_treq_t *sr;
+    wf_treq_info_t info;
+    weft_status_t st;
+
+    tg_fill(out, sizeof(out), seed);
+    ASSERT_OK(g->ops->isend(g->ctx[from], 1, tag, NULL, out, sizeof(out),
+                            NULL, &sr));
+    while ((st = g->ops->test(g->ctx[from], sr, &info)) == WEFT_INPROGRESS)
+        g->ops->progress(g->ctx[from]);
+    ASSERT_OK(st);
+    wait_readable(g, 1, from);
+}
+
 /* While a receive waits on peer 0, whose socket progress() reads without
  * epoll, a message from peer 2 that nobody awaits is still noticed within
  * WF_TCP_EPOLL_EVERY calls: epoll_wait is skipped, never left out. */
@@ -185,13 +214,7 @@ WF_TEST(transport_tcp_hot_peer_leaves_others_to_epoll, 20)
     ASSERT_EQ(g.ctx[1]->nhot, 1);
     for (int round = 0; round < 10; round++) {
         uint64_t before = g.ctx[1]->unexp_arrivals;
-        tg_fill(out, sizeof(out), (unsigned)round);
-        ASSERT_OK(g.ops->isend(g.ctx[2], 1, 50 + (uint64_t)round, NULL, out,
-                               sizeof(out), NULL, &sr));
-        while ((st = g.ops->test(g.ctx[2], sr, &info)) == WEFT_INPROGRESS)
-            g.ops->progress(g.ctx[2]); /* rank 1 reads nothing meanwhile */
-        ASSERT_OK(st);
-        usleep(2000); /* in rank 1's socket now */
+        send_to_rank1(&g, 2, 50 + (uint64_t)round, (unsigned)round);
         for (int k = 0; k < WF_TCP_EPOLL_EVERY; k++)
             g.ops->progress(g.ctx[1]);
         ASSERT_EQ(g.ctx[1]->unexp_arrivals, before + 1);
@@ -204,20 +227,12 @@ WF_TEST(transport_tcp_hot_peer_leaves_others_to_epoll, 20)
     st = g.ops->test(g.ctx[1], hot, &info);
     ASSERT_STATUS(st, WEFT_INPROGRESS);
     tg_xfer(&g, 0, 1, 6, 10); /* peer 0 is still read */
+    tg_fill(out, sizeof(out), 5);
     ASSERT_OK(g.ops->isend(g.ctx[0], 1, 5, NULL, out, sizeof(out), NULL,
                            &sr));
     ASSERT_OK(tg_wait(&g, 1, hot, &info));
     ASSERT_OK(tg_wait(&g, 0, sr, &info));
     tg_close(&g);
-}
-
-/* Waits until rank r's stream 0 from `peer` has bytes to read, without
- * calling progress() (whose counts the test below checks). */
-static void wait_readable(tg_group_t *g, int r, int peer)
-{
-    struct pollfd pfd = {.fd = g->ctx[r]->peers[peer].streams[0].fd,
-                         .events = POLLIN};
-    ASSERT_EQ(poll(&pfd, 1, 5000), 1);
 }
 
 /* A hot peer whose read finishes a message on every call does not hide
@@ -228,32 +243,21 @@ WF_TEST(transport_tcp_busy_hot_peer_leaves_others_to_epoll, 20)
 {
     enum { FRAMES = WF_TCP_EPOLL_MAX_SKIP + 8 };
     tg_group_t g;
-    wf_treq_t *sr, *rr[FRAMES], *late;
+    wf_treq_t *rr[FRAMES], *late;
     wf_treq_info_t info;
-    uint8_t in[FRAMES][8], out[8], late_in[8];
-    weft_status_t st;
+    uint8_t in[FRAMES][8], late_in[8];
 
     open_two_senders(&g);
     /* Nothing awaited: this call asks epoll and resets its counts. */
     g.ops->progress(g.ctx[1]);
     ASSERT_EQ(g.ctx[1]->nhot, 0);
     uint64_t before = g.ctx[1]->unexp_arrivals;
-    tg_fill(out, sizeof(out), 77);
-    ASSERT_OK(g.ops->isend(g.ctx[2], 1, 50, NULL, out, sizeof(out), NULL,
-                           &sr));
-    while ((st = g.ops->test(g.ctx[2], sr, &info)) == WEFT_INPROGRESS)
-        g.ops->progress(g.ctx[2]);
-    ASSERT_OK(st);
-    wait_readable(&g, 1, 2);
+    send_to_rank1(&g, 2, 50, 77);
     int calls = 0;
     for (int i = 0; i < FRAMES && g.ctx[1]->unexp_arrivals == before; i++) {
         ASSERT_OK(g.ops->irecv(g.ctx[1], 0, 100 + (uint64_t)i, in[i],
                                sizeof(in[i]), NULL, &rr[i]));
-        tg_fill(out, sizeof(out), (unsigned)i);
-        ASSERT_OK(g.ops->isend(g.ctx[0], 1, 100 + (uint64_t)i, NULL, out,
-                               sizeof(out), NULL, &sr));
-        ASSERT_OK(tg_wait(&g, 0, sr, &info));
-        wait_readable(&g, 1, 0);
+        send_to_rank1(&g, 0, 100 + (uint64_t)i, (unsigned)i);
         uint64_t got = g.ctx[1]->peers[0].streams[0].bytes_in;
         g.ops->progress(g.ctx[1]);
         calls++;

@@ -77,11 +77,10 @@ static void dispatch(wf_tctx_t *ctx, const struct epoll_event *e)
  * four).  Calls whose read brings part of a large payload count as before,
  * so queued output to other peers (EPOLLOUT) still goes every few calls; a
  * hot peer that finishes a message on every call holds the others back at
- * most WF_TCP_EPOLL_MAX_SKIP calls.  With receives on
- * several peers one epoll_wait is cheaper than a read attempt on each (4
- * ranks on 2 cores lost 8% to them), so every call polls; likewise for a
- * peer with several streams, whose pieces come on streams 1 and up.  The
- * epoll set is
+ * most WF_TCP_EPOLL_MAX_SKIP calls.  With receives on several peers one
+ * epoll_wait is cheaper than a read attempt on each (4 ranks on 2 cores
+ * lost 8% to them), so every call polls; likewise for a peer with several
+ * streams, whose pieces come on streams 1 and up.  The epoll set is
  * level-triggered: an event it still reports for bytes read here only
  * costs an EAGAIN.  Up to WF_TCP_HOT awaited peers are tracked, so that
  * the last one left is known when the others are done.
@@ -142,18 +141,19 @@ int wf_tcp_progress(wf_tctx_t *ctx)
     bool direct = ctx->nhot && one_hot_peer(ctx);
     uint64_t msgs = ctx->msgs_read;
     int hot = direct ? read_hot(ctx) : 0;
-    /* The awaited peer stays hot after its message (the notice receive
-     * the engine keeps posted with every peer), so count messages. */
-    bool finished = ctx->msgs_read != msgs;
     /* While single-copy messages are pending, every call polls: their
      * flush counts calls without events (below). */
-    if (direct && !ctx->cma_pending) {
+    bool poll_now = !direct || ctx->cma_pending;
+    if (!poll_now) {
+        /* The awaited peer stays hot after its message (the notice
+         * receive the engine keeps posted with every peer), so a finished
+         * message is told by the count of messages read. */
         ctx->calls_unpolled++;
-        ctx->polls_skipped += !finished;
+        ctx->polls_skipped += ctx->msgs_read == msgs;
+        poll_now = ctx->polls_skipped >= WF_TCP_EPOLL_EVERY ||
+                   ctx->calls_unpolled >= WF_TCP_EPOLL_MAX_SKIP;
     }
-    if (!direct || ctx->cma_pending ||
-        ctx->polls_skipped >= WF_TCP_EPOLL_EVERY ||
-        ctx->calls_unpolled >= WF_TCP_EPOLL_MAX_SKIP) {
+    if (poll_now) {
         ctx->polls_skipped = 0;
         ctx->calls_unpolled = 0;
         n = epoll_wait(ctx->epfd, evs, WF_TCP_EVENTS, 0);
