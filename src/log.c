@@ -116,13 +116,19 @@ static void log_setup_once(void)
                 level);
 }
 
-void wf_log_setup(void) { pthread_once(&log_once, log_setup_once); }
+int wf_log_ready;
+
+void wf_log_setup(void)
+{
+    pthread_once(&log_once, log_setup_once);
+    __atomic_store_n(&wf_log_ready, 1, __ATOMIC_RELEASE);
+}
 
 void wf_log_set_rank(int rank) { log_rank = rank; }
 int wf_log_get_rank(void) { return log_rank; }
 
-void wf_log_emit(weft_log_level_t level, wf_subsys_t subsys, const char *fmt,
-                 ...)
+static void log_vemit(weft_log_level_t level, wf_subsys_t subsys,
+                      const char *fmt, va_list ap)
 {
     int saved_errno = errno;
     char line[2048];
@@ -133,11 +139,8 @@ void wf_log_emit(weft_log_level_t level, wf_subsys_t subsys, const char *fmt,
                      wf_hostname(), (int)getpid(), (long)syscall(SYS_gettid),
                      rank, level <= WEFT_LOG_TRACE ? level_names[level] : "?",
                      wf_log_subsys_name(subsys));
-    va_list ap;
-    va_start(ap, fmt);
     if (n > 0 && (size_t)n < sizeof(line))
         vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
-    va_end(ap);
 
     pthread_mutex_lock(&log_lock);
     if (log_fn) {
@@ -149,6 +152,29 @@ void wf_log_emit(weft_log_level_t level, wf_subsys_t subsys, const char *fmt,
     }
     pthread_mutex_unlock(&log_lock);
     errno = saved_errno;
+}
+
+void wf_log_emit(weft_log_level_t level, wf_subsys_t subsys, const char *fmt,
+                 ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    log_vemit(level, subsys, fmt, ap);
+    va_end(ap);
+}
+
+void wf_log_report(weft_log_level_t level, wf_subsys_t subsys,
+                   const char *fmt, ...)
+{
+    int saved_errno = errno; /* the setup may open the log file */
+    wf_log_setup();
+    errno = saved_errno;
+    if (!WF_LOG_ENABLED_((int)level, subsys))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    log_vemit(level, subsys, fmt, ap);
+    va_end(ap);
 }
 
 WEFT_API weft_status_t weft_set_logger(weft_log_fn fn, void *ctx)

@@ -49,7 +49,17 @@ void wf_log_setup(void);
 void wf_log_reconfigure(const char *level, const char *subsys);
 
 void wf_log_emit(weft_log_level_t level, wf_subsys_t subsys, const char *fmt,
-                 ...) __attribute__((format(printf, 3, 4)));
+                 ...) __attribute__((cold, format(printf, 3, 4)));
+/* A warning or an error whole: setup, filter and print out of line, in a
+ * function marked cold.  The compiler then takes every block that reports
+ * bad input as unlikely and moves it out of the function's hot part: the
+ * code run on every call stays dense (a small call's cost here is mostly
+ * instruction-cache misses after each system call, docs/performance.md). */
+void wf_log_report(weft_log_level_t level, wf_subsys_t subsys,
+                   const char *fmt, ...)
+    __attribute__((cold, format(printf, 3, 4)));
+/* Nonzero once wf_log_setup has run (acquire). */
+extern int wf_log_ready;
 
 /* The rank printed on this thread's lines; -1 for none. */
 void wf_log_set_rank(int rank);
@@ -63,15 +73,18 @@ int wf_log_level_parse(const char *text);
     ((lvl) <= __atomic_load_n(&wf_log_level, __ATOMIC_RELAXED) &&             \
      (__atomic_load_n(&wf_log_mask, __ATOMIC_RELAXED) & (1u << (ss))))
 
+/* The levels below warn: arguments are evaluated only when the line is
+ * printed (a trace line on a hot path costs a load and a test). */
 #define WF_LOG_(lvl, ss, ...)                                                  \
     do {                                                                       \
-        wf_log_setup();                                                        \
+        if (!__atomic_load_n(&wf_log_ready, __ATOMIC_ACQUIRE))                 \
+            wf_log_setup();                                                    \
         if (WF_LOG_ENABLED_(lvl, WF_SUBSYS_##ss))                              \
             wf_log_emit(lvl, WF_SUBSYS_##ss, __VA_ARGS__);                     \
     } while (0)
 
-#define WEFT_ERROR(ss, ...) WF_LOG_(WEFT_LOG_ERROR, ss, __VA_ARGS__)
-#define WEFT_WARN(ss, ...) WF_LOG_(WEFT_LOG_WARN, ss, __VA_ARGS__)
+#define WEFT_ERROR(ss, ...) wf_log_report(WEFT_LOG_ERROR, WF_SUBSYS_##ss, __VA_ARGS__)
+#define WEFT_WARN(ss, ...) wf_log_report(WEFT_LOG_WARN, WF_SUBSYS_##ss, __VA_ARGS__)
 #define WEFT_INFO(ss, ...) WF_LOG_(WEFT_LOG_INFO, ss, __VA_ARGS__)
 #define WEFT_DEBUG(ss, ...) WF_LOG_(WEFT_LOG_DEBUG, ss, __VA_ARGS__)
 #define WEFT_TRACE(ss, ...) WF_LOG_(WEFT_LOG_TRACE, ss, __VA_ARGS__)
