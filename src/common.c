@@ -21,6 +21,30 @@ uint64_t wf_time_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t wf_time_ms_coarse(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+uint64_t wf_coarse_tick_ms(void)
+{
+    /* Every thread computes the same value: a racing first call only
+     * stores it twice. */
+    static uint64_t tick_ms;
+    uint64_t t = __atomic_load_n(&tick_ms, __ATOMIC_RELAXED);
+    if (WF_LIKELY(t))
+        return t;
+    struct timespec res;
+    if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) != 0)
+        res = (struct timespec){.tv_sec = 1}; /* unknown: assume a coarse one */
+    uint64_t ns = (uint64_t)res.tv_sec * 1000000000u + (uint64_t)res.tv_nsec;
+    t = (ns + 999999u) / 1000000u + 1; /* +1: ms truncation of both reads */
+    __atomic_store_n(&tick_ms, t, __ATOMIC_RELAXED);
+    return t;
+}
+
 int wf_deadline_remaining_ms(uint64_t deadline, int cap_ms)
 {
     if (deadline == 0)

@@ -50,6 +50,22 @@ static inline bool wf_deadline_passed(uint64_t deadline)
 {
     return deadline != 0 && wf_time_ms() >= deadline;
 }
+/* CLOCK_MONOTONIC_COARSE in milliseconds: the same timeline as
+ * wf_time_ms(), read in a few nanoseconds where a VM's clock takes tens,
+ * but up to a tick (wf_coarse_tick_ms) behind it.  For the per-call
+ * bookkeeping that may be late by that much (history, stall checks). */
+uint64_t wf_time_ms_coarse(void);
+/* The coarse clock's resolution, rounded up to whole milliseconds. */
+uint64_t wf_coarse_tick_ms(void);
+/* wf_deadline_passed's answer, reading the precise clock only within a
+ * tick of the deadline (never early; late only while the coarse clock
+ * lags by more than its tick).  For checks made on every progress round. */
+static inline bool wf_deadline_passed_cheap(uint64_t deadline)
+{
+    return deadline != 0 &&
+           wf_time_ms_coarse() + wf_coarse_tick_ms() >= deadline &&
+           wf_time_ms() >= deadline;
+}
 /* Milliseconds left before `deadline`, capped at `cap_ms` (for poll). */
 int wf_deadline_remaining_ms(uint64_t deadline, int cap_ms);
 

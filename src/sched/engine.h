@@ -193,10 +193,12 @@ void wf_engine_lost_peers(wf_engine_t *engine, uint8_t *lost);
 
 /* Runs progress rounds in the calling thread until *done is set (returns
  * true), until the engine stops (the progress thread completes what is
- * left) or until the clock passes until_ms (0: no limit).  Call between
- * wf_engine_driver_enter/leave. */
+ * left) or until the clock passes until_ms (0: no limit).  *left tells
+ * whether requests or notices were left for someone to progress when it
+ * returned (true unless it looked), as wf_engine_driver_hands_over would
+ * without taking the lock again.  Call between wf_engine_driver_enter/leave. */
 bool wf_engine_drive(wf_engine_t *engine, const volatile bool *done,
-                     uint64_t until_ms);
+                     uint64_t until_ms, bool *left);
 /* Runs one progress round in the calling thread unless another thread is
  * running one (weft_test).  Same registration as wf_engine_drive. */
 void wf_engine_poke(wf_engine_t *engine);

@@ -94,6 +94,9 @@ struct wf_engine {
     int *notice_peers;             /* the peers watched, in order */
     int notice_npeers;
     enum { WF_NOTICE_NONE, WF_NOTICE_FLUSHING, WF_NOTICE_DONE } notice_phase;
+    /* The last round ended when its driver's request did, before the
+     * notice, stray and deadline checks: the next round runs them. */
+    bool checks_skipped;
     uint64_t notice_deadline;      /* flushing gives up then */
     char notice_text[WF_ERRMSG_MAX];
 };
@@ -113,7 +116,8 @@ weft_status_t wf_engine_connect(wf_engine_t *e, int peer);
 
 
 /* ---- history (history.c), under the engine's state lock ------------------ */
-void wf_history_start(wf_engine_t *e, const struct weft_request *req);
+void wf_history_start(wf_engine_t *e, const struct weft_request *req,
+                      uint64_t start_ms);
 void wf_history_end(wf_engine_t *e, const struct weft_request *req,
                     weft_status_t status);
 /* The signature of the last collective whose sequence number, masked

@@ -15,13 +15,14 @@
 #include "reduce/reduce.h"
 #include "sched/engine_impl.h"
 
-void wf_history_start(wf_engine_t *e, const struct weft_request *req)
+void wf_history_start(wf_engine_t *e, const struct weft_request *req,
+                      uint64_t start_ms)
 {
     wf_history_entry_t *h = &e->history.e[e->history.n++ % WF_HISTORY];
     *h = (wf_history_entry_t){
         .seq = req->seq, .coll = req->args.coll, .count = req->args.count,
         .dtype = req->args.dtype, .algo = req->algo ? req->algo->name : "?",
-        .start_ms = wf_time_ms(), .status = WEFT_INPROGRESS};
+        .start_ms = start_ms, .status = WEFT_INPROGRESS};
     if (req->algo)
         wf_sig_make(req, h->sig);
 }
@@ -55,7 +56,9 @@ void wf_history_end(wf_engine_t *e, const struct weft_request *req,
         wf_history_entry_t *h = &e->history.e[i % WF_HISTORY];
         if (h->seq == req->seq && h->coll == (int)req->args.coll &&
             h->end_ms == 0) {
-            h->end_ms = wf_time_ms();
+            /* The coarse clock may read below the precise start. */
+            uint64_t end_ms = wf_time_ms_coarse();
+            h->end_ms = end_ms > h->start_ms ? end_ms : h->start_ms;
             h->status = status;
             break;
         }

@@ -137,9 +137,17 @@ weft_status_t wf_engine_submit(wf_engine_t *e, struct weft_request *req,
         req->seq = e->p2p_recv_seq[a->peer]++;
     else
         req->seq = e->coll_seq++;
-    req->deadline_ms = wf_deadline_after(e->timeout_ms);
-    wf_req_attach(req, e); /* engine lock before request lock */
-    wf_history_start(e, req);
+    uint64_t now_ms = wf_time_ms();
+    req->deadline_ms = e->timeout_ms > 0 ? now_ms + (uint64_t)e->timeout_ms
+                                         : 0; /* wf_deadline_after */
+    /* Only a gated request is seen by another thread before it is queued
+     * below: its stream's callback reads the engine under the request
+     * lock (wf_req_open_gate).  The others skip that lock. */
+    if (req->gated)
+        wf_req_attach(req, e); /* engine lock before request lock */
+    else
+        req->engine = e;
+    wf_history_start(e, req, now_ms);
     wf_req_retain(req);
     append(&e->submitted_head, &e->submitted_tail, req);
     __atomic_store_n(&e->has_submitted, true, __ATOMIC_RELEASE);
@@ -270,7 +278,7 @@ static int check_deadlines(wf_engine_t *e)
 {
     int timeout = 100;
     for (struct weft_request *req = e->active_head; req; req = req->next) {
-        if (wf_deadline_passed(req->deadline_ms)) {
+        if (wf_deadline_passed_cheap(req->deadline_ms)) {
             char what[256];
             wf_exec_describe_wait(e, req, what, sizeof(what));
             wf_engine_fail(e, WEFT_ERR_TIMEOUT,
@@ -304,10 +312,12 @@ static void sleep_until_work(wf_engine_t *e, int timeout_ms, bool transport)
 
 /* One progress round: takes submissions, drives the transport, advances
  * every active request and checks deadlines.  The caller holds
- * progress_lock.  Returns the work done; *timeout is the poll timeout until
- * the next deadline; *exit is set when the engine is stopping and nothing
- * is left to do. */
-static int progress_round(wf_engine_t *e, int *timeout, bool *exit)
+ * progress_lock; `done` is the completion flag of a driver's request, or
+ * NULL.  Returns the work done; *timeout is the poll timeout until the
+ * next deadline; *exit is set when the engine is stopping and nothing is
+ * left to do. */
+static int progress_round(wf_engine_t *e, int *timeout, bool *exit,
+                          const volatile bool *done)
 {
     bool stop;
     bool started = take_submitted(e, &stop);
@@ -342,6 +352,19 @@ static int progress_round(wf_engine_t *e, int *timeout, bool *exit)
     /* Operations first: what a peer sent before its notice arrived in
      * order before it, and its own verdict (a mismatch) comes first. */
     work += advance_all(e, sticky);
+    /* A driver whose request has just ended returns now: the checks below
+     * wait for the next round, which runs them after its sends (the next
+     * call's, usually), so they stay off the path from one call's last
+     * message to the next call's first.  Never two rounds in a row. */
+    if (done && !e->checks_skipped && sticky == WEFT_OK && !stop &&
+        e->notice_phase == WF_NOTICE_NONE &&
+        __atomic_load_n(done, __ATOMIC_ACQUIRE)) {
+        e->checks_skipped = true;
+        *timeout = 0;
+        *exit = false;
+        return work;
+    }
+    e->checks_skipped = false;
     if (sticky == WEFT_OK)
         work += wf_notice_poll(e);
     if (sticky == WEFT_OK)
@@ -382,7 +405,7 @@ static void *progress_main(void *arg)
         int timeout;
         bool exit;
         pthread_mutex_lock(&e->progress_lock);
-        int work = progress_round(e, &timeout, &exit);
+        int work = progress_round(e, &timeout, &exit, NULL);
         bool in_flight = e->active_head != NULL; /* read under the lock */
         bool dev_busy = wf_engine_dev_busy(e);
         pthread_mutex_unlock(&e->progress_lock);
@@ -427,37 +450,58 @@ void wf_engine_poke(wf_engine_t *e)
     int timeout;
     bool exit;
     if (pthread_mutex_trylock(&e->progress_lock) == 0) {
-        int work = progress_round(e, &timeout, &exit);
+        int work = progress_round(e, &timeout, &exit, NULL);
         pthread_mutex_unlock(&e->progress_lock);
         if (work && wf_engine_driver_count(e) > 1)
             wake(e);
     }
 }
 
+/* Whether requests or notices are left that the progress thread must take
+ * over when the last driver leaves.  The caller holds progress_lock, under
+ * which the active list and the notice phase change. */
+static bool work_left(wf_engine_t *e)
+{
+    return e->active_head != NULL ||
+           e->notice_phase == WF_NOTICE_FLUSHING ||
+           __atomic_load_n(&e->has_submitted, __ATOMIC_ACQUIRE) ||
+           __atomic_load_n(&e->stop, __ATOMIC_ACQUIRE);
+}
+
 bool wf_engine_drive(wf_engine_t *e, const volatile bool *done,
-                     uint64_t until_ms)
+                     uint64_t until_ms, bool *left)
 {
     int idle = 0;
+    *left = true; /* unless a round says otherwise */
     for (;;) {
-        int timeout, work;
+        int timeout = 0, work;
         bool exit;
         /* Blocking, not trylock: whoever holds the lock runs one short
          * round, and sleeping on the mutex until then is cheaper than
          * spinning on it. */
         pthread_mutex_lock(&e->progress_lock);
-        if (__atomic_load_n(done, __ATOMIC_ACQUIRE)) {
-            pthread_mutex_unlock(&e->progress_lock);
-            return true;
+        bool finished = __atomic_load_n(done, __ATOMIC_ACQUIRE);
+        if (!finished) {
+            work = progress_round(e, &timeout, &exit, done);
+            /* Looked at before the lock goes, as most calls end in the
+             * round that reads their last message. */
+            finished = __atomic_load_n(done, __ATOMIC_ACQUIRE);
+        } else {
+            work = 0;
+            exit = false;
         }
-        work = progress_round(e, &timeout, &exit);
+        if (finished)
+            *left = work_left(e);
         bool dev_busy = wf_engine_dev_busy(e);
         pthread_mutex_unlock(&e->progress_lock);
-        if (exit)
-            return false; /* the progress thread finishes what is left */
         if (work && wf_engine_driver_count(e) > 1)
             wake(e); /* the round may have completed another's request */
+        if (finished)
+            return true;
+        if (exit)
+            return false; /* the progress thread finishes what is left */
         idle = work ? 0 : idle + 1;
-        if (work || __atomic_load_n(done, __ATOMIC_ACQUIRE))
+        if (work)
             continue;
         uint64_t now = until_ms ? wf_time_ms() : 0;
         if (until_ms && now >= until_ms)
@@ -478,24 +522,14 @@ void wf_engine_driver_enter(wf_engine_t *e)
     __atomic_add_fetch(&e->drivers, 1, __ATOMIC_ACQ_REL);
 }
 
-/* Whether requests are submitted or active: the progress thread has to
- * take over when the last driver leaves. */
-static bool has_pending_work(wf_engine_t *e)
-{
-    pthread_mutex_lock(&e->progress_lock);
-    bool active = e->active_head != NULL;
-    pthread_mutex_unlock(&e->progress_lock);
-    pthread_mutex_lock(&e->lock);
-    active = active || e->notice_phase == WF_NOTICE_FLUSHING;
-    bool pending = active || e->submitted_head != NULL || e->stop;
-    pthread_mutex_unlock(&e->lock);
-    return pending;
-}
-
 bool wf_engine_driver_hands_over(wf_engine_t *e)
 {
-    return __atomic_load_n(&e->drivers, __ATOMIC_ACQUIRE) == 1 &&
-           has_pending_work(e);
+    if (__atomic_load_n(&e->drivers, __ATOMIC_ACQUIRE) != 1)
+        return false;
+    pthread_mutex_lock(&e->progress_lock);
+    bool left = work_left(e);
+    pthread_mutex_unlock(&e->progress_lock);
+    return left;
 }
 
 void wf_engine_driver_leave(wf_engine_t *e, bool wake_thread)

@@ -1,12 +1,13 @@
 /*
  * test_core.c - status strings, configuration parsing and precedence,
- * launcher environment detection, logging filters.
+ * launcher environment detection, logging filters, the coarse clock.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "config.h"
 #include "log.h"
 #include "rdv/launch_env.h"
@@ -181,4 +182,33 @@ WF_TEST(launch_env_torchrun_slurm_ompi_pmi, 10)
     ASSERT_TRUE(strcmp(env.source, "torchrun") == 0 && env.size == 2);
     ASSERT_TRUE(strcmp(env.rendezvous, "127.0.0.1:29501") == 0);
     ASSERT_TRUE(env.rank0_serves);
+}
+
+/* The coarse clock is the precise one's timeline, at most a tick behind,
+ * and the cheap deadline check answers as the precise one does; the
+ * reference is clock_gettime(CLOCK_MONOTONIC) read around each read. */
+WF_TEST(coarse_clock_follows_the_precise_one, 10)
+{
+    uint64_t tick = wf_coarse_tick_ms();
+    ASSERT_TRUE(tick >= 1 && tick <= 1001);
+    for (int i = 0; i < 2000; i++) {
+        uint64_t before = wf_time_ms();
+        uint64_t coarse = wf_time_ms_coarse();
+        uint64_t after = wf_time_ms();
+        ASSERT_TRUE(coarse <= after);
+        ASSERT_TRUE(before <= coarse + tick);
+        if (i % 100 == 0)
+            usleep(300);
+    }
+    uint64_t now = wf_time_ms();
+    ASSERT_TRUE(!wf_deadline_passed_cheap(0));
+    ASSERT_TRUE(wf_deadline_passed_cheap(now));
+    ASSERT_TRUE(wf_deadline_passed_cheap(now - 1));
+    ASSERT_TRUE(!wf_deadline_passed_cheap(now + 60000));
+    /* A deadline a few ms ahead: not passed before it, passed after it,
+     * whatever the tick (the precise clock decides near the deadline). */
+    uint64_t soon = wf_time_ms() + 3;
+    while (wf_time_ms() < soon)
+        ASSERT_TRUE(!wf_deadline_passed_cheap(soon) || wf_time_ms() >= soon);
+    ASSERT_TRUE(wf_deadline_passed_cheap(soon));
 }

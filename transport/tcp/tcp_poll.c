@@ -171,7 +171,7 @@ int wf_tcp_progress(wf_tctx_t *ctx)
     /* Checked on every call, not only on timer events, so an engine that
      * polls without get_fd() still sees retries and deadlines. */
     if (ctx->timer_fired ||
-        (ctx->timer_due && wf_time_ms() >= ctx->timer_due)) {
+        wf_deadline_passed_cheap(ctx->timer_due)) {
         ctx->timer_fired = false;
         wf_tcp_timers(ctx);
         n++;
