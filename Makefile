@@ -235,7 +235,7 @@ export ASAN_OPTIONS ?= detect_leaks=1:halt_on_error=1:abort_on_error=0
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 export TSAN_OPTIONS ?= halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/scripts/tsan.supp
 test: deps
-	$(MAKE) all $(TEST_BIN) $(CUDA_BUILD)
+	$(MAKE) all $(TEST_BIN) $(WEFT_HARNESS) $(CUDA_BUILD)
 	$(MAKE) check
 	@echo "$(TEST_BIN) --build $(BUILD)"
 	@{ WF_TEST_TIMEOUT_MULT=$(TEST_TIMEOUT_MULT) $(STDBUF) $(TEST_BIN) \
@@ -346,9 +346,20 @@ bench-cpu: all
 	CPU_RANKS="$(CPU_RANKS)" CPU_SIZE="$(CPU_SIZE)" CPU_ITERS="$(CPU_ITERS)" \
 	  bench/compare/cpu.sh $(BUILD)
 
-$(COMPARE_DIR)/mpi_allreduce: bench/compare/mpi_allreduce.c
+HARNESS_SRCS := bench/compare/harness.c bench/compare/harness.h
+$(COMPARE_DIR)/mpi_allreduce: bench/compare/mpi_allreduce.c $(HARNESS_SRCS)
 	@mkdir -p $(dir $@)
-	$(MPICC) -O2 -g -std=c11 -Wall -Wextra -Werror $< -o $@
+	$(MPICC) -O2 -g -std=c11 -Wall -Wextra -Werror $< \
+	  bench/compare/harness.c -o $@
+
+# weft's twin of mpi_allreduce (bench-latency): needs only libweft.
+WEFT_HARNESS := $(COMPARE_DIR)/weft_allreduce
+$(WEFT_HARNESS): bench/compare/weft_allreduce.c $(HARNESS_SRCS) \
+		$(BUILD)/lib/libweft.so
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -std=c11 -Wall -Wextra -Werror $(SAN) -Iinclude $< \
+	  bench/compare/harness.c -o $@ -L$(BUILD)/lib -lweft $(RPATH) \
+	  $(LDFLAGS)
 
 $(COMPARE_DIR)/gloo_allreduce: bench/compare/gloo_allreduce.cc
 	@mkdir -p $(dir $@)
@@ -381,7 +392,7 @@ bench-tcp-levers: $(TCP_LEVERS)
 # bare TCP floor, interleaved round by round (bench/compare/latency.sh;
 # LATENCY_RANKS, LATENCY_ROUNDS, LATENCY_ITERS).  After TCP_FLOOR's
 # definition: make expands a rule's prerequisites as it reads it.
-bench-latency: all $(TCP_FLOOR)
+bench-latency: all $(TCP_FLOOR) $(WEFT_HARNESS)
 	@scripts/install-compare-deps.sh
 	$(MAKE) $(COMPARE_DIR)/mpi_allreduce
 	LATENCY_RANKS="$(LATENCY_RANKS)" LATENCY_ROUNDS="$(LATENCY_ROUNDS)" \

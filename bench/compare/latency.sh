@@ -1,12 +1,15 @@
 #!/bin/bash
 # latency.sh - `make bench-latency`: the 8-byte allreduce of weft over its
-# sockets (weft-tcp, WEFT_TCP_CMA_MIN=0) against Open MPI over TCP, and on
-# 2 ranks against the bare floor (bench/floor/tcp_floor.c: two processes
+# sockets (WEFT_TCP_CMA_MIN=0) against Open MPI over TCP, and on 2 ranks
+# against the bare floor (bench/floor/tcp_floor.c: two processes
 # exchanging a 48-byte frame in a recv() loop, no library), interleaved
-# round by round.  Issue 5 asks for at most 0.8x Open MPI's time; on this
-# shared VM the speed of everything moves by a third within minutes, so
-# each round runs the three back to back and the verdict is the median of
-# the rounds' own ratios, not a ratio of two best cases.
+# round by round.  weft is timed twice: by weft_allreduce.c, the twin of
+# Open MPI's harness (the same loop, timed as a whole; the ratio is taken
+# from it), and by weft-bench, which times every call on its own.
+# Issue 5 asks for at most 0.8x Open MPI's time; on this shared VM the
+# speed of everything moves by a third within minutes, so each round runs
+# them all back to back and the verdict is the median of the rounds' own
+# ratios, not a ratio of two best cases.
 #
 # Prints one line per round (µs per call) and, per rank count, the medians
 # and the median of weft-tcp / mpi-tcp over the rounds.
@@ -47,25 +50,26 @@ echo "# $(nproc) cores, kernel $(uname -r), load average before:" \
     "$(cut -d' ' -f1-3 /proc/loadavg)"
 for n in $ranks; do
     echo
-    echo "| ranks | round | weft-tcp (µs) | mpi-tcp (µs) | floor (µs) | weft-tcp / mpi-tcp |"
-    echo "|---:|---:|---:|---:|---:|---:|"
-    w_all=() m_all=() f_all=() r_all=()
+    echo "| ranks | round | weft-tcp (µs) | mpi-tcp (µs) | floor (µs) | weft-tcp / mpi-tcp | weft-bench (µs) |"
+    echo "|---:|---:|---:|---:|---:|---:|---:|"
+    w_all=() m_all=() f_all=() r_all=() b_all=()
     for r in $(seq "$rounds"); do
-        w=$(time_of weft-tcp "$n")
+        w=$(time_of weft-tcp-harness "$n")
         m=$(time_of mpi-tcp "$n")
+        b=$(time_of weft-tcp "$n")
         f=-
         if [ "$n" = 2 ]; then
             f=$(floor_time)
             f_all+=("$f")
         fi
         ratio=$(awk -v w="$w" -v m="$m" 'BEGIN { printf "%.2f", w / m }')
-        w_all+=("$w") m_all+=("$m") r_all+=("$ratio")
-        echo "| $n | $r | $w | $m | $f | $ratio |"
+        w_all+=("$w") m_all+=("$m") r_all+=("$ratio") b_all+=("$b")
+        echo "| $n | $r | $w | $m | $f | $ratio | $b |"
     done
     fm=-
     [ "${#f_all[@]}" -gt 0 ] && fm=$(median "${f_all[@]}")
     echo "| $n | median | $(median "${w_all[@]}") | $(median "${m_all[@]}") |" \
-        "$fm | $(median "${r_all[@]}") |"
+        "$fm | $(median "${r_all[@]}") | $(median "${b_all[@]}") |"
 done
 echo
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -19,6 +19,13 @@ run_weft() { # N single-copy-threshold
         awk -F, '$14 == "out-of-place" { print $15, $21, $22, $17 }'
 }
 
+run_weft_harness() { # N: weft's twin of mpi_allreduce (weft_allreduce.c)
+    # shellcheck disable=SC2086
+    WEFT_TCP_CMA_MIN=0 "$build/bin/weftrun" -n "$1" \
+        "$build/compare/weft_allreduce" $sizes $iters |
+        awk '!/^#/ { print $1, $5, $6, $3 }'
+}
+
 run_mpi() { # N tcp|shm
     local net=()
     # ob1 + tcp only: UCX, if Open MPI picked it, would use shared memory.
@@ -39,6 +46,7 @@ run_gloo() { # N algorithm
 run_one() { # name N
     case $1 in
     weft-tcp) run_weft "$2" 0 ;;
+    weft-tcp-harness) run_weft_harness "$2" ;;
     weft-cma) run_weft "$2" "${WEFT_TCP_CMA_MIN:-64k}" ;;
     mpi-tcp) run_mpi "$2" tcp ;;
     mpi-shm) run_mpi "$2" shm ;;
