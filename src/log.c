@@ -166,9 +166,11 @@ void wf_log_emit(weft_log_level_t level, wf_subsys_t subsys, const char *fmt,
 void wf_log_report(weft_log_level_t level, wf_subsys_t subsys,
                    const char *fmt, ...)
 {
-    int saved_errno = errno; /* the setup may open the log file */
-    wf_log_setup();
-    errno = saved_errno;
+    if (!__atomic_load_n(&wf_log_ready, __ATOMIC_ACQUIRE)) {
+        int saved_errno = errno; /* the setup may open the log file */
+        wf_log_setup();
+        errno = saved_errno;
+    }
     if (!WF_LOG_ENABLED_((int)level, subsys))
         return;
     va_list ap;

@@ -8,32 +8,50 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A number with an optional k/m/g suffix (bytes); -1 when it is not. */
 static double parse_size(const char *s)
 {
     char *end;
     double v = strtod(s, &end);
+    if (end == s)
+        return -1;
+    double unit = 1;
     switch (*end) {
-    case 'k': case 'K': return v * 1024;
-    case 'm': case 'M': return v * 1048576;
-    case 'g': case 'G': return v * 1073741824.0;
-    default: return v;
+    case 'k': case 'K': unit = 1024; end++; break;
+    case 'm': case 'M': unit = 1048576; end++; break;
+    case 'g': case 'G': unit = 1073741824.0; end++; break;
+    default: break;
     }
+    return *end ? -1 : v * unit;
+}
+
+/* A whole number >= 0; -1 when it is not. */
+static int parse_count(const char *s)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    return end == s || *end || v < 0 || v > 1000000000 ? -1 : (int)v;
 }
 
 int harness_parse(int argc, char **argv, harness_opts_t *o)
 {
     *o = (harness_opts_t){.min = 8, .max = 64 << 20, .factor = 2,
                           .warmup = 5, .iters = 20};
+    if (argc % 2 == 0)
+        return -1; /* an option without its value */
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *f = argv[i], *v = argv[i + 1];
         if (!strcmp(f, "-b")) o->min = parse_size(v);
         else if (!strcmp(f, "-e")) o->max = parse_size(v);
         else if (!strcmp(f, "-f")) o->factor = atof(v);
-        else if (!strcmp(f, "-w")) o->warmup = atoi(v);
-        else if (!strcmp(f, "-r")) o->iters = atoi(v);
+        else if (!strcmp(f, "-w")) o->warmup = parse_count(v);
+        else if (!strcmp(f, "-r")) o->iters = parse_count(v);
         else return -1;
     }
-    return o->factor > 1 && o->iters > 0 && o->min <= o->max ? 0 : -1;
+    /* At least one float per size, so that the sweep moves. */
+    return o->min >= (double)sizeof(float) && o->min <= o->max &&
+                   o->factor > 1 && o->warmup >= 0 && o->iters > 0
+               ? 0 : -1;
 }
 
 void harness_fill(float *send, float *recv, size_t count, int rank)

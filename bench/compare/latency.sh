@@ -45,7 +45,10 @@ median() { # values...
 }
 
 echo "# make bench-latency: allreduce of 8 bytes (float32 sum), $iters," \
-    "$rounds rounds, each round weft-tcp, mpi-tcp and (2 ranks) the floor"
+    "$rounds rounds, each round weft-tcp, mpi-tcp, weft-bench and" \
+    "(2 ranks) the floor"
+echo "# weft-tcp: bench/compare/weft_allreduce, timed as Open MPI's" \
+    "harness times mpi-tcp; weft-bench: the same library, timed per call"
 echo "# $(nproc) cores, kernel $(uname -r), load average before:" \
     "$(cut -d' ' -f1-3 /proc/loadavg)"
 for n in $ranks; do

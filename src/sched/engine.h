@@ -194,11 +194,12 @@ void wf_engine_lost_peers(wf_engine_t *engine, uint8_t *lost);
 /* Runs progress rounds in the calling thread until *done is set (returns
  * true), until the engine stops (the progress thread completes what is
  * left) or until the clock passes until_ms (0: no limit).  *left tells
- * whether requests or notices were left for someone to progress when it
- * returned (true unless it looked), as wf_engine_driver_hands_over would
- * without taking the lock again.  Call between wf_engine_driver_enter/leave. */
+ * whether requests or notices were left for someone to progress after
+ * round number *round, its last (true unless it looked): what
+ * wf_engine_driver_hands_over_after needs.  Call between
+ * wf_engine_driver_enter/leave. */
 bool wf_engine_drive(wf_engine_t *engine, const volatile bool *done,
-                     uint64_t until_ms, bool *left);
+                     uint64_t until_ms, bool *left, uint64_t *round);
 /* Runs one progress round in the calling thread unless another thread is
  * running one (weft_test).  Same registration as wf_engine_drive. */
 void wf_engine_poke(wf_engine_t *engine);
@@ -210,6 +211,10 @@ void wf_engine_poke(wf_engine_t *engine);
  * woken to take over requests nobody drives any more. */
 void wf_engine_driver_enter(wf_engine_t *engine);
 bool wf_engine_driver_hands_over(wf_engine_t *engine);
+/* wf_engine_driver_hands_over from what wf_engine_drive saw in its last
+ * round, without a lock, when no round ran since (another driver's). */
+bool wf_engine_driver_hands_over_after(wf_engine_t *engine, bool left,
+                                       uint64_t round);
 void wf_engine_driver_leave(wf_engine_t *engine, bool wake_thread);
 int wf_engine_driver_count(wf_engine_t *engine);
 
@@ -220,7 +225,8 @@ void wf_req_release(struct weft_request *req);
 /* Sets the final status, detaches the request from its engine and wakes
  * waiters (first completion wins). */
 void wf_req_complete(struct weft_request *req, weft_status_t status);
-/* Sets req->engine under the request lock (wf_engine_submit). */
+/* Sets req->engine under the request lock (wf_engine_submit, for a gated
+ * request: the only kind another thread can see before it is queued). */
 void wf_req_attach(struct weft_request *req, wf_engine_t *engine);
 /* Opens a gated request's gate and wakes its engine (any thread; makes no
  * device-layer call, so a device callback may call it). */

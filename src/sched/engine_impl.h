@@ -97,6 +97,10 @@ struct wf_engine {
     /* The last round ended when its driver's request did, before the
      * notice, stray and deadline checks: the next round runs them. */
     bool checks_skipped;
+    /* Progress rounds run, written under progress_lock, read atomically:
+     * tells a leaving driver whether its last round's view is still
+     * current (wf_engine_driver_hands_over_after). */
+    uint64_t rounds;
     uint64_t notice_deadline;      /* flushing gives up then */
     char notice_text[WF_ERRMSG_MAX];
 };

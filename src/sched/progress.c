@@ -320,6 +320,7 @@ static int progress_round(wf_engine_t *e, int *timeout, bool *exit,
                           const volatile bool *done)
 {
     bool stop;
+    __atomic_store_n(&e->rounds, e->rounds + 1, __ATOMIC_RELEASE);
     bool started = take_submitted(e, &stop);
     weft_status_t sticky = wf_engine_error(e, NULL);
     /* Tell the peers before anything else: on failure so that they stop
@@ -358,7 +359,8 @@ static int progress_round(wf_engine_t *e, int *timeout, bool *exit,
      * message to the next call's first.  Never two rounds in a row. */
     if (done && !e->checks_skipped && sticky == WEFT_OK && !stop &&
         e->notice_phase == WF_NOTICE_NONE &&
-        __atomic_load_n(done, __ATOMIC_ACQUIRE)) {
+        __atomic_load_n(done, __ATOMIC_ACQUIRE) &&
+        wf_engine_error(e, NULL) == WEFT_OK) { /* none since the start */
         e->checks_skipped = true;
         *timeout = 0;
         *exit = false;
@@ -469,10 +471,11 @@ static bool work_left(wf_engine_t *e)
 }
 
 bool wf_engine_drive(wf_engine_t *e, const volatile bool *done,
-                     uint64_t until_ms, bool *left)
+                     uint64_t until_ms, bool *left, uint64_t *round)
 {
     int idle = 0;
     *left = true; /* unless a round says otherwise */
+    *round = 0;
     for (;;) {
         int timeout = 0, work;
         bool exit;
@@ -490,8 +493,10 @@ bool wf_engine_drive(wf_engine_t *e, const volatile bool *done,
             work = 0;
             exit = false;
         }
-        if (finished)
+        if (finished) {
             *left = work_left(e);
+            *round = e->rounds;
+        }
         bool dev_busy = wf_engine_dev_busy(e);
         pthread_mutex_unlock(&e->progress_lock);
         if (work && wf_engine_driver_count(e) > 1)
@@ -529,6 +534,17 @@ bool wf_engine_driver_hands_over(wf_engine_t *e)
     pthread_mutex_lock(&e->progress_lock);
     bool left = work_left(e);
     pthread_mutex_unlock(&e->progress_lock);
+    return left;
+}
+
+bool wf_engine_driver_hands_over_after(wf_engine_t *e, bool left,
+                                       uint64_t round)
+{
+    if (__atomic_load_n(&e->drivers, __ATOMIC_ACQUIRE) != 1)
+        return false;
+    /* Another driver's rounds since then may have taken in work. */
+    if (__atomic_load_n(&e->rounds, __ATOMIC_ACQUIRE) != round)
+        return wf_engine_driver_hands_over(e);
     return left;
 }
 

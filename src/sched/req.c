@@ -6,8 +6,10 @@
  * per-request ones: a waiter must be able to wake safely even when the
  * communicator (and its engine) is torn down by weft_comm_abort in another
  * thread, and a request may outlive its engine.  The same lock guards
- * req->engine and the engine's count of driving callers, so a waiter that
- * drives an engine keeps it alive: wf_engine_destroy waits for it.
+ * req->engine (set without it when a request is queued, as long as only
+ * its submitter can see it: wf_engine_submit) and the engine's count of
+ * driving callers, so a waiter that drives an engine keeps it alive:
+ * wf_engine_destroy waits for it.
  * Lock order: the engine's progress lock and state lock before req_lock
  * (completions happen inside progress rounds), never the other way.
  */
@@ -117,8 +119,9 @@ static void drive(struct weft_request *req, bool once, uint64_t until_ms)
         wake_thread = wf_engine_driver_hands_over(e);
     } else {
         bool left;
-        wf_engine_drive(e, &req->done, until_ms, &left);
-        wake_thread = left && wf_engine_driver_count(e) == 1;
+        uint64_t round;
+        wf_engine_drive(e, &req->done, until_ms, &left, &round);
+        wake_thread = wf_engine_driver_hands_over_after(e, left, round);
     }
     pthread_mutex_lock(&req_lock);
     wf_engine_driver_leave(e, wake_thread);
