@@ -42,9 +42,13 @@ static inline uint64_t wf_time_ms(void) { return wf_time_ns() / 1000000u; }
 
 /* Deadline helpers: a deadline is an absolute wf_time_ms() value; 0 means
  * none. */
+static inline uint64_t wf_deadline_from(uint64_t now_ms, int64_t timeout_ms)
+{
+    return timeout_ms <= 0 ? 0 : now_ms + (uint64_t)timeout_ms;
+}
 static inline uint64_t wf_deadline_after(int64_t timeout_ms)
 {
-    return timeout_ms <= 0 ? 0 : wf_time_ms() + (uint64_t)timeout_ms;
+    return timeout_ms <= 0 ? 0 : wf_deadline_from(wf_time_ms(), timeout_ms);
 }
 static inline bool wf_deadline_passed(uint64_t deadline)
 {

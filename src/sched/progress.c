@@ -137,9 +137,8 @@ weft_status_t wf_engine_submit(wf_engine_t *e, struct weft_request *req,
         req->seq = e->p2p_recv_seq[a->peer]++;
     else
         req->seq = e->coll_seq++;
-    uint64_t now_ms = wf_time_ms();
-    req->deadline_ms = e->timeout_ms > 0 ? now_ms + (uint64_t)e->timeout_ms
-                                         : 0; /* wf_deadline_after */
+    uint64_t now_ms = wf_time_ms(); /* for the deadline and the history */
+    req->deadline_ms = wf_deadline_from(now_ms, e->timeout_ms);
     /* Only a gated request is seen by another thread before it is queued
      * below: its stream's callback reads the engine under the request
      * lock (wf_req_open_gate).  The others skip that lock. */
@@ -477,8 +476,8 @@ bool wf_engine_drive(wf_engine_t *e, const volatile bool *done,
     *left = true; /* unless a round says otherwise */
     *round = 0;
     for (;;) {
-        int timeout = 0, work;
-        bool exit;
+        int timeout = 0, work = 0;
+        bool exit = false;
         /* Blocking, not trylock: whoever holds the lock runs one short
          * round, and sleeping on the mutex until then is cheaper than
          * spinning on it. */
@@ -489,9 +488,6 @@ bool wf_engine_drive(wf_engine_t *e, const volatile bool *done,
             /* Looked at before the lock goes, as most calls end in the
              * round that reads their last message. */
             finished = __atomic_load_n(done, __ATOMIC_ACQUIRE);
-        } else {
-            work = 0;
-            exit = false;
         }
         if (finished) {
             *left = work_left(e);
