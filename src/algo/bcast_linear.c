@@ -12,9 +12,9 @@
  *
  * The buffer travels in chunks of WEFT_CHUNK_SIZE, chunk c with tag c, to
  * the ranks after the root in order (root + 1, root + 2, ...).  The root
- * sends out of its send buffer, so its one copy into the receive buffer
- * (out of place) depends on nothing; a receiver writes each region of its
- * buffer once.
+ * sends out of its send buffer and copies each chunk into its receive
+ * buffer (out of place) after the chunk's first send; a receiver writes
+ * each region of its buffer once.
  */
 #include <math.h>
 
@@ -32,7 +32,6 @@ static weft_status_t linear_build(const wf_coll_args_t *a, wf_plan_t *plan)
         return st;
     size_t ce = wf_rtree_chunk_elems(a);
     size_t nc = wf_rtree_nchunks(a->count, ce);
-    wf_rtree_bcast_root_copy(a, plan);
     for (size_t c = 0; c < nc; c++) {
         uint64_t off = c * ce * es;
         uint64_t len = WF_MIN(ce, a->count - c * ce) * es;
@@ -42,10 +41,14 @@ static weft_status_t linear_build(const wf_coll_args_t *a, wf_plan_t *plan)
                          WF_NO_DEP, WF_NO_DEP);
             continue;
         }
-        for (int v = 1; v < n; v++)
-            wf_plan_send(plan, wf_rtree_rank(v, a->root, n), (uint32_t)c,
-                         wf_bref(WF_BUF_SEND, off), len, WF_NO_DEP,
-                         WF_NO_DEP, WF_NO_DEP);
+        int32_t first = WF_NO_DEP;
+        for (int v = 1; v < n; v++) {
+            int32_t sent = wf_plan_send(plan, wf_rtree_rank(v, a->root, n),
+                                        (uint32_t)c, wf_bref(WF_BUF_SEND, off),
+                                        len, WF_NO_DEP, WF_NO_DEP, WF_NO_DEP);
+            first = v == 1 ? sent : first;
+        }
+        wf_rtree_bcast_root_copy(a, plan, first, off, len);
     }
     return wf_algo_build_status(&wf_algo_bcast_linear, a, plan->failed);
 }

@@ -12,8 +12,8 @@
  *
  * Dependencies: a forward of chunk c waits for the receive of chunk c.
  * Every region of the receive buffer is written once (by that receive, or
- * on the root by one copy from the send buffer, while the root's sends
- * read the send buffer), so there are no reuse hazards.  Chunk c travels
+ * on the root by a copy from the send buffer after the chunk's send, which
+ * reads the send buffer), so there are no reuse hazards.  Chunk c travels
  * with tag c.  With zero elements one empty message still travels down
  * the chain, so that a rank whose count differs is told.
  *
@@ -55,7 +55,6 @@ static weft_status_t ring_build(const wf_coll_args_t *a, wf_plan_t *plan)
     size_t ce = wf_chain_chunk_elems(a);
     /* At least one (possibly empty) message per link. */
     size_t nc = WF_MAX((size_t)1, wf_rtree_nchunks(a->count, ce));
-    wf_rtree_bcast_root_copy(a, plan);
     for (size_t c = 0; c < nc; c++) {
         uint64_t off = a->count ? c * ce * es : 0;
         uint64_t len = a->count ? WF_MIN(ce, a->count - c * ce) * es : 0;
@@ -64,10 +63,13 @@ static weft_status_t ring_build(const wf_coll_args_t *a, wf_plan_t *plan)
             got = wf_plan_recv(plan, prev, (uint32_t)c,
                                wf_bref(WF_BUF_RECV, off), len, WF_NO_DEP,
                                WF_NO_DEP, WF_NO_DEP);
+        int32_t sent = WF_NO_DEP;
         if (sends)
-            wf_plan_send(plan, next, (uint32_t)c,
-                         wf_bref(vr == 0 ? WF_BUF_SEND : WF_BUF_RECV, off),
-                         len, got, WF_NO_DEP, WF_NO_DEP);
+            sent = wf_plan_send(plan, next, (uint32_t)c,
+                                wf_bref(vr == 0 ? WF_BUF_SEND : WF_BUF_RECV,
+                                        off),
+                                len, got, WF_NO_DEP, WF_NO_DEP);
+        wf_rtree_bcast_root_copy(a, plan, sent, off, len);
     }
     return wf_algo_build_status(&wf_algo_bcast_ring, a, plan->failed);
 }

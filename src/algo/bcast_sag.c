@@ -24,7 +24,9 @@
  * piece, from the scatter (have[cell]) or from the previous allgather step
  * (ring[cell], the latest ring receive into that cell, which is the
  * segment being forwarded).  Every element of a receive buffer is written
- * once, so there are no reuse hazards.  Tags: the scatter piece in cell g
+ * once, so there are no reuse hazards; the root copies each piece into
+ * its receive buffer (out of place) after its one send of it in the
+ * scatter, or for segment 0 in the allgather.  Tags: the scatter piece in cell g
  * uses g; allgather pieces are numbered in order on both sides of a link,
  * from 2^30 up.
  *
@@ -94,10 +96,11 @@ static void scatter(sag_t *g)
                   &hi);
         for (size_t p = lo; p < hi; p = (p / g->ce + 1) * g->ce) {
             size_t cell = p / g->ce, end = WF_MIN(hi, (cell + 1) * g->ce);
-            wf_plan_send(g->plan, peer, (uint32_t)cell, ref(g, p),
-                         (end - p) * es,
-                         g->vr == 0 ? WF_NO_DEP : g->have[cell], WF_NO_DEP,
-                         WF_NO_DEP);
+            int32_t sent = wf_plan_send(
+                g->plan, peer, (uint32_t)cell, ref(g, p), (end - p) * es,
+                g->vr == 0 ? WF_NO_DEP : g->have[cell], WF_NO_DEP, WF_NO_DEP);
+            wf_rtree_bcast_root_copy(a, g->plan, sent, (uint64_t)p * es,
+                                     (end - p) * es);
         }
     }
 }
@@ -118,9 +121,14 @@ static void ring_step(sag_t *g, int t)
             int32_t dep = vr == 0 ? WF_NO_DEP
                           : mine  ? g->have[cell]
                                   : g->ring[cell];
-            wf_plan_send(g->plan, next, SAG_RING_TAG + g->send_seq++,
-                         ref(g, p), (end - p) * es, dep, WF_NO_DEP,
-                         WF_NO_DEP);
+            int32_t sent = wf_plan_send(g->plan, next,
+                                        SAG_RING_TAG + g->send_seq++,
+                                        ref(g, p), (end - p) * es, dep,
+                                        WF_NO_DEP, WF_NO_DEP);
+            /* The root's own segment 0 is the one the scatter left. */
+            if (j == 0)
+                wf_rtree_bcast_root_copy(a, g->plan, sent, (uint64_t)p * es,
+                                         (end - p) * es);
         }
     }
     j = (vr - 1 - t + 2 * n) % n;
@@ -155,7 +163,6 @@ static weft_status_t sag_build(const wf_coll_args_t *a, wf_plan_t *plan)
     g.ring = g.have + ncells;
     for (size_t i = 0; i < 2 * ncells; i++)
         g.have[i] = WF_NO_DEP;
-    wf_rtree_bcast_root_copy(a, plan);
     scatter(&g);
     for (int t = 0; t < g.n - 1; t++)
         ring_step(&g, t);

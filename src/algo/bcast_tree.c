@@ -12,9 +12,9 @@
  *
  * Dependencies: a forwarding send of chunk c waits for the receive of
  * chunk c; nothing else is needed, because every region of the receive
- * buffer is written exactly once (by that receive, or on the root by the
- * one copy out of the send buffer, which the root's sends do not read:
- * they read the send buffer itself).  Chunk c travels with tag c; a pair
+ * buffer is written exactly once (by that receive, or on the root by a
+ * copy out of the send buffer after the chunk's first send, which the
+ * root's sends do not read: they read the send buffer itself).  Chunk c travels with tag c; a pair
  * of ranks shares at most one tree edge, so tags are unique per pair.
  *
  * Cost: the root sends each of the C chunks to its ceil(log2 n) = L
@@ -42,7 +42,6 @@ static weft_status_t tree_build(const wf_coll_args_t *a, wf_plan_t *plan)
     int parent = vr ? wf_rtree_rank(wf_rtree_parent(vr), a->root, n) : -1;
     size_t ce = wf_rtree_chunk_elems(a);
     size_t nc = wf_rtree_nchunks(a->count, ce);
-    wf_rtree_bcast_root_copy(a, plan);
     for (size_t c = 0; c < nc; c++) {
         uint64_t off = c * ce * es;
         uint64_t len = WF_MIN(ce, a->count - c * ce) * es;
@@ -52,9 +51,13 @@ static weft_status_t tree_build(const wf_coll_args_t *a, wf_plan_t *plan)
             got = wf_plan_recv(plan, parent, (uint32_t)c,
                                wf_bref(WF_BUF_RECV, off), len, WF_NO_DEP,
                                WF_NO_DEP, WF_NO_DEP);
-        for (int i = 0; i < nk; i++)
-            wf_plan_send(plan, peers[i], (uint32_t)c, src, len, got,
-                         WF_NO_DEP, WF_NO_DEP);
+        int32_t first = WF_NO_DEP;
+        for (int i = 0; i < nk; i++) {
+            int32_t sent = wf_plan_send(plan, peers[i], (uint32_t)c, src, len,
+                                        got, WF_NO_DEP, WF_NO_DEP);
+            first = i == 0 ? sent : first;
+        }
+        wf_rtree_bcast_root_copy(a, plan, first, off, len);
     }
     return wf_algo_build_status(&wf_algo_bcast_tree, a, plan->failed);
 }

@@ -111,12 +111,13 @@ bool wf_rtree_trivial(const wf_coll_args_t *a, wf_plan_t *plan, bool down,
     return true;
 }
 
-void wf_rtree_bcast_root_copy(const wf_coll_args_t *a, wf_plan_t *plan)
+void wf_rtree_bcast_root_copy(const wf_coll_args_t *a, wf_plan_t *plan,
+                              int32_t sent, uint64_t off, uint64_t len)
 {
-    if (a->rank == a->root && !a->in_place && a->count)
-        wf_plan_copy(plan, wf_bref(WF_BUF_RECV, 0), wf_bref(WF_BUF_SEND, 0),
-                     (uint64_t)a->count * a->elem_size, WF_NO_DEP,
-                     WF_NO_DEP, WF_NO_DEP);
+    if (a->rank == a->root && !a->in_place && len)
+        wf_plan_copy(plan, wf_bref(WF_BUF_RECV, off),
+                     wf_bref(WF_BUF_SEND, off), len, sent, WF_NO_DEP,
+                     WF_NO_DEP);
 }
 
 weft_status_t wf_rtree_build_empty(const wf_coll_args_t *a, wf_plan_t *plan,

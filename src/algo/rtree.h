@@ -108,10 +108,15 @@ weft_status_t wf_rtree_build_empty(const wf_coll_args_t *a, wf_plan_t *plan,
 bool wf_rtree_trivial(const wf_coll_args_t *a, wf_plan_t *plan, bool down,
                       weft_status_t *st);
 
-/* A broadcast root's copy of its send buffer into its receive buffer
- * (out of place, and not empty).  The root sends out of its send buffer,
- * so the copy waits for nothing and nothing waits for it. */
-void wf_rtree_bcast_root_copy(const wf_coll_args_t *a, wf_plan_t *plan);
+/* A broadcast root's copy of bytes [off, off + len) of its send buffer
+ * into its receive buffer (out of place; nothing elsewhere), after `sent`,
+ * the root's first send of those bytes.  The root sends out of its send
+ * buffer, so nothing waits for the copy; it goes piece by piece behind the
+ * sends because one copy of the whole buffer ran before any of them: at
+ * 64 MiB over 5 Gbit/s links the chain's root started sending 6.5 ms late,
+ * 5% of the call (docs/performance.md, "The broadcast root's copy"). */
+void wf_rtree_bcast_root_copy(const wf_coll_args_t *a, wf_plan_t *plan,
+                              int32_t sent, uint64_t off, uint64_t len);
 
 /* Cost of a plan that only copies or does nothing (one rank). */
 double wf_rtree_single_cost(const wf_coll_args_t *a);
