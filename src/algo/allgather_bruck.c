@@ -106,18 +106,23 @@ static weft_status_t bruck_build(const wf_coll_args_t *a, wf_plan_t *plan)
     bruck_t g = {.a = a, .plan = plan};
     g.block = (uint64_t)a->count * a->elem_size;
     wf_unr_trace_init(&g.trace);
-    if (!a->in_place) {
-        int32_t cp = wf_plan_copy(
-            plan, wf_bref(WF_BUF_RECV, (uint64_t)a->rank * g.block),
-            wf_bref(WF_BUF_SEND, 0), g.block, WF_NO_DEP, WF_NO_DEP,
-            WF_NO_DEP);
-        wf_unr_trace_add(&g.trace, 0, g.block, cp);
-    }
     for (int k = 0; (1 << k) < a->size; k++) {
         int d = 1 << k;
         uint64_t cnt = (uint64_t)WF_MIN(d, a->size - d);
         bruck_round_send(&g, k, cnt);
         bruck_round_recv(&g, k, cnt);
+        /* Round 0 sends the own block from the send buffer; its copy
+         * comes after that round's transfers, which it would otherwise
+         * hold back (they are ready at the same time and start in plan
+         * order), and before the rounds that read it. */
+        if (k == 0 && !a->in_place) {
+            int32_t cp = wf_plan_copy(
+                plan, wf_bref(WF_BUF_RECV, (uint64_t)a->rank * g.block),
+                wf_bref(WF_BUF_SEND, 0), g.block, WF_NO_DEP, WF_NO_DEP,
+                WF_NO_DEP);
+            wf_unr_trace_batch(&g.trace);
+            wf_unr_trace_add(&g.trace, 0, g.block, cp);
+        }
     }
     bool failed = g.trace.failed || plan->failed;
     wf_unr_trace_free(&g.trace);

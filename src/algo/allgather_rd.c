@@ -44,12 +44,36 @@ typedef struct {
     wf_unr_fold_t f;
     wf_unr_cuts_t cuts;
     wf_unr_trace_t trace; /* writers, in virtual byte offsets */
+    bool own_copied;      /* the own block's copy is in the plan */
 } rd_t;
 
 /* Virtual byte offset of virtual rank v's first block. */
 static uint64_t vbyte(const rd_t *g, int v)
 {
     return wf_unr_vstart(&g->f, v) * g->f.block;
+}
+
+/* Out of place, the own block's copy into the receive buffer, added as
+ * late as it can be: before the first send that reads part of it from the
+ * receive buffer (a piece that runs on past the block), else last.  It
+ * waits for nothing, and steps that are ready together start in plan
+ * order, so first in the plan it held back every transfer of the first
+ * round.  Its trace entry gets a batch of its own. */
+static void copy_own(rd_t *g)
+{
+    const wf_coll_args_t *a = g->a;
+    if (a->in_place || g->own_copied)
+        return;
+    g->own_copied = true;
+    int32_t cp = wf_plan_copy(g->plan,
+                              wf_bref(WF_BUF_RECV, (uint64_t)a->rank *
+                                                       g->f.block),
+                              wf_bref(WF_BUF_SEND, 0), g->f.block, WF_NO_DEP,
+                              WF_NO_DEP, WF_NO_DEP);
+    if (a->rank < g->f.p) {
+        wf_unr_trace_batch(&g->trace);
+        wf_unr_trace_add(&g->trace, vbyte(g, a->rank), g->f.block, cp);
+    }
 }
 
 /* Sends virtual range [lo, hi) to `peer` from the receive buffer, each
@@ -70,6 +94,8 @@ static void send_range(rd_t *g, int peer, uint64_t lo, uint64_t hi,
         if (from_send && x >= own && x + len <= own + g->f.block) {
             src = wf_bref(WF_BUF_SEND, x - own);
         } else {
+            if (x < own + g->f.block && x + len > own)
+                copy_own(g);
             wf_unr_trace_deps(&g->trace, x, len, &d, g->plan, anchor);
             src = wf_bref(WF_BUF_RECV, wf_unr_vreal(&g->f, x));
         }
@@ -143,18 +169,11 @@ static weft_status_t rd_build(const wf_coll_args_t *a, wf_plan_t *plan)
     rd_t g = {.a = a, .plan = plan, .f = wf_unr_fold(a)};
     g.cuts = wf_unr_vcuts(&g.f, wf_unr_grid(a));
     wf_unr_trace_init(&g.trace);
-    uint64_t own = (uint64_t)a->rank * g.f.block;
-    int32_t cp = WF_NO_DEP;
-    if (!a->in_place)
-        cp = wf_plan_copy(plan, wf_bref(WF_BUF_RECV, own),
-                          wf_bref(WF_BUF_SEND, 0), g.f.block, WF_NO_DEP,
-                          WF_NO_DEP, WF_NO_DEP);
-    if (a->rank >= g.f.p) {
+    if (a->rank >= g.f.p)
         rd_folded(&g);
-    } else {
-        wf_unr_trace_add(&g.trace, vbyte(&g, a->rank), g.f.block, cp);
+    else
         rd_main(&g);
-    }
+    copy_own(&g);
     bool failed = g.trace.failed || plan->failed;
     wf_unr_trace_free(&g.trace);
     return wf_algo_build_status(&wf_algo_allgather_rd, a, failed);

@@ -7,11 +7,13 @@
  *
  * Dependencies: the send of chunk c in step t reads what the receive of
  * chunk c in step t-1 wrote; step 0 sends the rank's own block from the
- * send buffer, so it waits for nothing (also not for the local copy of
- * the own block into the receive buffer).  Every receive writes a block
- * nobody has read yet, so receives wait for nothing.  In place (sendbuf
- * == recvbuf + rank * block) the own block already is where it belongs:
- * no copy, and no step writes it.
+ * send buffer, so it waits for nothing.  Out of place, each chunk of the
+ * own block is copied into the receive buffer after its step-0 send: one
+ * copy of the whole block first ran before any transfer was posted, as the
+ * broadcast root's did (docs/performance.md, "The broadcast root's
+ * copy").  Every receive writes a block nobody has read yet, so receives
+ * wait for nothing.  In place (sendbuf == recvbuf + rank * block) the own
+ * block already is where it belongs: no copy, and no step writes it.
  *
  * Tags: one running number per direction; both sides enumerate (step,
  * chunk) in the same order and every block has the same chunk count.
@@ -42,9 +44,12 @@ static void agring_steps(const wf_coll_args_t *a, wf_plan_t *plan,
             uint64_t off = c * grid, len = WF_MIN(grid, block - off);
             wf_bref_t src = t == 0 ? wf_bref(WF_BUF_SEND, off)
                                    : wf_bref(WF_BUF_RECV, sblk + off);
-            wf_plan_send(plan, right, send_tag++, src, len,
-                         t == 0 ? WF_NO_DEP : prev[c], WF_NO_DEP,
-                         WF_NO_DEP);
+            int32_t sent = wf_plan_send(plan, right, send_tag++, src, len,
+                                        t == 0 ? WF_NO_DEP : prev[c],
+                                        WF_NO_DEP, WF_NO_DEP);
+            if (t == 0 && !a->in_place)
+                wf_plan_copy(plan, wf_bref(WF_BUF_RECV, sblk + off), src, len,
+                             sent, WF_NO_DEP, WF_NO_DEP);
         }
         for (uint64_t c = 0; c < nchunks; c++) {
             uint64_t off = c * grid, len = WF_MIN(grid, block - off);
@@ -70,10 +75,6 @@ static weft_status_t agring_build(const wf_coll_args_t *a, wf_plan_t *plan)
                   "elements", a->count);
         return WEFT_ERR_NO_MEMORY;
     }
-    if (!a->in_place)
-        wf_plan_copy(plan, wf_bref(WF_BUF_RECV, (uint64_t)a->rank * block),
-                     wf_bref(WF_BUF_SEND, 0), block, WF_NO_DEP, WF_NO_DEP,
-                     WF_NO_DEP);
     agring_steps(a, plan, prev, nchunks);
     free(prev);
     return plan->failed ? WEFT_ERR_NO_MEMORY : WEFT_OK;

@@ -107,14 +107,17 @@ static weft_status_t a2a_build(const wf_coll_args_t *a, wf_plan_t *plan)
     uint64_t own = (uint64_t)a->rank * g.block;
     if (a->in_place)
         plan->scratch_bytes = (uint64_t)(a->size - 1) * g.block;
+    for (int k = 1; k < a->size; k++)
+        a2a_round(&g, k);
+    /* The own block's copy waits for nothing, and steps that are ready
+     * together run in plan order: last, it runs after the first round's
+     * transfers are posted, not before them. */
+    if (a->in_place)
+        a2a_settle(&g);
     else
         wf_plan_copy(plan, wf_bref(WF_BUF_RECV, own),
                      wf_bref(WF_BUF_SEND, own), g.block, WF_NO_DEP,
                      WF_NO_DEP, WF_NO_DEP);
-    for (int k = 1; k < a->size; k++)
-        a2a_round(&g, k);
-    if (a->in_place)
-        a2a_settle(&g);
     free(g.rv);
     return plan->failed ? WEFT_ERR_NO_MEMORY : WEFT_OK;
 }

@@ -41,10 +41,6 @@ static void build_root(gtree_t *g)
     const wf_coll_args_t *a = g->a;
     int kids[WF_RTREE_MAX_CHILDREN], abs[2], len[2];
     int nk = wf_rtree_children(0, g->n, false, kids);
-    if (!a->in_place)
-        wf_plan_copy(g->plan, wf_bref(WF_BUF_RECV, (uint64_t)a->root * g->blk),
-                     wf_bref(WF_BUF_SEND, 0), g->blk, WF_NO_DEP, WF_NO_DEP,
-                     WF_NO_DEP);
     for (int i = 0; i < nk; i++) {
         int peer = wf_rtree_rank(kids[i], a->root, g->n);
         int np = wf_rtree_wrap(kids[i], wf_rtree_subtree(kids[i], g->n),
@@ -55,6 +51,11 @@ static void build_root(gtree_t *g)
                          (uint64_t)len[p] * g->blk, WF_NO_DEP, WF_NO_DEP,
                          WF_NO_DEP);
     }
+    /* After the receives in plan order, so that they are posted first. */
+    if (!a->in_place)
+        wf_plan_copy(g->plan, wf_bref(WF_BUF_RECV, (uint64_t)a->root * g->blk),
+                     wf_bref(WF_BUF_SEND, 0), g->blk, WF_NO_DEP, WF_NO_DEP,
+                     WF_NO_DEP);
 }
 
 /* An inner non-root rank: collect the subtree in scratch, forward it. */
@@ -64,15 +65,16 @@ static void build_inner(gtree_t *g, const int *kids, int nk, int parent)
     int32_t deps[WF_RTREE_MAX_CHILDREN + 1];
     int sz = wf_rtree_subtree(g->vr, g->n), abs[2], len[2];
     g->plan->scratch_bytes = (uint64_t)sz * g->blk;
-    deps[0] = wf_plan_copy(g->plan, wf_bref(WF_BUF_SCRATCH, 0),
-                           wf_bref(WF_BUF_SEND, 0), g->blk, WF_NO_DEP,
-                           WF_NO_DEP, WF_NO_DEP);
     for (int i = 0; i < nk; i++)
         deps[i + 1] = wf_plan_recv(
             g->plan, wf_rtree_rank(kids[i], a->root, g->n), 0,
             wf_bref(WF_BUF_SCRATCH, (uint64_t)(kids[i] - g->vr) * g->blk),
             (uint64_t)wf_rtree_subtree(kids[i], g->n) * g->blk, WF_NO_DEP,
             WF_NO_DEP, WF_NO_DEP);
+    /* After the receives in plan order, so that they are posted first. */
+    deps[0] = wf_plan_copy(g->plan, wf_bref(WF_BUF_SCRATCH, 0),
+                           wf_bref(WF_BUF_SEND, 0), g->blk, WF_NO_DEP,
+                           WF_NO_DEP, WF_NO_DEP);
     int32_t all = wf_rtree_join(g->plan, deps, nk + 1,
                                 wf_bref(WF_BUF_SCRATCH, 0));
     int np = 1;

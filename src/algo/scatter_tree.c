@@ -39,10 +39,6 @@ static void build_root(stree_t *g)
     const wf_coll_args_t *a = g->a;
     int kids[WF_RTREE_MAX_CHILDREN], abs[2], len[2];
     int nk = wf_rtree_children(0, g->n, true, kids);
-    if (!a->in_place)
-        wf_plan_copy(g->plan, wf_bref(WF_BUF_RECV, 0),
-                     wf_bref(WF_BUF_SEND, (uint64_t)a->root * g->blk), g->blk,
-                     WF_NO_DEP, WF_NO_DEP, WF_NO_DEP);
     for (int i = 0; i < nk; i++) {
         int peer = wf_rtree_rank(kids[i], a->root, g->n);
         int np = wf_rtree_wrap(kids[i], wf_rtree_subtree(kids[i], g->n),
@@ -53,6 +49,11 @@ static void build_root(stree_t *g)
                          (uint64_t)len[p] * g->blk, WF_NO_DEP, WF_NO_DEP,
                          WF_NO_DEP);
     }
+    /* After the sends in plan order, so that they are posted first. */
+    if (!a->in_place)
+        wf_plan_copy(g->plan, wf_bref(WF_BUF_RECV, 0),
+                     wf_bref(WF_BUF_SEND, (uint64_t)a->root * g->blk), g->blk,
+                     WF_NO_DEP, WF_NO_DEP, WF_NO_DEP);
 }
 
 /* An inner non-root rank: receive the subtree, hand it on, keep its own. */

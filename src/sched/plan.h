@@ -10,6 +10,12 @@
  *   AVG    dst = dst / nranks, count elements (WEFT_AVG's final division)
  * A step starts when all of its dependencies (earlier steps) are done, so
  * an algorithm expresses both data flow and buffer reuse as dependencies.
+ * Steps that become ready together start in plan order, and a local step
+ * (REDUCE, COPY, AVG) runs to its end as it starts, before the transfers
+ * behind it are posted.  So a local step that waits for nothing comes
+ * after the transfers that wait for nothing, unless they need it, and a
+ * large one goes in pieces after the sends it can follow (the broadcast
+ * root's copy: test/unit/test_plan_order.c).
  * Tags are unique per (peer, direction) within one plan; the engine adds
  * the operation's sequence number.
  */
