@@ -124,6 +124,7 @@ static weft_status_t open_transport(wf_comm_impl_t *c,
     tc.timeout_ms = c->cfg.timeout_ms;
     wf_strlcpy(tc.ifname, c->cfg.socket_ifname, sizeof(tc.ifname));
     tc.tcp_streams = (int)c->cfg.tcp_streams;
+    tc.tcp_sndbuf = (size_t)c->cfg.tcp_sndbuf;
     tc.tcp_stripe_min = (size_t)c->cfg.tcp_stripe_min;
     tc.tcp_cma_min = (size_t)c->cfg.tcp_cma_min;
     wf_strlcpy(tc.ib_hca, c->cfg.ib_hca, sizeof(tc.ib_hca));

@@ -105,6 +105,8 @@ typedef struct wf_tconfig {
                            * bytes or more go by zero-copy rendezvous;
                            * 0: never */
     int tcp_streams;      /* WEFT_TCP_STREAMS: connections per peer (0: 1) */
+    size_t tcp_sndbuf;     /* WEFT_TCP_SNDBUF: SO_SNDBUF of each data
+                            * connection; 0: the kernel's autotuning */
     size_t tcp_cma_min;    /* WEFT_TCP_CMA_MIN: single copy between ranks
                             * on one machine from this size; 0: never */
     size_t tcp_stripe_min; /* WEFT_TCP_STRIPE_MIN: striped from this size

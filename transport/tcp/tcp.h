@@ -588,7 +588,9 @@ static inline int wf_tcp_nstreams(const wf_tcp_peer_t *p)
 {
     return p->nstreams > 0 ? p->nstreams : 1;
 }
-void wf_tcp_set_nodelay(int fd);
+/* Options of every data connection, set on its socket before connect()
+ * or after accept(): no Nagle, and the send buffer of WEFT_TCP_SNDBUF. */
+void wf_tcp_socket_options(const wf_tctx_t *ctx, int fd);
 /* ---- tcp_pacing.c: no pacing between ranks on one machine -------------- */
 /* Before listen() or connect(): a socket whose congestion control paces
  * (BBR) takes one that does not.  Returns its name, or NULL when nothing

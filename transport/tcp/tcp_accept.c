@@ -84,7 +84,7 @@ static void accept_one(wf_tctx_t *ctx, int fd, struct sockaddr_storage *ss)
     pc->src = -1;
     pc->deadline = wf_time_ms() + WF_TCP_HELLO_TIMEOUT_MS;
     wf_tcp_format_addr((struct sockaddr *)ss, pc->remote, sizeof(pc->remote));
-    wf_tcp_set_nodelay(fd);
+    wf_tcp_socket_options(ctx, fd);
     e.data.ptr = &pc->ev;
     if (epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, fd, &e) != 0) {
         WEFT_WARN(NET, "tcp: epoll_ctl for connection from %s failed: %s",
