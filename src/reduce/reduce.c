@@ -38,11 +38,23 @@
 #define WF_IVDEP
 #endif
 
+/*
+ * Each kernel is built for AVX-512F, AVX2 and baseline x86-64, and the
+ * dynamic loader picks the widest this CPU runs (target_clones: an ifunc).
+ * The same C, so the same results.  Where the buffers stay in a large
+ * cache, glibc's memcpy moves 64 bytes an instruction, and the 16-byte
+ * baseline loops reached 0.72-0.74 of it (docs/reductions.md).
+ */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__)
+#define WF_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define WF_CLONES
+#endif
 #define WF_KERNEL(fname, T, COMBINE) static WF_KERNEL_BODY(fname, T, COMBINE)
 /* The ones reduce_x86.c falls back to for the tail of a buffer. */
 #define WF_KERNEL_SHARED(fname, T, COMBINE) WF_KERNEL_BODY(fname, T, COMBINE)
 #define WF_KERNEL_BODY(fname, T, COMBINE)                                      \
-    void fname(void *dst_, const void *a_, const void *b_, size_t n)           \
+    WF_CLONES void fname(void *dst_, const void *a_, const void *b_, size_t n) \
     {                                                                          \
         T *dst = dst_;                                                         \
         const T *a = a_;                                                       \

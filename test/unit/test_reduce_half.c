@@ -192,7 +192,7 @@ WF_TEST(reduce_half_ftz_daz, 60)
 #endif
 
 /*
- * The AVX2/F16C kernels (reduce_x86.c) against the portable ones, bit for
+ * The CPU-specific kernels (reduce_x86.c) against the portable ones, bit for
  * bit: every float16/bfloat16 value as one operand against edge values
  * (zeros, subnormals, the largest finite, infinities, NaNs, ties) and
  * random ones as the other, at an odd offset and length so the vector
@@ -200,7 +200,8 @@ WF_TEST(reduce_half_ftz_daz, 60)
  * canonical NaN.
  */
 
-static void check_fast_kernel(weft_dtype_t dt, weft_op_t op)
+static void check_fast_kernel(weft_dtype_t dt, weft_op_t op,
+                              wf_x86_tier_t tier)
 {
     enum { N = 1 << 16, OFF = 1, LEN = N - 3 };
     static const uint16_t edge16[] = {
@@ -213,10 +214,9 @@ static void check_fast_kernel(weft_dtype_t dt, weft_op_t op)
         0x0040, 0x3eab, 0x4b7f, 0x7f00, 0x0002, 0x1000, 0x2001, 0xc000};
     const uint16_t *edge = dt == WEFT_FLOAT16 ? edge16 : edgeb;
     static uint16_t x[N + 1], y[N + 1], fast[N + 1], slow[N + 1];
-    wf_reduce_fn f = wf_reduce_get(dt, op);
+    wf_reduce_fn f = wf_reduce_x86_kernel(dt, op, tier);
     wf_reduce_fn p = wf_reduce_get_portable(dt, op);
-    if (f == p)
-        WF_SKIP("this CPU has no AVX2/F16C: only the portable kernels run");
+    ASSERT_TRUE(f != NULL && f != p);
     for (int round = 0; round < 48; round++) {
         for (int i = 0; i < N; i++) {
             x[OFF + i] = (uint16_t)i;
@@ -235,12 +235,26 @@ static void check_fast_kernel(weft_dtype_t dt, weft_op_t op)
     }
 }
 
+/* Every tier of kernels this CPU runs; the widest is what wf_reduce_get
+ * hands out. */
+static void check_fast_tier(wf_x86_tier_t tier, const char *what)
+{
+    if (!wf_reduce_x86_kernel(WEFT_FLOAT16, WEFT_SUM, tier))
+        WF_SKIP("this CPU does not run the %s kernels", what);
+    check_fast_kernel(WEFT_FLOAT16, WEFT_SUM, tier);
+    check_fast_kernel(WEFT_FLOAT16, WEFT_PROD, tier);
+    check_fast_kernel(WEFT_BFLOAT16, WEFT_SUM, tier);
+    check_fast_kernel(WEFT_BFLOAT16, WEFT_PROD, tier);
+}
+
 WF_TEST(reduce_half_fast_kernels_match_portable, 60)
 {
-    check_fast_kernel(WEFT_FLOAT16, WEFT_SUM);
-    check_fast_kernel(WEFT_FLOAT16, WEFT_PROD);
-    check_fast_kernel(WEFT_BFLOAT16, WEFT_SUM);
-    check_fast_kernel(WEFT_BFLOAT16, WEFT_PROD);
+    check_fast_tier(WF_X86_AVX2, "AVX2/F16C");
+}
+
+WF_TEST(reduce_half_avx512_kernels_match_portable, 60)
+{
+    check_fast_tier(WF_X86_AVX512, "AVX-512F");
 }
 
 /* A NaN result does not depend on operand order or on which NaN went in:
