@@ -46,7 +46,8 @@ static weft_status_t linear_build(const wf_coll_args_t *a, wf_plan_t *plan)
             int32_t sent = wf_plan_send(plan, wf_rtree_rank(v, a->root, n),
                                         (uint32_t)c, wf_bref(WF_BUF_SEND, off),
                                         len, WF_NO_DEP, WF_NO_DEP, WF_NO_DEP);
-            first = v == 1 ? sent : first;
+            if (v == 1)
+                first = sent;
         }
         wf_rtree_bcast_root_copy(a, plan, first, off, len);
     }

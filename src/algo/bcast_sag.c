@@ -26,9 +26,9 @@
  * segment being forwarded).  Every element of a receive buffer is written
  * once, so there are no reuse hazards; the root copies each piece into
  * its receive buffer (out of place) after its one send of it in the
- * scatter, or for segment 0 in the allgather.  Tags: the scatter piece in cell g
- * uses g; allgather pieces are numbered in order on both sides of a link,
- * from 2^30 up.
+ * scatter, or for segment 0 in the allgather.  Tags: the scatter piece in
+ * cell g uses g; allgather pieces are numbered in order on both sides of
+ * a link, from 2^30 up.
  *
  * Cost: wf_cost(ceil(log2 n) + n - 1, 2 (n-1)/n * bytes, 0).
  */

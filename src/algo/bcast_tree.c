@@ -14,8 +14,9 @@
  * chunk c; nothing else is needed, because every region of the receive
  * buffer is written exactly once (by that receive, or on the root by a
  * copy out of the send buffer after the chunk's first send, which the
- * root's sends do not read: they read the send buffer itself).  Chunk c travels with tag c; a pair
- * of ranks shares at most one tree edge, so tags are unique per pair.
+ * root's sends do not read: they read the send buffer itself).  Chunk c
+ * travels with tag c; a pair of ranks shares at most one tree edge, so
+ * tags are unique per pair.
  *
  * Cost: the root sends each of the C chunks to its ceil(log2 n) = L
  * children, one after the other, and the deepest path is L hops, so
@@ -55,7 +56,8 @@ static weft_status_t tree_build(const wf_coll_args_t *a, wf_plan_t *plan)
         for (int i = 0; i < nk; i++) {
             int32_t sent = wf_plan_send(plan, peers[i], (uint32_t)c, src, len,
                                         got, WF_NO_DEP, WF_NO_DEP);
-            first = i == 0 ? sent : first;
+            if (i == 0)
+                first = sent;
         }
         wf_rtree_bcast_root_copy(a, plan, first, off, len);
     }
