@@ -42,9 +42,10 @@ void wf_tcp_socket_options(const wf_tctx_t *ctx, int fd)
      * allreduce then reached 81-92% of the link from 4 MiB up, with a
      * bounded buffer 95% (docs/performance.md, "Bounded send buffers").
      * The cost is a cap on one stream's bytes in flight, about twice this
-     * value: enough for 5 GB/s over a 100 us round trip, and
-     * WEFT_TCP_STREAMS multiplies it.  Best effort: without it the kernel
-     * keeps autotuning. */
+     * value (Linux caps the request at net.core.wmem_max first): enough
+     * for 4-5 GB/s over a 100 us round trip, and WEFT_TCP_STREAMS
+     * multiplies it.  Best effort: without it the kernel keeps
+     * autotuning. */
     if (ctx->cfg.tcp_sndbuf) {
         int bytes = (int)WF_MIN(ctx->cfg.tcp_sndbuf, (size_t)INT32_MAX / 2);
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
