@@ -44,8 +44,21 @@
  * The same C, so the same results.  Where the buffers stay in a large
  * cache, glibc's memcpy moves 64 bytes an instruction, and the 16-byte
  * baseline loops reached 0.72-0.74 of it (docs/reductions.md).
+ * Sanitizer builds keep the baseline loop alone: the loader runs an
+ * ifunc's resolver while it relocates the library, before a sanitizer's
+ * runtime is up, and under ThreadSanitizer every program linked with
+ * libweft.so crashed there.
  */
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__)
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define WF_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define WF_SANITIZED 1
+#endif
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) && \
+    !defined(WF_SANITIZED)
 #define WF_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define WF_CLONES
