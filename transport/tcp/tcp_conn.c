@@ -40,7 +40,8 @@ void wf_tcp_socket_options(const wf_tctx_t *ctx, int fd)
      * data from its left one, so the queues' delay comes back into every
      * flow's round trip.  Over 4 hosts on 5 Gbit/s links the ring
      * allreduce then reached 81-92% of the link from 16 MiB up, with a
-     * bounded buffer 95% (docs/performance.md, "Bounded send buffers").
+     * bounded buffer 94.5-94.7% (docs/performance.md, "Bounded send
+     * buffers").
      * The cost is a cap on one stream's bytes in flight, about twice this
      * value (Linux caps the request at net.core.wmem_max first): enough
      * for 4-5 GB/s over a 100 us round trip, and WEFT_TCP_STREAMS
