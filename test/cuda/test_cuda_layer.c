@@ -17,7 +17,7 @@
 
 extern const char *wf_test_build_dir;
 
-/* Where the Makefile looks for nvcc (CUDA=auto): /usr/local/cuda, then
+/* Where mk/cuda.mk looks for nvcc (CUDA=auto): /usr/local/cuda, then
  * PATH. */
 static bool nvcc_found(void)
 {

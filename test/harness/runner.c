@@ -9,7 +9,7 @@
  *   PREFIX selects tests whose name starts with it (all when none given).
  *   --skip reports the tests starting with PREFIX as skipped with REASON
  *   instead of running them (a sanitizer run leaving out what it cannot
- *   check: the Makefile says which and why).
+ *   check: mk/test.mk says which and why).
  *   WF_TEST_TIMEOUT_MULT multiplies every timeout (slow machines, sanitizers).
  */
 #include <errno.h>
