@@ -22,6 +22,14 @@ static weft_status_t set_int(wf_config_t *cfg, const char *name, long long v)
     return wf_config_set(cfg, name, buf, WF_SOURCE_API);
 }
 
+static weft_status_t set_duration_ms(wf_config_t *cfg, const char *name,
+                                     long long ms)
+{
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%lldms", ms);
+    return wf_config_set(cfg, name, buf, WF_SOURCE_API);
+}
+
 /* Applies the fields of `p` named in its field_mask. */
 static weft_status_t apply_params(wf_config_t *cfg,
                                   const weft_comm_params_t *p)
@@ -32,7 +40,7 @@ static weft_status_t apply_params(wf_config_t *cfg,
     if (m & WEFT_COMM_PARAM_SIZE)
         WEFT_CHECK(set_int(cfg, "WEFT_WORLD_SIZE", p->size));
     if ((m & WEFT_COMM_PARAM_TIMEOUT) && p->timeout_ms >= 0)
-        WEFT_CHECK(set_int(cfg, "WEFT_TIMEOUT", p->timeout_ms));
+        WEFT_CHECK(set_duration_ms(cfg, "WEFT_TIMEOUT", p->timeout_ms));
     const struct {
         uint64_t bit;
         const char *value, *name;

@@ -80,9 +80,11 @@ bool wf_parse_duration_ms(const char *text, int64_t *out)
     if (errno || end == text || v < 0)
         return false;
     double ms;
-    if (!*end || strcmp(end, "ms") == 0)
+    /* A bare number is seconds, as in torch's timeouts, Horovod's
+     * *_SECONDS variables and timeout(1) (docs/env.md). */
+    if (strcmp(end, "ms") == 0)
         ms = v;
-    else if (strcmp(end, "s") == 0)
+    else if (!*end || strcmp(end, "s") == 0)
         ms = v * 1000.0;
     else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
         ms = v * 60000.0;
@@ -135,6 +137,15 @@ static bool parse_into(wf_config_t *cfg, const wf_param_desc_t *p,
     return false;
 }
 
+/* What each type accepts, for the message that refuses a value. */
+static const char *const value_forms[] = {
+    [WF_PT_INT] = "an integer",
+    [WF_PT_SIZE] = "a size in bytes, suffixes k, m or g",
+    [WF_PT_DURATION] = "a duration with unit ms, s or m; a number without "
+                       "a unit is seconds",
+    [WF_PT_BOOL] = "1/0, yes/no, true/false or on/off",
+    [WF_PT_STRING] = "a string of at most 255 bytes"};
+
 static const wf_param_desc_t *find_param(const char *name)
 {
     for (int i = 0; i < WF_PARAM_COUNT; i++)
@@ -167,8 +178,8 @@ weft_status_t wf_config_set(wf_config_t *cfg, const char *name,
         return WEFT_ERR_INVALID_ARG;
     }
     if (!parse_into(cfg, p, value)) {
-        WEFT_WARN(ENV, "%s=%s is not a valid value", name,
-                  shown_value(p, value));
+        WEFT_WARN(ENV, "%s=%s is not a valid value (%s)", name,
+                  shown_value(p, value), value_forms[p->type]);
         return WEFT_ERR_INVALID_ARG;
     }
     cfg->source[p - params] = (uint8_t)source;
@@ -305,7 +316,8 @@ void wf_config_print_markdown(FILE *out)
                  "Generated from `src/params.def` by "
                  "`build/bin/weft-info --env-markdown` (`make docs`); "
                  "`make check` fails when this file is stale.\n\n"
-                 "Sizes take k/m/g suffixes, durations ms/s/m. Precedence: "
+                 "Sizes take k/m/g suffixes; durations ms, s or m, and a "
+                 "number without a unit is seconds. Precedence: "
                  "weft_comm_params_t fields, then the `config` override "
                  "string, then the environment, then the default.\n\n"
                  "| variable | type | default | meaning |\n"

@@ -40,7 +40,7 @@ static void report(int fd, int rank, weft_status_t st, const char *msg)
 static weft_comm_t join(const char *rdv, const char *job, int rank, int fd)
 {
     char cfg[96];
-    snprintf(cfg, sizeof(cfg), "WEFT_TIMEOUT=%d,WEFT_CHUNK_SIZE=8k",
+    snprintf(cfg, sizeof(cfg), "WEFT_TIMEOUT=%dms,WEFT_CHUNK_SIZE=8k",
              TIMEOUT_MS);
     weft_comm_params_t prm = {
         .field_mask = WEFT_COMM_PARAM_RANK | WEFT_COMM_PARAM_SIZE |

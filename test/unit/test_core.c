@@ -51,7 +51,7 @@ WF_TEST(config_parsers, 10)
     ASSERT_TRUE(!wf_parse_size("99999999999999999999g", &sz));
     ASSERT_TRUE(wf_parse_duration_ms("5s", &ms) && ms == 5000);
     ASSERT_TRUE(wf_parse_duration_ms("250ms", &ms) && ms == 250);
-    ASSERT_TRUE(wf_parse_duration_ms("300", &ms) && ms == 300);
+    ASSERT_TRUE(wf_parse_duration_ms("300", &ms) && ms == 300000);
     ASSERT_TRUE(wf_parse_duration_ms("2m", &ms) && ms == 120000);
     ASSERT_TRUE(!wf_parse_duration_ms("soon", &ms));
     ASSERT_TRUE(wf_parse_bool("yes", &b) && b);
