@@ -43,8 +43,8 @@ static void usage(FILE *out)
         "  -d DTYPE      int8 uint8 int32 uint32 int64 uint64 half bfloat16 "
         "float double\n"
         "  -o OP         sum prod min max avg (default sum)\n"
-        "  -a ALGO       algorithm (WEFT_ALGO), default auto\n"
-        "  -t NAME       transport (WEFT_TRANSPORT), default auto\n"
+        "  -a ALGO       algorithm, default WEFT_ALGO or auto\n"
+        "  -t NAME       transport, default WEFT_TRANSPORT or auto\n"
         "  -c 0|1        check results (default 1)\n"
         "  --root R      root rank of broadcast, reduce, gather, scatter "
         "(default 0)\n"
@@ -132,8 +132,9 @@ static int parse_valued(const char *f, const char *v, bench_opts_t *o)
     else if (!strcmp(f, "--loop-bytes")) ok = parse_size(v, &o->loop_bytes);
     else if (!strcmp(f, "-d")) ok = bench_parse_dtype(v, &o->dtype);
     else if (!strcmp(f, "-o")) ok = bench_parse_op(v, &o->op);
-    else if (!strcmp(f, "-a")) ok = *(o->algo = v) != '\0';
-    else if (!strcmp(f, "-t")) ok = *(o->transport = v) != '\0';
+    else if (!strcmp(f, "-a")) ok = o->algo_given = *(o->algo = v) != '\0';
+    else if (!strcmp(f, "-t"))
+        ok = o->transport_given = *(o->transport = v) != '\0';
     else if (!strcmp(f, "-c")) ok = parse_int(v, 0, 1, &c), o->check = c;
     else if (!strcmp(f, "--root")) ok = parse_int(v, 0, big, &o->root);
     else if (!strcmp(f, "--json")) ok = *(o->json_path = v) != '\0';
@@ -158,7 +159,7 @@ static bool check_opts(const bench_opts_t *o)
         err = "--csv and --json - both want stdout";
     else if (o->p2p != BENCH_P2P_RING && strcmp(o->coll, "sendrecv"))
         err = "--bidir and --unidir are for sendrecv";
-    else if (o->nalgos && (strcmp(o->algo, "auto") || o->json_path ||
+    else if (o->nalgos && (o->algo_given || o->json_path ||
                            o->plot_path))
         err = "--algos takes the place of -a and does not go with --json "
               "or --plot";
@@ -173,13 +174,23 @@ static bool check_opts(const bench_opts_t *o)
     return err == NULL;
 }
 
+/* What the library will use when the command line does not say: the
+ * environment's value, shown in the table's header and reports. */
+static const char *env_or(const char *name, const char *fallback)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : fallback;
+}
+
 /* Returns -1 to run, else the exit code. */
 static int parse_args(int argc, char **argv, bench_opts_t *o)
 {
     *o = (bench_opts_t){.min_bytes = 8, .max_bytes = 128u << 20,
                         .factor = 2, .warmup = 5, .iters = 20,
                         .dtype = WEFT_FLOAT32, .op = WEFT_SUM,
-                        .algo = "auto", .transport = "auto", .check = true,
+                        .algo = env_or("WEFT_ALGO", "auto"),
+                        .transport = env_or("WEFT_TRANSPORT", "auto"),
+                        .check = true,
                         .window = 64};
     bool help = argc >= 2 && (!strcmp(argv[1], "--help") ||
                               !strcmp(argv[1], "-h"));
@@ -230,9 +241,17 @@ void bench_comm_config(const bench_opts_t *o, char *config, size_t len)
     bool per_coll = strcmp(o->algo, "auto") != 0 && !strchr(o->algo, ':') &&
                     strcmp(o->coll, "sendrecv") != 0 &&
                     strcmp(o->coll, "latency") != 0;
-    snprintf(config, len, "WEFT_ALGO=%s%s%s,WEFT_TRANSPORT=%s",
-             per_coll ? o->coll : "", per_coll ? ":" : "", o->algo,
-             o->transport);
+    int n = 0;
+    config[0] = '\0';
+    if (o->algo_given)
+        n = snprintf(config, len, "WEFT_ALGO=%s%s%s,",
+                     per_coll ? o->coll : "", per_coll ? ":" : "", o->algo);
+    if (o->transport_given && n >= 0 && (size_t)n < len)
+        snprintf(config + n, len - (size_t)n, "WEFT_TRANSPORT=%s,",
+                 o->transport);
+    size_t used = strlen(config);
+    if (used)
+        config[used - 1] = '\0'; /* the last comma */
 }
 
 static int run_rank(const bench_opts_t *o)

@@ -46,8 +46,11 @@ typedef struct {
     size_t loop_bytes;
     weft_dtype_t dtype;
     weft_op_t op;
-    const char *algo;
-    const char *transport;
+    const char *algo;      /* -a, else WEFT_ALGO, else "auto" */
+    const char *transport; /* -t, else WEFT_TRANSPORT, else "auto" */
+    bool algo_given;       /* -a (or --algos) named it: the config string
+                            * carries it, above the environment */
+    bool transport_given;  /* -t named it */
     bool check;
     int root;
     bool percentiles;      /* --percentiles: p50/p99 columns */
@@ -169,9 +172,10 @@ const char *bench_coll_names(void);
 double bench_factor_one(const bench_ctx_t *c);
 double bench_factor_n1n(const bench_ctx_t *c);
 
-/* bench.c: the communicator's config string for o->algo and
- * o->transport (WEFT_ALGO=COLL:NAME, so a name the collective lacks is
- * refused). */
+/* bench.c: the communicator's config string: o->algo and o->transport
+ * when the command line named them (WEFT_ALGO=COLL:NAME, so a name the
+ * collective lacks is refused), else nothing, so the environment's
+ * WEFT_ALGO and WEFT_TRANSPORT apply as in any other program. */
 void bench_comm_config(const bench_opts_t *o, char *config, size_t len);
 
 /* bench_algos.c: parses the --algos list into o (false: fewer than 2,

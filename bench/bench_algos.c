@@ -71,6 +71,7 @@ weft_status_t bench_algos_open(const bench_ctx_t *world, bench_algos_t *a)
         char config[512], job[STEM_LEN + 16];
         a->opts[k] = *o;
         a->opts[k].algo = name;
+        a->opts[k].algo_given = true;
         bench_comm_config(&a->opts[k], config, sizeof(config));
         snprintf(job, sizeof(job), "%s-%d", stem, k);
         weft_comm_params_t p = {

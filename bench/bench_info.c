@@ -110,6 +110,24 @@ static void add_knob(bench_info_t *info, const char *name, const char *value,
         info->nknobs = n + 1;
 }
 
+/* A knob the command line set (-a, -t): the communicator's config string
+ * carries it above the environment, so the report shows it, not the
+ * environment's value. */
+static void set_knob(bench_info_t *info, const char *name, const char *value,
+                     const char *source)
+{
+    for (int i = 0; i < info->nknobs; i++) {
+        if (strcmp(info->knob_names[i], name) != 0)
+            continue;
+        free(info->knob_values[i]);
+        free(info->knob_sources[i]);
+        info->knob_values[i] = strdup(value);
+        info->knob_sources[i] = strdup(source);
+        return;
+    }
+    add_knob(info, name, value, source);
+}
+
 /* Knobs not at their default.  WEFT_RANK differs on every rank, so rank
  * 0's says nothing about the run; WEFT_TOKEN is a secret and is shown as
  * "(set)" only. */
@@ -150,6 +168,10 @@ int bench_info_gather(const bench_ctx_t *c, bench_info_t *info)
         fprintf(stderr, "weft-bench: reading the configuration failed\n");
         return -1;
     }
+    if (c->o->algo_given)
+        set_knob(info, "WEFT_ALGO", c->o->algo, "-a");
+    if (c->o->transport_given)
+        set_knob(info, "WEFT_TRANSPORT", c->o->transport, "-t");
     return 0;
 }
 

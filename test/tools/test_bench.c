@@ -436,6 +436,34 @@ WF_TEST(bench_percentiles_and_header, 60)
     free(out);
 }
 
+/* Without -t and -a the environment's WEFT_TRANSPORT and WEFT_ALGO apply,
+ * as for any program: a bad one fails the run, naming it, and a good one
+ * reaches the library (its knob line says env) and the header.  With -t
+ * and -a the command line wins, and the knob lines say so. */
+WF_TEST(bench_honours_the_environment, 60)
+{
+    char cmd[1024], *out;
+    const char *tool = wf_test_tool("weft-bench");
+    snprintf(cmd, sizeof(cmd), "WEFT_TRANSPORT=foo %s allreduce -n 2 -b 8 "
+             "-e 8 -w 0 -r 1", tool);
+    ASSERT_TRUE(run_cmd(cmd, true, &out) != 0);
+    ASSERT_STR_CONTAINS(out, "unknown transport 'foo'");
+    free(out);
+    snprintf(cmd, sizeof(cmd), "WEFT_TRANSPORT=tcp WEFT_ALGO=allreduce:ring "
+             "%s allreduce -n 2 -b 8 -e 8 -w 0 -r 1", tool);
+    ASSERT_EQ(run_cmd(cmd, true, &out), 0);
+    ASSERT_STR_CONTAINS(out, "transport tcp, algorithm allreduce:ring,");
+    ASSERT_STR_CONTAINS(out, "# knob WEFT_TRANSPORT = tcp (env)");
+    ASSERT_STR_CONTAINS(out, "# knob WEFT_ALGO = allreduce:ring (env)");
+    free(out);
+    snprintf(cmd, sizeof(cmd), "WEFT_TRANSPORT=foo WEFT_ALGO=nosuch %s "
+             "allreduce -n 2 -b 8 -e 8 -w 0 -r 1 -t tcp -a ring", tool);
+    ASSERT_EQ(run_cmd(cmd, true, &out), 0);
+    ASSERT_STR_CONTAINS(out, "# knob WEFT_TRANSPORT = tcp (-t)");
+    ASSERT_STR_CONTAINS(out, "# knob WEFT_ALGO = ring (-a)");
+    free(out);
+}
+
 WF_TEST(bench_bad_options, 60)
 {
     const char *bad[] = {"allreduce -n 2 --bidir", "sendrecv -n 2 --window 0",
