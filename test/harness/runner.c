@@ -4,12 +4,27 @@
  * a temporary file and shown when the test fails or skips.  The last line is
  * "N passed, N failed, N skipped".
  *
- * Usage: weft-test [--build DIR] [--list] [--verbose]
- *                  [--skip PREFIX=REASON]... [PREFIX...]
- *   PREFIX selects tests whose name starts with it (all when none given).
- *   --skip reports the tests starting with PREFIX as skipped with REASON
+ * Usage: weft-test [--build DIR] [--list] [--verbose] [--check-names]
+ *                  [--skip SEL=REASON]... [--exclude SEL]... [SEL...]
+ *   A SEL (selector) is a name prefix or a path:
+ *     coll_allreduce_      the tests whose names start with it;
+ *     coll/  test/coll     the tests registered from that folder of test/
+ *                          (any argument with a '/' is a path);
+ *     test/coll/test_split.c   the tests of that file.
+ *   With no SEL every test runs; a SEL that selects no test is an error
+ *   (exit 2), so a stale name fails loudly instead of running nothing.
+ *   Tests run in the order of their files, then of their names.
+ *   --exclude SEL leaves out the tests SEL selects (not run, not counted).
+ *   --skip SEL=REASON reports the tests SEL selects as skipped with REASON
  *   instead of running them (a sanitizer run leaving out what it cannot
  *   check: mk/test.mk says which and why).
+ *   --list prints the selected tests' names (with --verbose, each with its
+ *   file); --verbose otherwise shows every test's output as it runs.
+ *   --check-names checks that every test's name starts with its area's
+ *   prefix, the name of the folder of test/ it is registered from and an
+ *   underscore (test/coll/... -> coll_), and that no two tests share a
+ *   name; it prints each offender with its file and exits 1 (make check
+ *   runs it: scripts/check.sh).
  *   WF_TEST_TIMEOUT_MULT multiplies every timeout (slow machines, sanitizers).
  */
 #include <errno.h>
@@ -163,60 +178,165 @@ static int run_one(const test_entry_t *t, double mult, bool verbose)
     return result;
 }
 
-static bool selected(const char *name, int nfilters, char **filters)
+/* The path of a test's file under test/ ("coll/test_colls.c"): __FILE__
+ * as the makefile compiles it ("test/coll/test_colls.c"), or an absolute
+ * or ./ path, cut after its last "test/" folder. */
+static const char *rel_path(const char *path)
 {
-    if (nfilters == 0)
-        return true;
-    for (int i = 0; i < nfilters; i++)
-        if (strncmp(name, filters[i], strlen(filters[i])) == 0)
+    while (strncmp(path, "./", 2) == 0)
+        path += 2;
+    if (strncmp(path, "test/", 5) == 0)
+        return path + 5;
+    const char *p = path, *last = NULL;
+    while ((p = strstr(p, "/test/")) != NULL)
+        last = p++;
+    return last ? last + 6 : path;
+}
+
+/* The length of a test's area: the first folder of its rel_path ("coll");
+ * 0 when the file is not in a folder of test/. */
+static size_t area_len(const char *file)
+{
+    const char *rel = rel_path(file), *slash = strchr(rel, '/');
+    return slash ? (size_t)(slash - rel) : 0;
+}
+
+/* Whether selector sel (up to n bytes) selects the test: a name prefix, or
+ * with a '/' in it (or ending in ".c") a folder or file of test/. */
+static bool sel_matches(const test_entry_t *t, const char *sel, size_t n)
+{
+    if (!memchr(sel, '/', n) && !(n > 2 && strncmp(sel + n - 2, ".c", 2) == 0))
+        return strncmp(t->name, sel, n) == 0;
+    char path[1024];
+    if (n >= sizeof(path))
+        return false;
+    memcpy(path, sel, n);
+    path[n] = 0;
+    const char *want = rel_path(path);
+    size_t len = strlen(want);
+    while (len > 0 && want[len - 1] == '/')
+        len--;
+    const char *rel = rel_path(t->file);
+    return len > 0 && strncmp(rel, want, len) == 0 &&
+           (rel[len] == '/' || rel[len] == 0);
+}
+
+static bool any_matches(const test_entry_t *t, int n, char **sels)
+{
+    for (int i = 0; i < n; i++)
+        if (sel_matches(t, sels[i], strlen(sels[i])))
             return true;
     return false;
 }
 
-/* The reason of the first --skip PREFIX=REASON matching name, or NULL. */
-static const char *skip_reason(const char *name, int nskips, char **skips)
+/* The reason of the first --skip SEL=REASON selecting the test, or NULL. */
+static const char *skip_reason(const test_entry_t *t, int nskips, char **skips)
 {
     for (int i = 0; i < nskips; i++) {
         const char *eq = strchr(skips[i], '=');
         size_t n = eq ? (size_t)(eq - skips[i]) : strlen(skips[i]);
-        if (strncmp(name, skips[i], n) == 0)
+        if (sel_matches(t, skips[i], n))
             return eq ? eq + 1 : "skipped by --skip";
     }
     return NULL;
 }
 
+/* --check-names: every name starts with "<area>_" and is unique.  Returns
+ * the number of offenders, each printed with its file. */
+static int check_names(void)
+{
+    int bad = 0, areas = 0;
+    for (int i = 0; i < ntests; i++) {
+        const test_entry_t *t = &tests[i];
+        size_t n = area_len(t->file);
+        const char *area = rel_path(t->file);
+        if (i == 0 || n != area_len(tests[i - 1].file) ||
+            strncmp(area, rel_path(tests[i - 1].file), n) != 0)
+            areas++;
+        if (n == 0) {
+            printf("check-names: test %s (%s) is not in a folder of test/\n",
+                   t->name, t->file);
+            bad++;
+        } else if (strncmp(t->name, area, n) != 0 || t->name[n] != '_') {
+            printf("check-names: test %s (%s) does not start with its "
+                   "area's prefix %.*s_\n",
+                   t->name, t->file, (int)n, area);
+            bad++;
+        }
+        for (int j = 0; j < i; j++)
+            if (strcmp(t->name, tests[j].name) == 0) {
+                printf("check-names: test %s is registered twice: %s and %s\n",
+                       t->name, tests[j].file, t->file);
+                bad++;
+            }
+    }
+    if (bad)
+        printf("check-names: %d of %d tests misnamed (a test's name starts "
+               "with the name of its folder of test/ and '_')\n",
+               bad, ntests);
+    else
+        printf("check-names: %d tests in %d areas, each named for its area\n",
+               ntests, areas);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
-    bool list = false, verbose = false;
-    char *filters[256], *skips[256];
-    int nfilters = 0, nskips = 0;
+    bool list = false, verbose = false, names = false;
+    char *filters[256], *skips[256], *excludes[256];
+    int nfilters = 0, nskips = 0, nexcludes = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--build") == 0 && i + 1 < argc)
             wf_test_build_dir = argv[++i];
         else if (strcmp(argv[i], "--skip") == 0 && i + 1 < argc &&
                  nskips < 256)
             skips[nskips++] = argv[++i];
+        else if (strcmp(argv[i], "--exclude") == 0 && i + 1 < argc &&
+                 nexcludes < 256)
+            excludes[nexcludes++] = argv[++i];
         else if (strcmp(argv[i], "--list") == 0)
             list = true;
         else if (strcmp(argv[i], "--verbose") == 0)
             verbose = true;
-        else if (nfilters < 256)
+        else if (strcmp(argv[i], "--check-names") == 0)
+            names = true;
+        else if (argv[i][0] == '-') {
+            fprintf(stderr, "weft-test: unknown option %s (see the usage in "
+                    "test/harness/runner.c)\n", argv[i]);
+            return 2;
+        } else if (nfilters < 256)
             filters[nfilters++] = argv[i];
     }
     const char *m = getenv("WF_TEST_TIMEOUT_MULT");
     double mult = m && atof(m) > 0 ? atof(m) : 1.0;
     signal(SIGPIPE, SIG_IGN);
     qsort(tests, (size_t)ntests, sizeof(tests[0]), cmp_tests);
+    if (names)
+        return check_names() ? 1 : 0;
+    for (int f = 0; f < nfilters; f++) {
+        int hits = 0;
+        for (int i = 0; i < ntests && !hits; i++)
+            hits = sel_matches(&tests[i], filters[f], strlen(filters[f]));
+        if (!hits) {
+            fprintf(stderr, "weft-test: '%s' selects no test (--list lists "
+                    "them)\n", filters[f]);
+            return 2;
+        }
+    }
 
     int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < ntests; i++) {
-        if (!selected(tests[i].name, nfilters, filters))
+        if ((nfilters && !any_matches(&tests[i], nfilters, filters)) ||
+            any_matches(&tests[i], nexcludes, excludes))
             continue;
         if (list) {
-            printf("%s\n", tests[i].name);
+            if (verbose)
+                printf("%-56s %s\n", tests[i].name, tests[i].file);
+            else
+                printf("%s\n", tests[i].name);
             continue;
         }
-        const char *why = skip_reason(tests[i].name, nskips, skips);
+        const char *why = skip_reason(&tests[i], nskips, skips);
         if (why) {
             printf("skip  %s\n      %s\n", tests[i].name, why);
             fflush(stdout);
