@@ -51,7 +51,7 @@ LDLIBS += -lm $(CRYPTO_LIBS) $(HWLOC_LIBS) $(TRANSPORT_LIBS)
 
 # The fake device of the tests is linked into the library until it moves
 # behind the loader's seam (cuda/dev_load.c).
-LIB_SRCS := $(wildcard src/*.c src/rdv/*.c src/algo/*.c src/sched/*.c \
+LIB_SRCS := $(wildcard src/*.c src/rdv/*.c src/plan/*.c src/algo/*.c src/sched/*.c \
               src/reduce/*.c) $(TOPO_SRC) $(TRANSPORT_SRC) \
             cuda/dev_load.c cuda/dev_fake.c
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)

@@ -299,7 +299,8 @@ static weft_status_t launch(wf_comm_impl_t *c, const call_t *k,
     req->owner = k->comm;
     WEFT_CHECK_GOTO(wf_plan_cache_get(&c->plans, a, c->cfg.algo,
                                       &req->built), st, err);
-    req->algo = req->built->algo;
+    req->algo_name = req->built->algo_name;
+    req->algo_id = req->built->algo_id;
     req->plan = &req->built->plan;
     const wf_dev_ops_t *stream_dev = NULL;
     if (k->stream) {

@@ -15,7 +15,7 @@
 #include "devbuf.h"
 #include "rdv/store.h"
 #include "sched/engine.h"
-#include "sched/plan_cache.h"
+#include "algo/plan_cache.h"
 #include "weft.h"
 
 #define WF_COMM_MAGIC 0x7766636du /* "wfcm" */

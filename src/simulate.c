@@ -9,7 +9,7 @@
 #include "algo/algo.h"
 #include "common.h"
 #include "config.h"
-#include "sched/vsim.h"
+#include "algo/vsim.h"
 
 static bool parse_coll(const char *name, wf_coll_t *coll)
 {

@@ -6,7 +6,7 @@
  * scan of the slots is shorter than anything it would save for the few
  * signatures a program repeats.
  */
-#include "sched/plan_cache.h"
+#include "algo/plan_cache.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -37,15 +37,6 @@ void wf_plan_cache_init(wf_plan_cache_t *cache, int entries)
         return;
     }
     cache->cap = entries;
-}
-
-void wf_built_plan_release(wf_built_plan_t *built)
-{
-    if (!built || __atomic_sub_fetch(&built->refs, 1, __ATOMIC_ACQ_REL) != 0)
-        return;
-    wf_plan_free(&built->plan);
-    wf_plan_index_free(&built->deps);
-    free(built);
 }
 
 void wf_plan_cache_fini(wf_plan_cache_t *cache)
@@ -90,6 +81,8 @@ static weft_status_t build(const wf_coll_args_t *args, const char *algo_spec,
     wf_plan_init(&b->plan, args->dtype, args->op, args->elem_size,
                  args->size);
     WEFT_CHECK_GOTO(wf_algo_select(args, algo_spec, &b->algo), st, err);
+    b->algo_name = b->algo->name;
+    b->algo_id = b->algo->id;
     WEFT_CHECK_GOTO(b->algo->build(args, &b->plan), st, err);
     st = wf_plan_index(&b->plan, &b->deps);
     if (st != WEFT_OK) {

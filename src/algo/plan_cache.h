@@ -22,16 +22,9 @@
 #include <stdint.h>
 
 #include "algo/algo.h"
-#include "sched/plan.h"
+#include "plan/built.h"
 
-typedef struct wf_built_plan {
-    int refs; /* atomic */
-    wf_coll_args_t args; /* the key, compared whole */
-    uint64_t hash;
-    const wf_algo_t *algo;
-    wf_plan_t plan;
-    wf_plan_index_t deps; /* deps.pending: the counts every run starts from */
-} wf_built_plan_t;
+
 
 /* Plans of more steps are built per call and not kept: their operations
  * move enough data that building is a small share of their time, and a
@@ -66,6 +59,5 @@ weft_status_t wf_plan_cache_get(wf_plan_cache_t *cache,
                                 const char *algo_spec,
                                 wf_built_plan_t **out);
 
-void wf_built_plan_release(wf_built_plan_t *built);
 
 #endif /* WF_PLAN_CACHE_H */

@@ -2,13 +2,13 @@
  * vsim.c - virtual-time execution of plans (see vsim.h): an event queue
  * ordered by time, one entry per step completion.
  */
-#include "sched/vsim.h"
+#include "algo/vsim.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "common.h"
-#include "sched/plan.h"
+#include "plan/plan.h"
 
 #define DEFAULT_MAX_STEPS (6u * 1000 * 1000)
 

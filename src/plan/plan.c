@@ -1,7 +1,7 @@
 /*
  * plan.c - building and checking plans.
  */
-#include "sched/plan.h"
+#include "plan/plan.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -16,7 +16,7 @@
 
 #include <pthread.h>
 
-#include "sched/plan.h"
+#include "plan/plan.h"
 #include "weft_cuda.h"
 
 typedef struct wf_dev_pool wf_dev_pool_t;

@@ -25,9 +25,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "algo/algo.h"
-#include "sched/plan.h"
-#include "sched/plan_cache.h"
+#include "plan/built.h"
+#include "plan/coll.h"
+#include "plan/plan.h"
 #include "transport.h"
 #include "weft.h"
 #include "weft_cuda.h"
@@ -47,7 +47,8 @@ struct weft_request {
     wf_engine_t *engine;      /* valid while the engine holds a reference */
     /* What was asked, for signatures and messages. */
     wf_coll_args_t args;
-    const wf_algo_t *algo;
+    const char *algo_name;    /* the algorithm of the plan, or NULL */
+    uint8_t algo_id;
     const void *sendbuf;
     void *recvbuf;
     /* The device layer when the buffers are device memory (on GPU

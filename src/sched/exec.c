@@ -547,7 +547,7 @@ void wf_sig_make(const struct weft_request *req, uint64_t sig[2])
     uint64_t op = wf_coll_reduces(a->coll) ? (uint64_t)a->op : 0;
     uint64_t root = a->root >= 0 && !p2p ? (uint64_t)(uint32_t)a->root : 0;
     sig[0] = coll | (uint64_t)a->dtype << 8 | op << 16 |
-             (uint64_t)req->algo->id << 24 | root << 32;
+             (uint64_t)req->algo_id << 24 | root << 32;
     sig[1] = a->count;
 }
 

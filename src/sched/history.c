@@ -21,9 +21,9 @@ void wf_history_start(wf_engine_t *e, const struct weft_request *req,
     wf_history_entry_t *h = &e->history.e[e->history.n++ % WF_HISTORY];
     *h = (wf_history_entry_t){
         .seq = req->seq, .coll = req->args.coll, .count = req->args.count,
-        .dtype = req->args.dtype, .algo = req->algo ? req->algo->name : "?",
+        .dtype = req->args.dtype, .algo = req->algo_name ? req->algo_name : "?",
         .start_ms = start_ms, .status = WEFT_INPROGRESS};
-    if (req->algo)
+    if (req->algo_name)
         wf_sig_make(req, h->sig);
 }
 

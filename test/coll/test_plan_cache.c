@@ -1,5 +1,5 @@
 /*
- * test_plan_cache.c - built plans kept by call signature (sched/plan_cache):
+ * test_plan_cache.c - built plans kept by call signature (algo/plan_cache):
  * the cache against plans built afresh, its eviction and references, and
  * collectives that reuse cached plans with other buffers, counts and
  * layouts, checked element by element.
@@ -11,7 +11,7 @@
 
 #include "coll_util.h"
 #include "comm.h"
-#include "sched/plan_cache.h"
+#include "algo/plan_cache.h"
 #include "test.h"
 
 static wf_coll_args_t allreduce_args(size_t count, int rank, int size)

@@ -9,7 +9,7 @@
 
 #include "coll_util.h"
 #include "reduce/reduce.h"
-#include "sched/plan.h"
+#include "plan/plan.h"
 #include "test.h"
 
 typedef struct {

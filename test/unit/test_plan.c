@@ -11,7 +11,7 @@
 #include "algo/cost.h"
 #include "common.h"
 #include "reduce/reduce.h"
-#include "sched/plan.h"
+#include "plan/plan.h"
 #include "sim.h"
 #include "test.h"
 

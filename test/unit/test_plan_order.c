@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "algo/algo.h"
-#include "sched/plan.h"
+#include "plan/plan.h"
 #include "test.h"
 
 static bool is_transfer(const wf_step_t *s)

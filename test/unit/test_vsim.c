@@ -9,7 +9,7 @@
 
 #include "algo/cost.h"
 #include "common.h"
-#include "sched/vsim.h"
+#include "algo/vsim.h"
 #include "test.h"
 
 WF_TEST(vsim_ring_allreduce_closed_form, 60)
