@@ -1,9 +1,14 @@
 /*
- * engine_impl.h - the engine's private state, shared by progress.c and
- * exec.c only.
+ * engine_impl.h - the engine's private state, shared by the files of
+ * src/sched/.  Which file calls which runs one way (docs/design.md,
+ * "The engine's files"): progress.c drives exec.c, which posts through
+ * notice.c; history.c, stray.c and dump_signal.c only observe; every
+ * file reports failures through engine_error.c.
  */
 #ifndef WF_ENGINE_IMPL_H
 #define WF_ENGINE_IMPL_H
+
+#include <unistd.h>
 
 #include "sched/engine.h"
 
@@ -112,6 +117,16 @@ struct wf_engine {
 static inline uint64_t wf_tag_make(uint64_t kind, uint64_t seq, uint32_t step)
 {
     return kind << 62 | (seq & 0x3fffffffull) << 32 | step;
+}
+
+/* Wakes whoever sleeps in the engine's poll() (the progress thread, or
+ * a driving caller); a full counter already means "wake up". */
+static inline void wf_engine_wake(wf_engine_t *e)
+{
+    uint64_t one = 1;
+    __atomic_add_fetch(&e->wakes, 1, __ATOMIC_RELAXED);
+    ssize_t r = write(e->wake_fd, &one, sizeof(one));
+    (void)r;
 }
 
 /* Calls the transport's connect() for `peer` once and starts watching it

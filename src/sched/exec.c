@@ -258,20 +258,6 @@ uint64_t wf_exec_step_tag(const struct weft_request *req, const wf_step_t *s)
     return wf_tag_make(kind, req->seq, s->tag);
 }
 
-weft_status_t wf_engine_connect(wf_engine_t *e, int peer)
-{
-    if (!e->peer_connect_called[peer]) {
-        weft_status_t st = e->tops->connect(
-            e->tctx, peer, e->peer_addrs + (size_t)peer * WF_TADDR_MAX,
-            e->peer_addr_lens[peer]);
-        if (st < 0)
-            return st;
-        e->peer_connect_called[peer] = true;
-    }
-    wf_notice_watch(e, peer); /* once; retried after back-pressure */
-    return WEFT_OK;
-}
-
 /* Whether the transport sends `len` bytes to `peer` as a notice the
  * receiver answers by reading the payload itself (single copy on one
  * machine).  Such a send holds no transport buffer while it waits, so

@@ -242,3 +242,19 @@ void wf_engine_lost_peers(wf_engine_t *e, uint8_t *lost)
             lost[peer / 8] |= (uint8_t)(1u << (peer % 8));
     pthread_mutex_unlock(&e->progress_lock);
 }
+
+/* Connecting to a peer is also where it starts being watched for
+ * notices, so the two stay together. */
+weft_status_t wf_engine_connect(wf_engine_t *e, int peer)
+{
+    if (!e->peer_connect_called[peer]) {
+        weft_status_t st = e->tops->connect(
+            e->tctx, peer, e->peer_addrs + (size_t)peer * WF_TADDR_MAX,
+            e->peer_addr_lens[peer]);
+        if (st < 0)
+            return st;
+        e->peer_connect_called[peer] = true;
+    }
+    wf_notice_watch(e, peer); /* once; retried after back-pressure */
+    return WEFT_OK;
+}

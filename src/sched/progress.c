@@ -20,6 +20,7 @@
 
 #include "common.h"
 #include "sched/engine_impl.h"
+#include "sched/req_impl.h"
 #include "topo/topo.h"
 
 /* Idle rounds a runner (the thread or a driving caller) yields, with
@@ -31,81 +32,6 @@
 /* Longest sleep of a driving caller between rounds.  Rounds that complete
  * a sleeping driver's request wake it; the cap only bounds a lost wake-up. */
 #define WF_DRIVER_SLEEP_MS 10
-
-static void wake(wf_engine_t *e)
-{
-    uint64_t one = 1;
-    __atomic_add_fetch(&e->wakes, 1, __ATOMIC_RELAXED);
-    ssize_t r = write(e->wake_fd, &one, sizeof(one));
-    (void)r; /* a full counter already means "wake up" */
-}
-
-/* Records the first failure; returns whether this one was it. */
-static bool record_error(wf_engine_t *e, weft_status_t status, int origin,
-                         const char *msg)
-{
-    pthread_mutex_lock(&e->lock);
-    bool first = e->error == WEFT_OK;
-    if (first) {
-        /* Atomic: wf_engine_error reads it without the lock. */
-        __atomic_store_n(&e->error, status, __ATOMIC_RELEASE);
-        e->error_origin = origin;
-        wf_strlcpy(e->error_msg, msg, sizeof(e->error_msg));
-    }
-    pthread_mutex_unlock(&e->lock);
-    wake(e);
-    return first;
-}
-
-void wf_engine_fail(wf_engine_t *e, weft_status_t status, const char *fmt,
-                    ...)
-{
-    char msg[WF_ERRMSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    if (record_error(e, status, -1, msg) && status != WEFT_ERR_ABORTED)
-        WEFT_WARN(SCHED, "%s", msg);
-}
-
-void wf_engine_adopt(wf_engine_t *e, weft_status_t status, int origin,
-                     const char *text)
-{
-    if (record_error(e, status, origin, text))
-        WEFT_WARN(SCHED, "failure reported by rank %d: %s", origin, text);
-}
-
-weft_status_t wf_engine_error(wf_engine_t *e, const char **message)
-{
-    /* Every progress round asks; nearly always the answer is no error. */
-    if (!message && __atomic_load_n(&e->error, __ATOMIC_ACQUIRE) == WEFT_OK)
-        return WEFT_OK;
-    pthread_mutex_lock(&e->lock);
-    weft_status_t st = e->error;
-    if (message)
-        *message = st == WEFT_OK ? NULL : e->error_msg;
-    pthread_mutex_unlock(&e->lock);
-    return st;
-}
-
-int wf_engine_error_origin(wf_engine_t *e)
-{
-    pthread_mutex_lock(&e->lock);
-    int origin = e->error == WEFT_OK ? -1 : e->error_origin;
-    pthread_mutex_unlock(&e->lock);
-    return origin;
-}
-
-void wf_engine_append_error(wf_engine_t *e, const char *text)
-{
-    pthread_mutex_lock(&e->lock);
-    if (e->error != WEFT_OK) {
-        size_t used = strlen(e->error_msg);
-        wf_strlcpy(e->error_msg + used, text, sizeof(e->error_msg) - used);
-    }
-    pthread_mutex_unlock(&e->lock);
-}
 
 static void append(struct weft_request **head, struct weft_request **tail,
                    struct weft_request *req)
@@ -152,7 +78,7 @@ weft_status_t wf_engine_submit(wf_engine_t *e, struct weft_request *req,
     __atomic_store_n(&e->has_submitted, true, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&e->lock);
     if (wake_thread)
-        wake(e);
+        wf_engine_wake(e);
     return WEFT_OK;
 }
 
@@ -171,7 +97,7 @@ static void finish(wf_engine_t *e, struct weft_request *req,
     wf_req_release(req);
 }
 
-void wf_engine_kick(wf_engine_t *e) { wake(e); }
+void wf_engine_kick(wf_engine_t *e) { wf_engine_wake(e); }
 
 static bool gate_closed(const struct weft_request *req)
 {
@@ -415,7 +341,7 @@ static void *progress_main(void *arg)
         /* A caller that started driving during the round may sleep in
          * poll() on a transport fd this round has just drained. */
         if (work && has_drivers(e))
-            wake(e);
+            wf_engine_wake(e);
         /* With operations in flight the next message usually arrives
          * within microseconds: yield a few rounds before paying for a
          * sleep in poll() and the wake-up after it. */
@@ -454,7 +380,7 @@ void wf_engine_poke(wf_engine_t *e)
         int work = progress_round(e, &timeout, &exit, NULL);
         pthread_mutex_unlock(&e->progress_lock);
         if (work && wf_engine_driver_count(e) > 1)
-            wake(e);
+            wf_engine_wake(e);
     }
 }
 
@@ -496,7 +422,7 @@ bool wf_engine_drive(wf_engine_t *e, const volatile bool *done,
         bool dev_busy = wf_engine_dev_busy(e);
         pthread_mutex_unlock(&e->progress_lock);
         if (work && wf_engine_driver_count(e) > 1)
-            wake(e); /* the round may have completed another's request */
+            wf_engine_wake(e); /* the round may have completed another's request */
         if (finished)
             return true;
         if (exit)
@@ -549,7 +475,7 @@ void wf_engine_driver_leave(wf_engine_t *e, bool wake_thread)
     __atomic_sub_fetch(&e->drivers, 1, __ATOMIC_ACQ_REL);
     /* The thread sleeps on the wake-up fd only while a caller drives. */
     if (wake_thread)
-        wake(e);
+        wf_engine_wake(e);
 }
 
 int wf_engine_driver_count(wf_engine_t *e)
@@ -652,9 +578,18 @@ void wf_engine_destroy(wf_engine_t *e, bool abort)
     pthread_mutex_lock(&e->lock);
     __atomic_store_n(&e->stop, true, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&e->lock);
-    wake(e);
+    wf_engine_wake(e);
     if (e->thread_started)
         pthread_join(e->thread, NULL);
     wf_req_wait_for_drivers(e);
     engine_free(e);
+}
+
+/* Under the request lock, which a leaving driver broadcasts on (wait.c). */
+void wf_req_wait_for_drivers(wf_engine_t *engine)
+{
+    pthread_mutex_lock(&wf_req_lock);
+    while (wf_engine_driver_count(engine) > 0)
+        pthread_cond_wait(&wf_req_cond, &wf_req_lock);
+    pthread_mutex_unlock(&wf_req_lock);
 }
