@@ -3,7 +3,8 @@
 #  - libweft.so exports only weft_* symbols (the export map works);
 #  - getenv appears only in the config module and launch_env.c;
 #  - docs/env.md matches params.def;
-#  - the host reduction loops vectorize.
+#  - the host reduction loops vectorize;
+#  - docs/api.md has a section for every function of include/weft.h.
 set -eu
 build=${1:-build}
 fail=0
@@ -33,5 +34,9 @@ rm -f "$tmp"
 
 if [ -x scripts/check-vectorize.sh ]; then
     scripts/check-vectorize.sh || fail=1
+fi
+
+if [ -x scripts/check-api-doc.sh ]; then
+    scripts/check-api-doc.sh || fail=1
 fi
 exit $fail
