@@ -42,10 +42,11 @@ TEST_TIMEOUT_MULT ?= $(if $(TSAN),6,$(if $(ASAN),4,1))
 # threaded tests already cover: four minutes of TSan time for no new
 # interleavings).
 TSAN_ONE_THREAD := single-threaded unit test: nothing for TSan to check
-TSAN_SKIPS := algo_ unrooted_ sim_ vsim_ reduce_ plan_ cuda_
+TSAN_SKIPS := algo_ reduce_ plan_ cuda_kernels_ cuda_layer_
 TSAN_SAME_CODE := processes of code the threaded tests cover under TSan
-TSAN_SKIPS_PROCS := allreduce_procs_n5 allreduce_procs_n7 allreduce_procs_n8 \
-                    bench_progress_line_on_tty_only netns_
+TSAN_SKIPS_PROCS := coll_allreduce_procs_n5 coll_allreduce_procs_n7 \
+                    coll_allreduce_procs_n8 \
+                    tools_bench_progress_line_on_tty_only fault_netns_
 TEST_ARGS ?= $(if $(TSAN),$(foreach p,$(TSAN_SKIPS),--skip '$(p)=$(TSAN_ONE_THREAD)') \
   $(foreach p,$(TSAN_SKIPS_PROCS),--skip '$(p)=$(TSAN_SAME_CODE)'))
 # halt_on_error: a report fails the test that produced it.
@@ -76,7 +77,7 @@ SOAK_TRIALS ?= 200
 SOAK_ITERS ?= 100000
 soak: all $(TEST_BIN)
 	WF_FAULT_TRIALS=$(SOAK_TRIALS) WF_SOAK_ITERS=$(SOAK_ITERS) \
-	  WF_TEST_TIMEOUT_MULT=8 $(TEST_BIN) --build $(BUILD) kill9_ soak_
+	  WF_TEST_TIMEOUT_MULT=8 $(TEST_BIN) --build $(BUILD) fault_kill9_ fault_soak_
 
 # ---- Python package and PyTorch backend (python/, test/python/,
 # docs/pytorch.md).  `make python` creates $(VENV) (PyTorch 2.x for CPU,

@@ -79,7 +79,7 @@ static void hostname_init(void)
 const char *wf_hostname(void)
 {
     /* Written once: threads that raced to fill the buffer while another
-     * read it were a data race (TSan, colls_threads_n13), even with
+     * read it were a data race (TSan, coll_matrix_threads_n13), even with
      * identical bytes. */
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, hostname_init);

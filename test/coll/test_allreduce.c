@@ -61,21 +61,21 @@ static void procs_matrix(int size)
     wf_test_stop_process(pid);
 }
 
-WF_TEST(allreduce_threads_n1, 60) { threads_matrix(1); }
-WF_TEST(allreduce_threads_n2, 120) { threads_matrix(2); }
-WF_TEST(allreduce_threads_n3, 120) { threads_matrix(3); }
-WF_TEST(allreduce_threads_n4, 120) { threads_matrix(4); }
-WF_TEST(allreduce_threads_n5, 180) { threads_matrix(5); }
-WF_TEST(allreduce_threads_n7, 180) { threads_matrix(7); }
-WF_TEST(allreduce_threads_n8, 240) { threads_matrix(8); }
+WF_TEST(coll_allreduce_threads_n1, 60) { threads_matrix(1); }
+WF_TEST(coll_allreduce_threads_n2, 120) { threads_matrix(2); }
+WF_TEST(coll_allreduce_threads_n3, 120) { threads_matrix(3); }
+WF_TEST(coll_allreduce_threads_n4, 120) { threads_matrix(4); }
+WF_TEST(coll_allreduce_threads_n5, 180) { threads_matrix(5); }
+WF_TEST(coll_allreduce_threads_n7, 180) { threads_matrix(7); }
+WF_TEST(coll_allreduce_threads_n8, 240) { threads_matrix(8); }
 
-WF_TEST(allreduce_procs_n1, 60) { procs_matrix(1); }
-WF_TEST(allreduce_procs_n2, 120) { procs_matrix(2); }
-WF_TEST(allreduce_procs_n3, 120) { procs_matrix(3); }
-WF_TEST(allreduce_procs_n4, 120) { procs_matrix(4); }
-WF_TEST(allreduce_procs_n5, 180) { procs_matrix(5); }
-WF_TEST(allreduce_procs_n7, 180) { procs_matrix(7); }
-WF_TEST(allreduce_procs_n8, 240) { procs_matrix(8); }
+WF_TEST(coll_allreduce_procs_n1, 60) { procs_matrix(1); }
+WF_TEST(coll_allreduce_procs_n2, 120) { procs_matrix(2); }
+WF_TEST(coll_allreduce_procs_n3, 120) { procs_matrix(3); }
+WF_TEST(coll_allreduce_procs_n4, 120) { procs_matrix(4); }
+WF_TEST(coll_allreduce_procs_n5, 180) { procs_matrix(5); }
+WF_TEST(coll_allreduce_procs_n7, 180) { procs_matrix(7); }
+WF_TEST(coll_allreduce_procs_n8, 240) { procs_matrix(8); }
 
 /* Several non-blocking allreduces in flight at once, completed in reverse
  * order, while the caller does other work: they must not cross-match. */
@@ -108,7 +108,7 @@ static void nonblocking_rank(int rank, int size, void *p)
     ASSERT_OK(weft_comm_destroy(comm));
 }
 
-WF_TEST(allreduce_nonblocking_overlap, 60)
+WF_TEST(coll_allreduce_nonblocking_overlap, 60)
 {
     wf_test_run_threads(4, nonblocking_rank, (void *)wf_test_unique("nb"));
 }
@@ -134,7 +134,7 @@ static void progress_rank(int rank, int size, void *p)
     ASSERT_OK(weft_comm_destroy(comm));
 }
 
-WF_TEST(allreduce_progress_without_wait, 60)
+WF_TEST(coll_allreduce_progress_without_wait, 60)
 {
     wf_test_run_threads(3, progress_rank, (void *)wf_test_unique("prog"));
 }
@@ -187,7 +187,7 @@ static void concurrent_waiters_rank(int rank, int size, void *p)
     ASSERT_OK(weft_comm_destroy(comm));
 }
 
-WF_TEST(allreduce_concurrent_waiters, 60)
+WF_TEST(coll_allreduce_concurrent_waiters, 60)
 {
     wf_test_run_threads(3, concurrent_waiters_rank,
                         (void *)wf_test_unique("waiters"));

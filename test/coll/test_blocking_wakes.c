@@ -140,7 +140,7 @@ static void wakes_rank(int rank, int size, void *name)
     ASSERT_OK(weft_comm_destroy(comm));
 }
 
-WF_TEST(blocking_collectives_do_not_wake_the_progress_thread, 60)
+WF_TEST(coll_blocking_collectives_do_not_wake_the_progress_thread, 60)
 {
     wf_test_run_threads(2, wakes_rank, (void *)wf_test_unique("wakes"));
 }

@@ -259,25 +259,25 @@ static void procs(int size)
     wf_test_stop_process(pid);
 }
 
-WF_TEST(colls_threads_n1, 120) { threads(1, false); }
-WF_TEST(colls_threads_n2, 300) { threads(2, false); }
-WF_TEST(colls_threads_n3, 300) { threads(3, false); }
-WF_TEST(colls_threads_n4, 300) { threads(4, true); }
-WF_TEST(colls_threads_n5, 300) { threads(5, false); }
-WF_TEST(colls_threads_n7, 300) { threads(7, false); }
-WF_TEST(colls_threads_n8, 300) { threads(8, false); }
-WF_TEST(colls_threads_n13, 300) { threads(13, false); }
-WF_TEST(colls_threads_n16, 300) { threads(16, false); }
-WF_TEST(colls_fake_device_n2, 300) { fake_device_threads(2, false); }
+WF_TEST(coll_matrix_threads_n1, 120) { threads(1, false); }
+WF_TEST(coll_matrix_threads_n2, 300) { threads(2, false); }
+WF_TEST(coll_matrix_threads_n3, 300) { threads(3, false); }
+WF_TEST(coll_matrix_threads_n4, 300) { threads(4, true); }
+WF_TEST(coll_matrix_threads_n5, 300) { threads(5, false); }
+WF_TEST(coll_matrix_threads_n7, 300) { threads(7, false); }
+WF_TEST(coll_matrix_threads_n8, 300) { threads(8, false); }
+WF_TEST(coll_matrix_threads_n13, 300) { threads(13, false); }
+WF_TEST(coll_matrix_threads_n16, 300) { threads(16, false); }
+WF_TEST(coll_matrix_fake_device_n2, 300) { fake_device_threads(2, false); }
 #define WF_STREAMS4 "WEFT_TCP_STREAMS=4,WEFT_TCP_STRIPE_MIN=1k"
-WF_TEST(colls_tcp_streams4_n2, 300) { streams(2, WF_STREAMS4); }
-WF_TEST(colls_tcp_streams4_n4, 300) { streams(4, WF_STREAMS4); }
-WF_TEST(colls_tcp_streams2_two_addrs_n3, 300)
+WF_TEST(coll_matrix_tcp_streams4_n2, 300) { streams(2, WF_STREAMS4); }
+WF_TEST(coll_matrix_tcp_streams4_n4, 300) { streams(4, WF_STREAMS4); }
+WF_TEST(coll_matrix_tcp_streams2_two_addrs_n3, 300)
 {
     streams(3, "WEFT_TCP_STREAMS=2,WEFT_TCP_STRIPE_MIN=1k,"
                "WEFT_SOCKET_IFNAME=127.0.0.1,127.0.0.2");
 }
-WF_TEST(colls_fake_device_n3, 300) { fake_device_threads(3, false); }
-WF_TEST(colls_fake_device_n4, 300) { fake_device_threads(4, false); }
-WF_TEST(colls_procs_n3, 300) { procs(3); }
-WF_TEST(colls_procs_n4, 300) { procs(4); }
+WF_TEST(coll_matrix_fake_device_n3, 300) { fake_device_threads(3, false); }
+WF_TEST(coll_matrix_fake_device_n4, 300) { fake_device_threads(4, false); }
+WF_TEST(coll_matrix_procs_n3, 300) { procs(3); }
+WF_TEST(coll_matrix_procs_n4, 300) { procs(4); }

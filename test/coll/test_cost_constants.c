@@ -33,7 +33,7 @@ static void check(const char *env, size_t want)
     ASSERT_EQ(c.single_copy_min[1], want);
 }
 
-WF_TEST(comm_tells_the_cost_model_about_the_single_copy, 30)
+WF_TEST(select_comm_tells_the_cost_model_about_the_single_copy, 30)
 {
     check("WEFT_TRANSPORT=tcp", 64 << 10); /* the default threshold */
     check("WEFT_TRANSPORT=tcp,WEFT_TCP_CMA_MIN=1m", 1 << 20);

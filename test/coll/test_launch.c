@@ -108,17 +108,17 @@ static void with_server(const char *kind, int size)
     wf_test_stop_process(pid);
 }
 
-WF_TEST(launch_torchrun_env_rank0_hosts, 60)
+WF_TEST(rdv_launch_torchrun_env_rank0_hosts, 60)
 {
     launch_arg_t a = {"torchrun", NULL, free_port_pair(), "torch-job"};
     wf_test_run_procs(3, launch_rank, &a);
 }
 
-WF_TEST(launch_slurm_env, 60) { with_server("slurm", 3); }
-WF_TEST(launch_openmpi_env, 60) { with_server("openmpi", 2); }
-WF_TEST(launch_pmi_env, 60) { with_server("pmi", 4); }
+WF_TEST(rdv_launch_slurm_env, 60) { with_server("slurm", 3); }
+WF_TEST(rdv_launch_openmpi_env, 60) { with_server("openmpi", 2); }
+WF_TEST(rdv_launch_pmi_env, 60) { with_server("pmi", 4); }
 
-WF_TEST(launch_weft_env_rank0_serves, 60)
+WF_TEST(rdv_launch_weft_env_rank0_serves, 60)
 {
     char addr[64];
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", free_port_pair() + 1);
@@ -126,7 +126,7 @@ WF_TEST(launch_weft_env_rank0_serves, 60)
     wf_test_run_procs(3, launch_rank, &a);
 }
 
-WF_TEST(launch_file_store, 60)
+WF_TEST(rdv_launch_file_store, 60)
 {
     char dir[] = "/tmp/weft-file-store-XXXXXX", uri[128], cmd[160];
     ASSERT_TRUE(mkdtemp(dir) != NULL);

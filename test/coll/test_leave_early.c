@@ -77,11 +77,11 @@ static void leave_early(int size, const char *config, size_t elems)
     run_procs_rdv(size, early_rank, &a, "leave-early");
 }
 
-WF_TEST(leave_early_after_reduce_n2, 60)
+WF_TEST(coll_leave_early_after_reduce_n2, 60)
 {
     leave_early(2, "WEFT_ALGO=reduce:tree", ELEMS);
 }
-WF_TEST(leave_early_after_reduce_n8, 120)
+WF_TEST(coll_leave_early_after_reduce_n8, 120)
 {
     leave_early(8, "WEFT_ALGO=reduce:tree", ELEMS);
 }
@@ -90,15 +90,15 @@ WF_TEST(leave_early_after_reduce_n8, 120)
  * above the single-copy threshold, which the root reads from the senders'
  * memory (so they wait for it and cannot leave first: the late root must
  * still find them). */
-WF_TEST(leave_early_after_reduce_linear_n8, 120)
+WF_TEST(coll_leave_early_after_reduce_linear_n8, 120)
 {
     leave_early(8, "WEFT_ALGO=reduce:linear", ELEMS);
 }
-WF_TEST(leave_early_after_reduce_two_streams_n4, 120)
+WF_TEST(coll_leave_early_after_reduce_two_streams_n4, 120)
 {
     leave_early(4, "WEFT_ALGO=reduce:linear,WEFT_TCP_STREAMS=2", ELEMS);
 }
-WF_TEST(leave_early_after_reduce_single_copy_n4, 120)
+WF_TEST(coll_leave_early_after_reduce_single_copy_n4, 120)
 {
     leave_early(4, "WEFT_ALGO=reduce:linear", 100000);
 }
@@ -124,7 +124,7 @@ static void gone_rank(int rank, int size, void *p)
     weft_comm_destroy(comm);
 }
 
-WF_TEST(leave_early_nothing_more_to_receive, 60)
+WF_TEST(coll_leave_early_nothing_more_to_receive, 60)
 {
     early_arg_t a = {0};
     run_procs_rdv(2, gone_rank, &a, "gone-sender");
@@ -162,7 +162,7 @@ static void crashed_rank(int rank, int size, void *p)
     weft_comm_destroy(comm);
 }
 
-WF_TEST(crashed_sender_counted_lost, 60)
+WF_TEST(coll_crashed_sender_counted_lost, 60)
 {
     early_arg_t a = {0};
     run_procs_rdv(2, crashed_rank, &a, "crashed-sender");

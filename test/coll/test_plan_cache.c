@@ -64,7 +64,7 @@ static void assert_same_as_fresh(const wf_built_plan_t *b,
     wf_plan_free(&fresh);
 }
 
-WF_TEST(cached_plan_hits_are_the_plan_built_for_those_arguments, 30)
+WF_TEST(coll_cached_plan_hits_are_the_plan_built_for_those_arguments, 30)
 {
     wf_plan_cache_t cache;
     wf_plan_cache_init(&cache, 4);
@@ -100,7 +100,7 @@ WF_TEST(cached_plan_hits_are_the_plan_built_for_those_arguments, 30)
     wf_plan_cache_fini(&cache);
 }
 
-WF_TEST(cached_plans_evict_the_least_recently_used, 30)
+WF_TEST(coll_cached_plans_evict_the_least_recently_used, 30)
 {
     wf_plan_cache_t cache;
     wf_plan_cache_init(&cache, 2);
@@ -131,7 +131,7 @@ WF_TEST(cached_plans_evict_the_least_recently_used, 30)
     wf_built_plan_release(pc);
 }
 
-WF_TEST(cached_plans_off_or_large_build_every_call, 60)
+WF_TEST(coll_cached_plans_off_or_large_build_every_call, 60)
 {
     wf_plan_cache_t off;
     wf_plan_cache_init(&off, 0);
@@ -159,7 +159,7 @@ WF_TEST(cached_plans_off_or_large_build_every_call, 60)
     wf_plan_cache_fini(&cache);
 }
 
-WF_TEST(cached_plans_keep_nothing_on_errors, 30)
+WF_TEST(coll_cached_plans_keep_nothing_on_errors, 30)
 {
     wf_plan_cache_t cache;
     wf_plan_cache_init(&cache, 4);
@@ -224,7 +224,7 @@ static void reuse_rank(int rank, int size, void *p)
     ASSERT_OK(weft_comm_destroy(comm));
 }
 
-WF_TEST(cached_plans_reused_with_other_buffers_and_layouts, 120)
+WF_TEST(coll_cached_plans_reused_with_other_buffers_and_layouts, 120)
 {
     reuse_arg_t on = {wf_test_unique("plan-cache-on"),
                       "WEFT_CHUNK_SIZE=4096,WEFT_TIMEOUT=60s"};

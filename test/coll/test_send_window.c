@@ -114,7 +114,7 @@ static void window_rank(int rank, int size, void *arg)
         free(msgs[m]);
 }
 
-WF_TEST(send_window_skips_pulled_sends, 30)
+WF_TEST(coll_send_window_skips_pulled_sends, 30)
 {
     window_case_t w = {.name = wf_test_unique("window")};
     wf_test_run_threads(2, window_rank, &w);

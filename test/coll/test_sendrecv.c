@@ -77,19 +77,19 @@ static void p2p_rank(int rank, int size, void *p)
     ASSERT_OK(weft_comm_destroy(comm));
 }
 
-WF_TEST(sendrecv_threads_n2, 60)
+WF_TEST(coll_sendrecv_threads_n2, 60)
 {
     const char *a[2] = {wf_test_unique("p2p"), NULL};
     wf_test_run_threads(2, p2p_rank, a);
 }
 
-WF_TEST(sendrecv_threads_n5, 60)
+WF_TEST(coll_sendrecv_threads_n5, 60)
 {
     const char *a[2] = {wf_test_unique("p2p"), NULL};
     wf_test_run_threads(5, p2p_rank, a);
 }
 
-WF_TEST(sendrecv_procs_n3, 60)
+WF_TEST(coll_sendrecv_procs_n3, 60)
 {
     char addr[128];
     int pid = wf_test_start_rendezvous(addr, sizeof(addr));

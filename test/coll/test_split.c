@@ -66,7 +66,7 @@ static void split_rank(int rank, int size, void *p)
     ASSERT_OK(weft_comm_destroy(world));
 }
 
-WF_TEST(split_parity_and_undefined, 60)
+WF_TEST(coll_split_parity_and_undefined, 60)
 {
     wf_test_run_threads(5, split_rank, (void *)wf_test_unique("split"));
 }
@@ -117,7 +117,7 @@ static void inflight_rank(int rank, int size, void *p)
     ASSERT_OK(weft_comm_destroy(comm));
 }
 
-WF_TEST(inflight_mixed_collectives, 60)
+WF_TEST(coll_inflight_mixed_collectives, 60)
 {
     wf_test_run_threads(4, inflight_rank, (void *)wf_test_unique("mix"));
 }

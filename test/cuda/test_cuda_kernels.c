@@ -91,7 +91,7 @@ WF_TEST(cuda_kernels_match_host_table_on_cpu, 120)
 }
 
 /* WEFT_AVG's final divide: the kernel against the host's. */
-WF_TEST(cuda_avg_finish_matches_host_on_cpu, 60)
+WF_TEST(cuda_kernels_avg_finish_matches_host_on_cpu, 60)
 {
     for (int dt = 0; dt < WEFT_DTYPE_COUNT; dt++)
         for (int divisor = 1; divisor <= 7; divisor += 3) {
@@ -117,7 +117,7 @@ unsigned wf_cuda_shim_kernels_loaded(void);
 
 /* wf_cuda_load_kernels reaches every kernel a launch can: 10 dtypes x
  * (sum, prod, min, max) reductions and 10 divides; each asked for once. */
-WF_TEST(cuda_load_kernels_reaches_every_kernel, 30)
+WF_TEST(cuda_kernels_load_reaches_every_kernel, 30)
 {
     unsigned before = wf_cuda_shim_kernels_loaded();
     ASSERT_EQ(wf_cuda_load_kernels(), 0);

@@ -20,7 +20,7 @@ static void saw_data(void *arg)
     *flag = 1;
 }
 
-WF_TEST(dev_fake_stream_order_and_events, 30)
+WF_TEST(cuda_dev_fake_stream_order_and_events, 30)
 {
     const wf_dev_ops_t *d = &wf_fake_dev_ops;
     wf_dev_stream_t s;
@@ -58,7 +58,7 @@ WF_TEST(dev_fake_stream_order_and_events, 30)
 }
 
 /* A reduction on the fake device equals the host table's. */
-WF_TEST(dev_fake_reduce_on_device, 30)
+WF_TEST(cuda_dev_fake_reduce_on_device, 30)
 {
     const wf_dev_ops_t *d = &wf_fake_dev_ops;
     wf_dev_stream_t s;
@@ -130,7 +130,7 @@ static void p2p_rank(int rank, int size, void *p)
     weft_comm_destroy(comm);
 }
 
-WF_TEST(dev_fake_sendrecv_and_mixed_buffers, 60)
+WF_TEST(cuda_dev_fake_sendrecv_and_mixed_buffers, 60)
 {
     wf_dev_use_fake(true);
     wf_test_log_capture();
@@ -214,7 +214,7 @@ static void default_stream_rank(int rank, int size, void *p)
     weft_comm_destroy(comm);
 }
 
-WF_TEST(dev_fake_call_waits_for_default_stream, 60)
+WF_TEST(cuda_dev_fake_call_waits_for_default_stream, 60)
 {
     wf_dev_use_fake(true);
     wf_test_run_threads(2, default_stream_rank,
@@ -254,7 +254,7 @@ static void events_rank(int rank, int size, void *p)
     ASSERT_OK(weft_comm_destroy(comm));
 }
 
-WF_TEST(dev_fake_blocking_calls_keep_events_bounded, 60)
+WF_TEST(cuda_dev_fake_blocking_calls_keep_events_bounded, 60)
 {
     wf_dev_use_fake(true);
     wf_test_run_threads(2, events_rank, (void *)wf_test_unique("events"));

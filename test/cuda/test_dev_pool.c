@@ -7,7 +7,7 @@
  */
 #include <pthread.h>
 
-#include "sched/dev_pool.h"
+#include "dev/dev_pool.h"
 #include "test.h"
 
 /* Two receives (100 KiB and 1 KiB) and five sends of up to 300 KiB to one
@@ -27,7 +27,7 @@ static void build_plan(wf_plan_t *plan)
     ASSERT_TRUE(!plan->failed);
 }
 
-WF_TEST(dev_pool_reservation_serves_its_owner, 30)
+WF_TEST(cuda_dev_pool_reservation_serves_its_owner, 30)
 {
     wf_dev_use_fake(true);
     const wf_dev_ops_t *ops = &wf_fake_dev_ops;
@@ -116,7 +116,7 @@ WF_TEST(dev_pool_reservation_serves_its_owner, 30)
  * send to peer 1 may take the buffer reserved with peer 2 in mind, and
  * peer 1's next large send must still find one (buffers sized per peer
  * left it none: WEFT_ERR_INTERNAL). */
-WF_TEST(dev_pool_send_buffers_fit_every_peer, 30)
+WF_TEST(cuda_dev_pool_send_buffers_fit_every_peer, 30)
 {
     wf_dev_use_fake(true);
     pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;

@@ -139,7 +139,7 @@ static void ordered_rank(int rank, int size, void *p)
     ASSERT_OK(weft_comm_destroy(comm));
 }
 
-WF_TEST(dev_stream_orders_operations, 60)
+WF_TEST(cuda_dev_stream_orders_operations, 60)
 {
     wf_dev_use_fake(true);
     run_procs(2, ordered_rank, "dso");
@@ -176,7 +176,7 @@ static void failing_rank(int rank, int size, void *p)
     weft_comm_abort(comm);
 }
 
-WF_TEST(dev_stream_failure_releases_the_stream, 60)
+WF_TEST(cuda_dev_stream_failure_releases_the_stream, 60)
 {
     wf_dev_use_fake(true);
     run_procs(2, failing_rank, "dsf");
@@ -241,7 +241,7 @@ static void mixed_rank(int rank, int size, void *p)
     ASSERT_OK(weft_comm_destroy(comm));
 }
 
-WF_TEST(dev_stream_beside_ordinary_device_calls, 90)
+WF_TEST(cuda_dev_stream_beside_ordinary_device_calls, 90)
 {
     wf_dev_use_fake(true);
     run_procs(2, mixed_rank, "dsm");
@@ -281,7 +281,7 @@ static void capture_rank(int rank, int size, void *p)
     ASSERT_OK(weft_comm_destroy(comm));
 }
 
-WF_TEST(dev_stream_refuses_a_capturing_stream, 60)
+WF_TEST(cuda_dev_stream_refuses_a_capturing_stream, 60)
 {
     wf_dev_use_fake(true);
     run_procs(2, capture_rank, "dsc");
@@ -338,7 +338,7 @@ static void failed_writes_rank(int rank, int size, void *p)
     weft_comm_abort(comm);
 }
 
-WF_TEST(dev_failed_call_leaves_no_writes_behind, 90)
+WF_TEST(cuda_dev_failed_call_leaves_no_writes_behind, 90)
 {
     wf_dev_use_fake(true);
     run_procs(2, failed_writes_rank, "dfw");
@@ -369,7 +369,7 @@ static void one_connection_rank(int rank, int size, void *p)
     ASSERT_OK(weft_comm_destroy(comm));
 }
 
-WF_TEST(dev_stream_warns_of_one_hardware_queue, 60)
+WF_TEST(cuda_dev_stream_warns_of_one_hardware_queue, 60)
 {
     wf_dev_use_fake(true);
     run_procs(2, one_connection_rank, "dsq");

@@ -101,7 +101,7 @@ static void join_rank(int rank, int size, void *p)
 /* Ranks with the same token work together over a token-less server (the
  * first registers the job's key); ranks with different tokens cannot form
  * a job: one is refused with WEFT_ERR_AUTH and a log line naming it. */
-WF_TEST(auth_token_job_over_server, 60)
+WF_TEST(fault_auth_token_job_over_server, 60)
 {
     weft_server_t srv;
 
@@ -129,7 +129,7 @@ WF_TEST(auth_token_job_over_server, 60)
 }
 
 /* A server with its own token turns away clients without it. */
-WF_TEST(auth_server_token_required, 30)
+WF_TEST(fault_auth_server_token_required, 30)
 {
     weft_server_t srv;
     wf_store_t *s = NULL;
@@ -198,7 +198,7 @@ static void *fake_server(void *p)
     return NULL;
 }
 
-WF_TEST(auth_client_checks_server, 30)
+WF_TEST(fault_auth_client_checks_server, 30)
 {
     struct sockaddr_in sa = {.sin_family = AF_INET,
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -224,7 +224,7 @@ WF_TEST(auth_client_checks_server, 30)
 
 /* Without a token every rank of the job ends up with the same random
  * data-plane secret, and a different job gets a different one. */
-WF_TEST(auth_random_job_secret, 20)
+WF_TEST(fault_auth_random_job_secret, 20)
 {
     char uri[128];
     wf_store_t *a, *b, *c;
@@ -382,7 +382,7 @@ static int free_port_base(void)
     wf_test_fail(__FILE__, __LINE__, "no 8 free ports in 20000-32000");
 }
 
-WF_TEST(auth_port_scan_during_allreduce, 60)
+WF_TEST(fault_auth_port_scan_during_allreduce, 60)
 {
     scan_job_t j = {wf_test_unique("scan"), "", NULL};
     scan_arg_t s = {j.store, 0, 0, 0, 0};
@@ -406,7 +406,7 @@ WF_TEST(auth_port_scan_during_allreduce, 60)
 
 /* ---- the tools' --token-file ------------------------------------------ */
 
-WF_TEST(auth_rendezvous_token_file, 30)
+WF_TEST(fault_auth_rendezvous_token_file, 30)
 {
     char path[] = "/tmp/weft-token-XXXXXX", addr[128] = "";
     int fd = mkstemp(path);

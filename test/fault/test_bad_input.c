@@ -74,7 +74,7 @@ static void args_rank(int rank, int size, void *p)
     ASSERT_OK(weft_comm_destroy(NULL));
 }
 
-WF_TEST(bad_args_are_rejected, 30)
+WF_TEST(fault_bad_args_are_rejected, 30)
 {
     weft_set_logger(capture, NULL);
     wf_test_run_threads(2, args_rank, (void *)wf_test_unique("args"));
@@ -87,7 +87,7 @@ WF_TEST(bad_args_are_rejected, 30)
     ASSERT_STR_CONTAINS(logbuf, "was destroyed");
 }
 
-WF_TEST(bad_comm_params, 30)
+WF_TEST(fault_bad_comm_params, 30)
 {
     weft_set_logger(capture, NULL);
     weft_comm_t comm;
@@ -145,7 +145,7 @@ static void join_rank(int idx, int nthreads, void *p)
         weft_comm_abort(comm);
 }
 
-WF_TEST(rendezvous_world_size_mismatch, 30)
+WF_TEST(fault_rendezvous_world_size_mismatch, 30)
 {
     weft_set_logger(capture, NULL);
     join_arg_t a = {wf_test_unique("size"), {0, 1}, {2, 3}, {0}};
@@ -155,7 +155,7 @@ WF_TEST(rendezvous_world_size_mismatch, 30)
     ASSERT_STR_CONTAINS(logbuf, "world size mismatch");
 }
 
-WF_TEST(rendezvous_duplicate_rank, 30)
+WF_TEST(fault_rendezvous_duplicate_rank, 30)
 {
     weft_set_logger(capture, NULL);
     join_arg_t a = {wf_test_unique("dup"), {0, 0}, {2, 2}, {0}};
@@ -169,7 +169,7 @@ WF_TEST(rendezvous_duplicate_rank, 30)
     ASSERT_STR_CONTAINS(logbuf, "rank 0 is claimed twice");
 }
 
-WF_TEST(rendezvous_unreachable_times_out, 30)
+WF_TEST(fault_rendezvous_unreachable_times_out, 30)
 {
     weft_set_logger(capture, NULL);
     weft_comm_t comm;
@@ -238,21 +238,24 @@ static void run_mismatch(int variant, const char *a, const char *b)
     ASSERT_STR_CONTAINS(logbuf, b);
 }
 
-WF_TEST(mismatch_count, 30)
+WF_TEST(fault_mismatch_count, 30)
 {
     run_mismatch(0, "allreduce(count 10, float32, sum",
                  "allreduce(count 12, float32, sum");
 }
-WF_TEST(mismatch_dtype, 30)
+WF_TEST(fault_mismatch_dtype, 30)
 {
     run_mismatch(1, "count 8, float32", "count 8, int32");
 }
-WF_TEST(mismatch_op, 30) { run_mismatch(2, "float32, sum", "float32, max"); }
-WF_TEST(mismatch_collective, 30)
+WF_TEST(fault_mismatch_op, 30)
+{
+    run_mismatch(2, "float32, sum", "float32, max");
+}
+WF_TEST(fault_mismatch_collective, 30)
 {
     run_mismatch(4, "broadcast(count 8, float32", "allreduce(count 8, float32");
 }
-WF_TEST(mismatch_p2p_count, 30)
+WF_TEST(fault_mismatch_p2p_count, 30)
 {
     run_mismatch(3, "send/recv(count 12, float32)",
                  "send/recv(count 10, float32)");
@@ -280,7 +283,7 @@ static void timeout_rank(int rank, int size, void *p)
     weft_comm_abort(comm);
 }
 
-WF_TEST(collective_times_out_naming_peer, 30)
+WF_TEST(fault_collective_times_out_naming_peer, 30)
 {
     wf_test_run_threads(2, timeout_rank, (void *)wf_test_unique("to"));
 }
@@ -328,7 +331,7 @@ static void abort_rank(int rank, int size, void *p)
         weft_comm_abort(a.comm);
 }
 
-WF_TEST(abort_unblocks_waiter, 30)
+WF_TEST(fault_abort_unblocks_waiter, 30)
 {
     pthread_barrier_init(&abort_checked, NULL, 2);
     wf_test_run_threads(2, abort_rank, (void *)wf_test_unique("abort"));

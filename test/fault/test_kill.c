@@ -195,7 +195,7 @@ static void one_trial(const char *rdv, int trial, unsigned *seed)
            "%.2f s: %s\n", trial, victim, delay / 1000, took, reps[0].msg);
 }
 
-WF_TEST(kill9_one_rank_survivors_fail_fast, 300)
+WF_TEST(fault_kill9_one_rank_survivors_fail_fast, 300)
 {
     const char *env = getenv("WF_FAULT_TRIALS");
     int trials = env ? atoi(env) : 20;

@@ -73,23 +73,29 @@ static void run_disputed(rooted_t coll, int size, const char *name)
 }
 
 /* The case a receive-side check can never see: both ranks only send. */
-WF_TEST(mismatch_root_broadcast_both_roots, 60)
+WF_TEST(fault_mismatch_root_broadcast_both_roots, 60)
 {
     run_disputed(BCAST, 2, "broadcast");
 }
-WF_TEST(mismatch_root_broadcast_3, 60) { run_disputed(BCAST, 3, "broadcast"); }
-WF_TEST(mismatch_root_broadcast_4, 60) { run_disputed(BCAST, 4, "broadcast"); }
-WF_TEST(mismatch_root_reduce, 60)
+WF_TEST(fault_mismatch_root_broadcast_3, 60)
+{
+    run_disputed(BCAST, 3, "broadcast");
+}
+WF_TEST(fault_mismatch_root_broadcast_4, 60)
+{
+    run_disputed(BCAST, 4, "broadcast");
+}
+WF_TEST(fault_mismatch_root_reduce, 60)
 {
     run_disputed(REDUCE, 2, "reduce");
     run_disputed(REDUCE, 3, "reduce");
 }
-WF_TEST(mismatch_root_gather, 60)
+WF_TEST(fault_mismatch_root_gather, 60)
 {
     run_disputed(GATHER, 2, "gather");
     run_disputed(GATHER, 4, "gather");
 }
-WF_TEST(mismatch_root_scatter, 60)
+WF_TEST(fault_mismatch_root_scatter, 60)
 {
     run_disputed(SCATTER, 2, "scatter");
     run_disputed(SCATTER, 3, "scatter");
@@ -120,7 +126,7 @@ static void agreeing_roots_rank(int rank, int size, void *p)
     weft_comm_destroy(comm);
 }
 
-WF_TEST(agreeing_roots_ahead_are_not_strays, 30)
+WF_TEST(fault_agreeing_roots_ahead_are_not_strays, 30)
 {
     wf_test_run_threads(3, agreeing_roots_rank, (void *)wf_test_unique("ok"));
     wf_test_run_threads(4, agreeing_roots_rank, (void *)wf_test_unique("ok"));

@@ -31,7 +31,7 @@ static void run_script(const char *script, const char *mode)
     ASSERT_EQ(WEXITSTATUS(ws), 0);
 }
 
-WF_TEST(netns_packet_loss_exact_and_link_cut_fails_everyone, 180)
+WF_TEST(fault_netns_packet_loss_exact_and_link_cut_fails_everyone, 180)
 {
     run_script("netns-faults.sh", "loss");
 }
@@ -39,7 +39,7 @@ WF_TEST(netns_packet_loss_exact_and_link_cut_fails_everyone, 180)
 /* Delay with jitter, reordering, duplication and corruption (tc netem):
  * skipped on kernels without sch_netem; `make test-rdma` runs it in its
  * Debian guest. */
-WF_TEST(netns_netem_delay_reorder_duplicate_corrupt_exact, 300)
+WF_TEST(fault_netns_netem_delay_reorder_duplicate_corrupt_exact, 300)
 {
     run_script("netns-faults.sh", "netem");
 }
@@ -47,7 +47,7 @@ WF_TEST(netns_netem_delay_reorder_duplicate_corrupt_exact, 300)
 /* Two veth pairs between two namespaces, WEFT_TCP_STREAMS=2 and unset:
  * the tx counters of both interfaces on both hosts grow (and with one
  * stream only eth0's do). */
-WF_TEST(netns_tcp_streams_two_nics_both_carry, 120)
+WF_TEST(fault_netns_tcp_streams_two_nics_both_carry, 120)
 {
     run_script("netns-stripe.sh", "");
 }
@@ -55,7 +55,7 @@ WF_TEST(netns_tcp_streams_two_nics_both_carry, 120)
 /* Two NICs of different speed (tbf: 200 and 50 Mbit/s): pieces in
  * proportion to what each stream delivers reach at least 60% of the
  * 250 Mbit/s together; equal halves stopped at 91 Mbit/s. */
-WF_TEST(netns_tcp_stripe_follows_link_speeds, 120)
+WF_TEST(fault_netns_tcp_stripe_follows_link_speeds, 120)
 {
     run_script("netns-stripe.sh", "uneven");
 }
@@ -64,7 +64,7 @@ WF_TEST(netns_tcp_stripe_follows_link_speeds, 120)
  * whose two equally near NICs are the veths eth0 and eth1: with the
  * default stream count both carry a large share of an allreduce on both
  * hosts. */
-WF_TEST(netns_topo_nics_both_carry, 120)
+WF_TEST(fault_netns_topo_nics_both_carry, 120)
 {
     run_script("netns-topo.sh", "both");
 }
@@ -73,7 +73,7 @@ WF_TEST(netns_topo_nics_both_carry, 120)
  * another subnet; b's end of eth1 down): the streams that would use it
  * fall back to the addresses that reached the rendezvous server, the job
  * passes within 15 s and the info log says why. */
-WF_TEST(netns_topo_unreachable_nic_falls_back, 120)
+WF_TEST(fault_netns_topo_unreachable_nic_falls_back, 120)
 {
     run_script("netns-topo.sh", "unreach");
 }

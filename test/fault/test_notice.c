@@ -45,7 +45,7 @@ static void abort_spreads_rank(int rank, int size, void *p)
     weft_comm_destroy(comm);
 }
 
-WF_TEST(abort_on_one_rank_reaches_the_others, 60)
+WF_TEST(fault_abort_on_one_rank_reaches_the_others, 60)
 {
     pthread_barrier_init(&spreads_barriers_done, NULL, 4);
     wf_test_run_threads(4, abort_spreads_rank,
@@ -84,7 +84,7 @@ static void clean_leave_rank(int rank, int size, void *p)
     ASSERT_OK(weft_comm_destroy(comm));
 }
 
-WF_TEST(clean_destroy_is_not_a_failure, 60)
+WF_TEST(fault_clean_destroy_is_not_a_failure, 60)
 {
     wf_test_run_threads(3, clean_leave_rank,
                         (void *)wf_test_unique("notice-bye"));
@@ -117,7 +117,7 @@ static void one_sided_rank(int rank, int size, void *p)
     weft_comm_destroy(comm);
 }
 
-WF_TEST(abort_reaches_a_peer_that_only_the_peer_connected, 60)
+WF_TEST(fault_abort_reaches_a_peer_that_only_the_peer_connected, 60)
 {
     pthread_barrier_init(&one_sided_sent, NULL, 2);
     wf_test_run_threads(2, one_sided_rank,
@@ -163,7 +163,7 @@ static void late_rank(int rank, int size, void *p)
     weft_comm_destroy(comm);
 }
 
-WF_TEST(timeout_names_the_late_rank_and_dumps_history, 60)
+WF_TEST(fault_timeout_names_the_late_rank_and_dumps_history, 60)
 {
     weft_set_logger(diag_capture, NULL);
     wf_test_run_threads(2, late_rank, (void *)wf_test_unique("late"));
@@ -201,7 +201,7 @@ static void signal_dump_rank(int rank, int size, void *p)
     ASSERT_OK(weft_comm_destroy(comm));
 }
 
-WF_TEST(sigusr1_dumps_every_communicator, 60)
+WF_TEST(fault_sigusr1_dumps_every_communicator, 60)
 {
     pthread_mutex_lock(&diag_lock);
     diag_log[0] = '\0';
@@ -248,7 +248,7 @@ static void gather_rank(int rank, int size, void *p)
     weft_comm_destroy(comm);
 }
 
-WF_TEST(timeout_gathers_where_every_rank_is, 60)
+WF_TEST(fault_timeout_gathers_where_every_rank_is, 60)
 {
     memset(gathered, 0, sizeof(gathered));
     wf_test_run_threads(4, gather_rank, (void *)wf_test_unique("gather"));
@@ -302,7 +302,7 @@ static void consistent_rank(int rank, int size, void *p)
     weft_comm_destroy(comm);
 }
 
-WF_TEST(failed_call_reports_the_communicator_error, 120)
+WF_TEST(fault_failed_call_reports_the_communicator_error, 120)
 {
     for (int i = 0; i < 20; i++) {
         char name[64];
@@ -352,7 +352,7 @@ static void unconnected_rank(int rank, int size, void *p)
     weft_comm_destroy(comm);
 }
 
-WF_TEST(failure_reaches_a_rank_connected_to_nobody, 60)
+WF_TEST(fault_failure_reaches_a_rank_connected_to_nobody, 60)
 {
     pthread_barrier_init(&unconnected_first_received, NULL, 2);
     wf_test_run_threads(3, unconnected_rank, (void *)wf_test_unique("nc"));

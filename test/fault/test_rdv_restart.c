@@ -66,7 +66,7 @@ static void ok_rank(int rank, int size, void *p)
     ASSERT_OK(weft_comm_destroy(comm));
 }
 
-WF_TEST(rendezvous_killed_during_init_then_restarted, 60)
+WF_TEST(fault_rendezvous_killed_during_init_then_restarted, 60)
 {
     char addr[128];
     int server = wf_test_start_rendezvous(addr, sizeof(addr));

@@ -72,7 +72,7 @@ static void kill_rank(const char *rdv, const char *job, int rank, int fd)
     _exit(0);
 }
 
-WF_TEST(shrink_after_kill9_survivors_go_on, 120)
+WF_TEST(fault_shrink_after_kill9_survivors_go_on, 120)
 {
     char addr[128];
     int rdv_pid = wf_test_start_rendezvous(addr, sizeof(addr));
@@ -139,7 +139,7 @@ static void healthy_rank(int rank, int size, void *p)
     ASSERT_OK(weft_comm_destroy(comm));
 }
 
-WF_TEST(shrink_of_a_healthy_comm_keeps_everyone, 60)
+WF_TEST(fault_shrink_of_a_healthy_comm_keeps_everyone, 60)
 {
     wf_test_run_threads(3, healthy_rank, (void *)wf_test_unique("shrink-ok"));
 }
@@ -172,7 +172,7 @@ static void late_rank(int rank, int size, void *p)
     weft_comm_destroy(comm);
 }
 
-WF_TEST(shrink_leaves_out_a_rank_that_does_not_come, 60)
+WF_TEST(fault_shrink_leaves_out_a_rank_that_does_not_come, 60)
 {
     wf_test_run_threads(3, late_rank, (void *)wf_test_unique("shrink-late"));
 }

@@ -85,7 +85,7 @@ static void soak_rank(int rank, int size, void *p)
     ASSERT_OK(weft_comm_destroy(comm));
 }
 
-WF_TEST(soak_random_allreduces, 600)
+WF_TEST(fault_soak_random_allreduces, 600)
 {
     const char *env = getenv("WF_SOAK_ITERS");
     soak_arg_t a = {.iters = env ? atol(env) : 1500,

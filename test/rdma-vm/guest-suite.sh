@@ -25,7 +25,7 @@
 # (allreduce exact under tc netem delay, reordering, duplication and
 # corruption between network namespaces: this Debian kernel has sch_netem,
 # the build host's does not), repeat (RDMA_REPEAT_TEST, default
-# allreduce_procs_n3, run RDMA_REPEAT_RUNS times, default 10), two-guest
+# coll_allreduce_procs_n3, run RDMA_REPEAT_RUNS times, default 10), two-guest
 # ROLE=0|1 PEER_IP=... (allreduce and broadcast across two guests),
 # rails (a second device, rxe1, and every context on both as rails).
 # Ends with "N passed, N failed, N skipped" and exits non-zero on failure.
@@ -104,16 +104,22 @@ zcopy_took() {
         "zero-copy from $(numfmt --from=iec "${1^^}") bytes" "${@:2}"
 }
 
+# The conformance suite and the TCP transport's tests: the transport area
+# (test/transport/) but for the verbs transport's unit tests on the fake
+# provider (transport_ib_*, ib_*.c), which need no device and run in the
+# host suite.
+CONFORMANCE="transport_ --exclude transport_ib_"
+
 part_conformance() {
     local q z
     for q in $QPS_LIST; do
         echo "== transport conformance suite (tcp and ib on rxe0), WEFT_IB_QPS=$q"
-        WEFT_IB_QPS=$q runner transport_
+        WEFT_IB_QPS=$q runner $CONFORMANCE
         qps_took "$q" "$T" --build "$B" --verbose transport_four_ranks
     done
     for z in $ZCOPY_LIST; do
         echo "== transport conformance suite, WEFT_IB_QPS=2 WEFT_IB_ZCOPY_MIN=$z"
-        WEFT_IB_QPS=2 WEFT_IB_ZCOPY_MIN=$z runner transport_
+        WEFT_IB_QPS=2 WEFT_IB_ZCOPY_MIN=$z runner $CONFORMANCE
         zcopy_took "$z" "$T" --build "$B" --verbose transport_four_ranks
     done
     # The suite skips transports that cannot run; here ib must.
@@ -131,14 +137,16 @@ part_conformance() {
 # world of threads sharing a process.  The tests give each collective 60 s;
 # under TCG a 6 MB allreduce with 4 KiB chunks takes 10-20 s on 4-5
 # processes with TCP as with verbs, and several times that when the host
-# is loaded, so allreduce_procs_n4 and larger worlds (RDMA_COLLS=all: every
-# collective test) are for quieter or faster hosts.
-COLLS_DEFAULT="colls_procs_n3 colls_procs_n4 colls_threads_n2 allreduce_procs_n2
-    allreduce_procs_n3 allreduce_nonblocking_overlap
-    allreduce_progress_without_wait sendrecv_ split_ inflight_"
+# is loaded, so coll_allreduce_procs_n4 and larger worlds (RDMA_COLLS=all:
+# every collective test) are for quieter or faster hosts.
+COLLS_DEFAULT="coll_matrix_procs_n3 coll_matrix_procs_n4 coll_matrix_threads_n2
+    coll_allreduce_procs_n2 coll_allreduce_procs_n3
+    coll_allreduce_nonblocking_overlap coll_allreduce_progress_without_wait
+    coll_sendrecv_ coll_split_ coll_inflight_"
 part_colls() {
     local sel=${RDMA_COLLS:-$COLLS_DEFAULT} q z
-    [[ $sel == all ]] && sel="allreduce_ colls_ sendrecv_ split_ inflight_"
+    [[ $sel == all ]] &&
+        sel="coll_allreduce_ coll_matrix_ coll_sendrecv_ coll_split_ coll_inflight_"
     # 2 QPs run twice below with the zero-copy thresholds; with the
     # copy path the fewest and the most QPs are enough (each pass takes
     # 2-3 minutes of CI under emulation).
@@ -437,7 +445,7 @@ gloo_table() {
 # default is the test that hung once in 4 full runs on a lost credit
 # wake-up (fixed in ib_xfer.c, wf_ib_pump; docs/testing.md).
 part_repeat() {
-    local sel=${RDMA_REPEAT_TEST:-allreduce_procs_n3} runs=${RDMA_REPEAT_RUNS:-10} i
+    local sel=${RDMA_REPEAT_TEST:-coll_allreduce_procs_n3} runs=${RDMA_REPEAT_RUNS:-10} i
     echo "== $sel over WEFT_TRANSPORT=ib, $runs times"
     for ((i = 1; i <= runs; i++)); do
         echo "-- run $i of $runs ($SECONDS s)"
@@ -447,7 +455,7 @@ part_repeat() {
 
 part_netem() {
     echo "== tc netem faults between network namespaces (TCP)"
-    runner netns_netem_
+    runner fault_netns_netem_
 }
 
 # Packets rxe device $1 has sent (its port's hardware counter).
@@ -495,8 +503,8 @@ part_rails() {
         sleep 0.1
     done
     export WEFT_IB_HCA=rxe0,rxe1
-    WEFT_IB_QPS=1 runner transport_
-    WEFT_IB_QPS=2 WEFT_IB_ZCOPY_MIN=1 runner transport_
+    WEFT_IB_QPS=1 runner $CONFORMANCE
+    WEFT_IB_QPS=2 WEFT_IB_ZCOPY_MIN=1 runner $CONFORMANCE
     knob_took WEFT_IB_QPS 1 "on rxe0:1\+rxe1:1 \(2 rails; .*; 2 QPs per peer" \
         "$T" --build "$B" --verbose transport_four_ranks
     rails_share "eager" 0

@@ -161,7 +161,7 @@ static int check_csv(const char *out, double factor)
 
 /* ---- tests --------------------------------------------------------------- */
 
-WF_TEST(bench_size_units, 60)
+WF_TEST(tools_bench_size_units, 60)
 {
     char *out = bench("allreduce -n 2 -b 64K -e 1M -f 16 -w 0 -r 2 --csv", 0);
     csv_row_t rows[8];
@@ -179,7 +179,7 @@ WF_TEST(bench_size_units, 60)
     free(out);
 }
 
-WF_TEST(bench_busbw_factors, 90)
+WF_TEST(tools_bench_busbw_factors, 90)
 {
     char *out = bench("allreduce -n 3 -b 64K -e 1M -f 4 -w 1 -r 3 --csv", 0);
     ASSERT_EQ(check_csv(out, 4.0 / 3.0), 6); /* 2 (n-1) / n */
@@ -202,7 +202,7 @@ WF_TEST(bench_busbw_factors, 90)
     free(out);
 }
 
-WF_TEST(bench_check_catches_corruption, 60)
+WF_TEST(tools_bench_check_catches_corruption, 60)
 {
     char *out = bench("allreduce -n 2 -b 1K -e 4K -f 4 -w 0 -r 1 "
                       "--corrupt-for-test", 1);
@@ -228,7 +228,7 @@ WF_TEST(bench_check_catches_corruption, 60)
 
 /* Parses the JSON with Python and checks its keys; the knob value carries
  * a quote, a backslash and a comma to exercise the escaping. */
-WF_TEST(bench_json_valid_and_complete, 60)
+WF_TEST(tools_bench_json_valid_and_complete, 60)
 {
     char dir[] = "/tmp/weft-bench-json-XXXXXX", cmd[4096], *out;
     ASSERT_TRUE(mkdtemp(dir) != NULL);
@@ -272,7 +272,7 @@ WF_TEST(bench_json_valid_and_complete, 60)
     ASSERT_EQ(system(cmd), 0);
 }
 
-WF_TEST(bench_csv_columns, 60)
+WF_TEST(tools_bench_csv_columns, 60)
 {
     char *out = bench("allreduce -n 2 -b 8 -e 512 -f 8 -w 0 -r 2 --csv "
                       "-d int32 -o max", 0);
@@ -290,7 +290,7 @@ WF_TEST(bench_csv_columns, 60)
 
 /* --sync times one call per iteration after an untimed barrier; the CSV
  * says so in its mode column (docs/bench.md, Timing). */
-WF_TEST(bench_sync_mode, 60)
+WF_TEST(tools_bench_sync_mode, 60)
 {
     char *out = bench("broadcast -n 3 -b 8 -e 64K -f 8 -w 1 -r 3 --csv "
                       "--sync --root 1", 0);
@@ -303,7 +303,7 @@ WF_TEST(bench_sync_mode, 60)
     free(out);
 }
 
-WF_TEST(bench_plot_png, 90)
+WF_TEST(tools_bench_plot_png, 90)
 {
     char dir[] = "/tmp/weft-bench-plot-test-XXXXXX", args[1024], *out;
     static const unsigned char magic[8] = {0x89, 'P', 'N', 'G',
@@ -333,7 +333,7 @@ WF_TEST(bench_plot_png, 90)
     ASSERT_EQ(system(args), 0);
 }
 
-WF_TEST(bench_latency_and_sendrecv_modes, 90)
+WF_TEST(tools_bench_latency_and_sendrecv_modes, 90)
 {
     char *out = bench("latency -n 3 -d int8 -b 1 -e 4K -f 8 -w 1 -r 5", 0);
     ASSERT_STR_CONTAINS(out, "one-way latency (round trip / 2)");
@@ -362,7 +362,7 @@ WF_TEST(bench_latency_and_sendrecv_modes, 90)
  * reading 4 KiB over and over.  Seen in the peak resident memory of a
  * 64 MiB reduce on one rank: the receive buffer alone (the copy writes
  * it) before, both buffers once the send buffer is written. */
-WF_TEST(bench_inputs_are_written_without_the_check, 60)
+WF_TEST(tools_bench_inputs_are_written_without_the_check, 60)
 {
     pid_t pid = fork();
     ASSERT_TRUE(pid >= 0);
@@ -387,7 +387,7 @@ WF_TEST(bench_inputs_are_written_without_the_check, 60)
 
 /* --loop-bytes: a size whose -r iterations move fewer bytes than asked
  * runs ceil(bytes / size) of them; a larger one keeps -r. */
-WF_TEST(bench_loop_bytes_lengthens_small_sizes, 60)
+WF_TEST(tools_bench_loop_bytes_lengthens_small_sizes, 60)
 {
     char *out = bench("allreduce -n 2 -b 4K -e 64K -f 4 -w 1 -r 4 "
                       "--loop-bytes 100000 --csv", 0);
@@ -408,7 +408,7 @@ WF_TEST(bench_loop_bytes_lengthens_small_sizes, 60)
     free(out);
 }
 
-WF_TEST(bench_percentiles_and_header, 60)
+WF_TEST(tools_bench_percentiles_and_header, 60)
 {
     char *out = bench("allreduce -n 2 -b 4K -e 4K -w 1 -r 10 --percentiles",
                       0);
@@ -440,7 +440,7 @@ WF_TEST(bench_percentiles_and_header, 60)
  * as for any program: a bad one fails the run, naming it, and a good one
  * reaches the library (its knob line says env) and the header.  With -t
  * and -a the command line wins, and the knob lines say so. */
-WF_TEST(bench_honours_the_environment, 60)
+WF_TEST(tools_bench_honours_the_environment, 60)
 {
     char cmd[1024], *out;
     const char *tool = wf_test_tool("weft-bench");
@@ -464,7 +464,7 @@ WF_TEST(bench_honours_the_environment, 60)
     free(out);
 }
 
-WF_TEST(bench_bad_options, 60)
+WF_TEST(tools_bench_bad_options, 60)
 {
     const char *bad[] = {"allreduce -n 2 --bidir", "sendrecv -n 2 --window 0",
                          "allreduce -n 2 --csv --json -",
@@ -479,7 +479,7 @@ WF_TEST(bench_bad_options, 60)
  * well over the line's first 0.2 s: 800 calls of 4 MiB take 0.6-2.5 s
  * here (200 calls became too few once the single copy made 2 ranks
  * fast). */
-WF_TEST(bench_progress_line_on_tty_only, 90)
+WF_TEST(tools_bench_progress_line_on_tty_only, 90)
 {
     char cmd[2048], *out;
     const char *args = "allreduce -n 2 -b 4M -e 4M -w 0 -r 400";
@@ -502,7 +502,7 @@ WF_TEST(bench_progress_line_on_tty_only, 90)
  * busbw factors and a clean check, on 3 ranks with root 1.  Collectives
  * the library does not implement yet are reported and left out; the test
  * is skipped when none is implemented. */
-WF_TEST(bench_other_collectives, 120)
+WF_TEST(tools_bench_other_collectives, 120)
 {
     static const struct {
         const char *name;
@@ -554,7 +554,7 @@ static int count_of(const char *hay, const char *needle)
 /* --algos: every named algorithm runs on its own communicator (its
  * WEFT_ALGO choice in the log), is checked, and gets its own rows; the
  * table compares them. */
-WF_TEST(bench_algos_interleaved, 120)
+WF_TEST(tools_bench_algos_interleaved, 120)
 {
     char *out = bench("broadcast -n 3 -b 8 -e 64K -f 64 -w 1 -r 3 --csv "
                       "--root 1 --sync --algos tree,ring,auto", 0);
@@ -598,7 +598,7 @@ WF_TEST(bench_algos_interleaved, 120)
     free(out);
 }
 
-WF_TEST(bench_algos_bad_lists, 60)
+WF_TEST(tools_bench_algos_bad_lists, 60)
 {
     const char *bad[] = {
         "allreduce -n 2 --algos ring",           /* one is -a's job */

@@ -23,7 +23,7 @@ static int run_capture(const char *cmd, char *out, size_t len)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-WF_TEST(bench_every_algorithm_checks_clean, 300)
+WF_TEST(tools_bench_every_algorithm_checks_clean, 300)
 {
     size_t n;
     const wf_algo_t *const *reg = wf_algo_registry(&n);
@@ -46,7 +46,7 @@ WF_TEST(bench_every_algorithm_checks_clean, 300)
     ASSERT_TRUE(ran >= 18);
 }
 
-WF_TEST(bench_inapplicable_algorithm_refused, 60)
+WF_TEST(tools_bench_inapplicable_algorithm_refused, 60)
 {
     static char out[1 << 16];
     char cmd[512];

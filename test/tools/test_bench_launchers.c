@@ -61,7 +61,7 @@ static void run_ranks(int size, const char *env_fmt)
     ASSERT_TRUE(clean);
 }
 
-WF_TEST(bench_under_torchrun_env, 60)
+WF_TEST(tools_bench_under_torchrun_env, 60)
 {
     char fmt[512];
     int port = free_port();
@@ -71,7 +71,7 @@ WF_TEST(bench_under_torchrun_env, 60)
     run_ranks(3, fmt);
 }
 
-WF_TEST(bench_under_slurm_env, 60)
+WF_TEST(tools_bench_under_slurm_env, 60)
 {
     char addr[128], fmt[512];
     int pid = wf_test_start_rendezvous(addr, sizeof(addr));
@@ -82,7 +82,7 @@ WF_TEST(bench_under_slurm_env, 60)
     wf_test_stop_process(pid);
 }
 
-WF_TEST(bench_under_mpirun, 120)
+WF_TEST(tools_bench_under_mpirun, 120)
 {
     if (system("command -v mpirun >/dev/null 2>&1") != 0)
         WF_SKIP("mpirun is not installed (make compare installs Open MPI)");

@@ -61,7 +61,7 @@ static void write_netns_csv(const char *dir, const char *algo,
     write_file(dir, name, csv);
 }
 
-WF_TEST(plots_compare_and_netns_tables, 60)
+WF_TEST(tools_plots_compare_and_netns_tables, 60)
 {
     char dir[] = "/tmp/weft-plots-test-XXXXXX", cmd[2048], *out;
     ASSERT_TRUE(mkdtemp(dir) != NULL);
@@ -114,7 +114,7 @@ WF_TEST(plots_compare_and_netns_tables, 60)
                 "(make deps installs gnuplot-nox)");
 }
 
-WF_TEST(plots_refuse_what_they_cannot_draw, 30)
+WF_TEST(tools_plots_refuse_what_they_cannot_draw, 30)
 {
     char *out;
     ASSERT_EQ(wf_test_run_cmd("python3 scripts/plotlines.py --out "

@@ -34,7 +34,7 @@ static int run(const char *cmd, char **out)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-WF_TEST(tool_weftrun_prefix_and_exit_code, 60)
+WF_TEST(tools_weftrun_prefix_and_exit_code, 60)
 {
     char cmd[1024], *out;
     snprintf(cmd, sizeof(cmd),
@@ -65,7 +65,7 @@ static int count_rows(const char *out)
     return rows;
 }
 
-WF_TEST(tool_bench_allreduce_own_ranks, 120)
+WF_TEST(tools_bench_allreduce_own_ranks, 120)
 {
     char cmd[1024], *out;
     snprintf(cmd, sizeof(cmd), "%s allreduce -n 3 -b 8 -e 1M -f 8 -w 1 -r 3",
@@ -78,7 +78,7 @@ WF_TEST(tool_bench_allreduce_own_ranks, 120)
     free(out);
 }
 
-WF_TEST(tool_bench_under_weftrun_and_env, 120)
+WF_TEST(tools_bench_under_weftrun_and_env, 120)
 {
     char cmd[1024], *out;
     snprintf(cmd, sizeof(cmd), "WEFT_LOG=info %s -n 2 -- %s sendrecv -b 8 "
@@ -97,7 +97,7 @@ WF_TEST(tool_bench_under_weftrun_and_env, 120)
     free(out);
 }
 
-WF_TEST(tool_info_config, 30)
+WF_TEST(tools_info_config, 30)
 {
     char cmd[1024], *out;
     snprintf(cmd, sizeof(cmd), "WEFT_TIMEOUT=9s WEFT_CHUNKSIZE=1 %s --config",
@@ -118,7 +118,7 @@ WF_TEST(tool_info_config, 30)
 
 /* The README's C example, built against an installed weft with pkg-config
  * and run on two ranks. */
-WF_TEST(tool_install_pkgconfig_readme_example, 300)
+WF_TEST(tools_install_pkgconfig_readme_example, 300)
 {
     char dir[] = "/tmp/weft-install-XXXXXX", cmd[4096], *out;
     ASSERT_TRUE(mkdtemp(dir) != NULL);

@@ -1,8 +1,8 @@
 /*
  * test_valgrind.c - valgrind's leak check over one full communicator
  * lifecycle: create (rendezvous, job secret, authenticated connections),
- * collectives, destroy.  The cycle is an ordinary test (leakcheck_cycle)
- * that checks its own results; valgrind_leak_check runs it again under
+ * collectives, destroy.  The cycle is an ordinary test (tools_leakcheck_cycle)
+ * that checks its own results; tools_valgrind_leak_check runs it again under
  * valgrind and fails on any definite or indirect leak or memory error.
  */
 #include <stdio.h>
@@ -33,7 +33,7 @@ static void cycle_rank(int rank, int size, void *arg)
     ASSERT_OK(weft_comm_destroy(comm));
 }
 
-WF_TEST(leakcheck_cycle, 60)
+WF_TEST(tools_leakcheck_cycle, 60)
 {
     char *name = (char *)wf_test_unique("leak"); /* malloc'ed: ours */
 
@@ -41,7 +41,7 @@ WF_TEST(leakcheck_cycle, 60)
     free(name);
 }
 
-WF_TEST(valgrind_leak_check, 300)
+WF_TEST(tools_valgrind_leak_check, 300)
 {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     WF_SKIP("sanitizer build: valgrind cannot run sanitized binaries");
@@ -57,7 +57,7 @@ WF_TEST(valgrind_leak_check, 300)
              "valgrind -q --leak-check=full --show-leak-kinds=definite,"
              "indirect --errors-for-leak-kinds=definite,indirect "
              "--error-exitcode=99 %s/test/weft-test --build %s "
-             "leakcheck_cycle 2>&1",
+             "tools_leakcheck_cycle 2>&1",
              wf_test_build_dir, wf_test_build_dir);
     int st = system(cmd);
     ASSERT_TRUE(WIFEXITED(st));

@@ -29,7 +29,7 @@ static bool near(double a, double b)
     return d <= 2e-6 + b * 1e-3;
 }
 
-WF_TEST(weft_harness_sizes_check_and_bandwidth, 60)
+WF_TEST(tools_weft_harness_sizes_check_and_bandwidth, 60)
 {
     char cmd[2048], *out;
     snprintf(cmd, sizeof(cmd),
@@ -67,7 +67,7 @@ WF_TEST(weft_harness_sizes_check_and_bandwidth, 60)
     free(out);
 }
 
-WF_TEST(weft_harness_refuses_bad_usage, 20)
+WF_TEST(tools_weft_harness_refuses_bad_usage, 20)
 {
     char cmd[2048], *out;
     snprintf(cmd, sizeof(cmd), "%s -x 1", harness());

@@ -25,7 +25,7 @@
  * Before the fix wf_ib_pump read the word once to stop sending and again
  * to decide whether to wait for credits: a write landing in between left
  * a queued send with no SEND posted, no completion to come and no timer
- * armed, so nothing ever posted it (the allreduce_procs_n3 hang of
+ * armed, so nothing ever posted it (the coll_allreduce_procs_n3 hang of
  * make test-rdma).
  */
 #include "test.h"
@@ -258,7 +258,7 @@ static void transfer(int qps, unsigned n, char *staging, char *msg,
     ASSERT_TRUE(grants > 0);
 }
 
-WF_TEST(ib_credit_write_between_reads, 60)
+WF_TEST(transport_ib_credit_write_between_reads, 60)
 {
     /* 64 fragments: each starts with a fragment header, the first also
      * with the message header. */
@@ -284,7 +284,7 @@ WF_TEST(ib_credit_write_between_reads, 60)
 
 #else
 
-WF_TEST(ib_credit_write_between_reads, 10)
+WF_TEST(transport_ib_credit_write_between_reads, 10)
 {
     WF_SKIP("needs the verbs transport (built without libibverbs-dev) on "
             "x86-64 Linux (the test single-steps the credit word's reads)");

@@ -104,7 +104,7 @@ static void expect(const char *hca, const char *topo, const char *want)
     expect_max(hca, topo, WF_IB_RAILS_MAX, want);
 }
 
-WF_TEST(ib_dev_select_topology, 10)
+WF_TEST(transport_ib_dev_select_topology, 10)
 {
     wf_log_reconfigure("info", "all");
     wf_test_log_capture();
@@ -131,7 +131,7 @@ WF_TEST(ib_dev_select_topology, 10)
 
 /* Several ACTIVE ports that the list or the topology names are rails, in
  * device order; without either, one port (nobody said which are near). */
-WF_TEST(ib_dev_select_rails, 10)
+WF_TEST(transport_ib_dev_select_rails, 10)
 {
     wf_log_reconfigure("info", "all");
     wf_test_log_capture();
@@ -149,12 +149,12 @@ WF_TEST(ib_dev_select_rails, 10)
 
 #else
 
-WF_TEST(ib_dev_select_topology, 10)
+WF_TEST(transport_ib_dev_select_topology, 10)
 {
     WF_SKIP("needs the verbs transport (built without libibverbs-dev)");
 }
 
-WF_TEST(ib_dev_select_rails, 10)
+WF_TEST(transport_ib_dev_select_rails, 10)
 {
     WF_SKIP("needs the verbs transport (built without libibverbs-dev)");
 }

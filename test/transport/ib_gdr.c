@@ -90,7 +90,7 @@ static void setup(void)
     wf_log_reconfigure("info", "all");
 }
 
-WF_TEST(ib_gdr_dmabuf_first, 10)
+WF_TEST(transport_ib_gdr_dmabuf_first, 10)
 {
     wf_tctx_t ctx;
     void *mh = NULL, *mh2 = NULL;
@@ -118,7 +118,7 @@ WF_TEST(ib_gdr_dmabuf_first, 10)
     wf_fake_dev_free(dev);
 }
 
-WF_TEST(ib_gdr_peermem_second, 10)
+WF_TEST(transport_ib_gdr_peermem_second, 10)
 {
     wf_tctx_t ctx;
     void *mh = NULL;
@@ -140,7 +140,7 @@ WF_TEST(ib_gdr_peermem_second, 10)
     wf_fake_dev_free(dev);
 }
 
-WF_TEST(ib_gdr_unsupported_last, 10)
+WF_TEST(transport_ib_gdr_unsupported_last, 10)
 {
     wf_tctx_t ctx;
     void *mh = NULL;
@@ -174,7 +174,7 @@ WF_TEST(ib_gdr_unsupported_last, 10)
     wf_fake_dev_free(dev);
 }
 
-WF_TEST(ib_gdr_host_memory_plain, 10)
+WF_TEST(transport_ib_gdr_host_memory_plain, 10)
 {
     wf_tctx_t ctx;
     void *mh = NULL;
@@ -197,22 +197,22 @@ WF_TEST(ib_gdr_host_memory_plain, 10)
 
 #else
 
-WF_TEST(ib_gdr_dmabuf_first, 10)
+WF_TEST(transport_ib_gdr_dmabuf_first, 10)
 {
     WF_SKIP("needs the verbs transport (built without libibverbs-dev)");
 }
 
-WF_TEST(ib_gdr_peermem_second, 10)
+WF_TEST(transport_ib_gdr_peermem_second, 10)
 {
     WF_SKIP("needs the verbs transport (built without libibverbs-dev)");
 }
 
-WF_TEST(ib_gdr_unsupported_last, 10)
+WF_TEST(transport_ib_gdr_unsupported_last, 10)
 {
     WF_SKIP("needs the verbs transport (built without libibverbs-dev)");
 }
 
-WF_TEST(ib_gdr_host_memory_plain, 10)
+WF_TEST(transport_ib_gdr_host_memory_plain, 10)
 {
     WF_SKIP("needs the verbs transport (built without libibverbs-dev)");
 }

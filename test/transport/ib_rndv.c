@@ -2,24 +2,24 @@
  * ib_rndv.c - the verbs transport's zero-copy rendezvous state machine
  * (transport/ib/ib_rndv.c) over the fake provider of ib_fake.c.
  *
- *  - ib_rndv_claimed_before_reads: an RTS that arrived unexpected and is
- *    claimed by a receive before its READs begin is read straight into the
- *    receive's buffer (no unexpected copy); one claimed after it was read
+ *  - transport_ib_rndv_claimed_before_reads: an RTS that arrived unexpected
+ *    and is claimed by a receive before its READs begin is read straight into
+ *    the receive's buffer (no unexpected copy); one claimed after it was read
  *    completes from the unexpected buffer; data, lengths and order right.
- *  - ib_rndv_read_fails: a READ that fails (the sender's QP or MR gone)
- *    fails the receive with WEFT_ERR_REMOTE and a message naming the peer
- *    and the verbs status; the sender, failed by its liveness channel as
+ *  - transport_ib_rndv_read_fails: a READ that fails (the sender's QP or MR
+ *    gone) fails the receive with WEFT_ERR_REMOTE and a message naming the
+ *    peer and the verbs status; the sender, failed by its liveness channel as
  *    the bootstrap would, fails its send waiting for the FIN; every
  *    registration is released.
- *  - ib_rndv_fail_while_awaiting: a peer failure fails every send that
- *    waits for a FIN, those whose RTS completed and those whose RTS is
- *    still in flight alike (failing the latter cut the list of the former:
- *    a send that never finished).
- *  - ib_rndv_windows: a message larger than WF_IB_PULL_WINDOW is pulled
- *    one registered window of the destination at a time (a memlock limit
- *    below the message size still lets it through), truncated or not.
- *  - ib_rndv_many_small_windows: more rendezvous messages than read slots
- *    and staging slots at once, with one QP, so FINs and RTSs wait for
+ *  - transport_ib_rndv_fail_while_awaiting: a peer failure fails every send
+ *    that waits for a FIN, those whose RTS completed and those whose RTS is
+ *    still in flight alike (failing the latter cut the list of the former: a
+ *    send that never finished).
+ *  - transport_ib_rndv_windows: a message larger than WF_IB_PULL_WINDOW is
+ *    pulled one registered window of the destination at a time (a memlock
+ *    limit below the message size still lets it through), truncated or not.
+ *  - transport_ib_rndv_many_small_windows: more rendezvous messages than read
+ *    slots and staging slots at once, with one QP, so FINs and RTSs wait for
  *    slots and credits and reads for read slots (back-pressure), in both
  *    directions at once, receives posted before and after.
  */
@@ -73,7 +73,7 @@ static void on_read(const char *local, uint32_t len)
         reads_into_watch++;
 }
 
-WF_TEST(ib_rndv_claimed_before_reads, 20)
+WF_TEST(transport_ib_rndv_claimed_before_reads, 20)
 {
     enum { BIG = 4 << 20, SMALL = 1 << 20 };
     int one[2] = {1, 1};
@@ -121,7 +121,7 @@ WF_TEST(ib_rndv_claimed_before_reads, 20)
     free(a), free(b), free(ra), free(rb);
 }
 
-WF_TEST(ib_rndv_read_fails, 20)
+WF_TEST(transport_ib_rndv_read_fails, 20)
 {
     enum { LEN = 3 << 20 };
     int two[2] = {2, 2};
@@ -161,7 +161,7 @@ WF_TEST(ib_rndv_read_fails, 20)
     free(s), free(r);
 }
 
-WF_TEST(ib_rndv_fail_while_awaiting, 20)
+WF_TEST(transport_ib_rndv_fail_while_awaiting, 20)
 {
     enum { LEN = 1 << 20 };
     int one[2] = {1, 1};
@@ -203,7 +203,7 @@ static void on_read_regs(const char *local, uint32_t len)
         largest_reg = WF_MAX(largest_reg, watch_ctx->mrc.regs[i]->len);
 }
 
-WF_TEST(ib_rndv_windows, 30)
+WF_TEST(transport_ib_rndv_windows, 30)
 {
     const size_t LEN = 2 * WF_IB_PULL_WINDOW + 12345;
     int two[2] = {2, 2};
@@ -243,7 +243,7 @@ WF_TEST(ib_rndv_windows, 30)
     free(s), free(r);
 }
 
-WF_TEST(ib_rndv_many_small_windows, 30)
+WF_TEST(transport_ib_rndv_many_small_windows, 30)
 {
     enum { N = 40, LEN = 300000 };
     int one[2] = {1, 1};
@@ -290,27 +290,27 @@ WF_TEST(ib_rndv_many_small_windows, 30)
 
 #else
 
-WF_TEST(ib_rndv_claimed_before_reads, 10)
+WF_TEST(transport_ib_rndv_claimed_before_reads, 10)
 {
     WF_SKIP("needs the verbs transport (built without libibverbs-dev)");
 }
 
-WF_TEST(ib_rndv_read_fails, 10)
+WF_TEST(transport_ib_rndv_read_fails, 10)
 {
     WF_SKIP("needs the verbs transport (built without libibverbs-dev)");
 }
 
-WF_TEST(ib_rndv_fail_while_awaiting, 10)
+WF_TEST(transport_ib_rndv_fail_while_awaiting, 10)
 {
     WF_SKIP("needs the verbs transport (built without libibverbs-dev)");
 }
 
-WF_TEST(ib_rndv_windows, 10)
+WF_TEST(transport_ib_rndv_windows, 10)
 {
     WF_SKIP("needs the verbs transport (built without libibverbs-dev)");
 }
 
-WF_TEST(ib_rndv_many_small_windows, 10)
+WF_TEST(transport_ib_rndv_many_small_windows, 10)
 {
     WF_SKIP("needs the verbs transport (built without libibverbs-dev)");
 }

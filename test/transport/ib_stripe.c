@@ -15,10 +15,11 @@
  * does any message whose bytes, length, signature or matching order differ
  * from what was sent.  With several QPs the test also requires that some
  * fragment arrived before its message's header (the held path ran).
- * ib_rndv_reassembly runs the same traffic with a zero-copy threshold, so
- * the large messages go by rendezvous (RTS, RDMA READs striped over the
- * QPs, FIN) mixed on one tag with eager ones, matched early and late and
- * truncated, and every registration must be gone at the end.
+ * transport_ib_rndv_reassembly runs the same traffic with a zero-copy
+ * threshold, so the large messages go by rendezvous (RTS, RDMA READs
+ * striped over the QPs, FIN) mixed on one tag with eager ones, matched
+ * early and late and truncated, and every registration must be gone at the
+ * end.
  */
 #include "ib_fake.h"
 #include "../topo/topo_test.h"
@@ -199,7 +200,7 @@ static void sweep(size_t zcopy_min, bool held_by_qps[5])
     fk_zcopy_min = 0;
 }
 
-WF_TEST(ib_stripe_reassembly, 60)
+WF_TEST(transport_ib_stripe_reassembly, 60)
 {
     bool held[5];
 
@@ -209,7 +210,7 @@ WF_TEST(ib_stripe_reassembly, 60)
         ASSERT_TRUE(held[k] == (k > 0));
 }
 
-WF_TEST(ib_rndv_reassembly, 60)
+WF_TEST(transport_ib_rndv_reassembly, 60)
 {
     bool held[5];
 
@@ -217,7 +218,7 @@ WF_TEST(ib_rndv_reassembly, 60)
     sweep(150000, held);
 }
 
-WF_TEST(ib_stripe_qps_differ, 10)
+WF_TEST(transport_ib_stripe_qps_differ, 10)
 {
     fk_pair_t w;
     int qps[2] = {2, 1};
@@ -235,7 +236,7 @@ WF_TEST(ib_stripe_qps_differ, 10)
  * READ uses the keys of its QP's rail (the fake refuses any other), and
  * both rails carry a fair share of both directions, eager and by
  * rendezvous.  With one rail on one side the pair uses one. */
-WF_TEST(ib_stripe_rails, 60)
+WF_TEST(transport_ib_stripe_rails, 60)
 {
     static const size_t zcopy[2] = {0, 150000};
 
@@ -282,7 +283,7 @@ WF_TEST(ib_stripe_rails, 60)
 /* The slot block of a pair lives on the NUMA node the topology chose
  * (cfg.topo_numa), as the engine's and TCP's staging does; without a
  * topology it is ordinary memory. */
-WF_TEST(ib_slots_on_the_chosen_node, 10)
+WF_TEST(transport_ib_slots_on_the_chosen_node, 10)
 {
     fk_pair_t w;
     int qps[2] = {2, 2};
@@ -306,27 +307,27 @@ WF_TEST(ib_slots_on_the_chosen_node, 10)
 
 #else
 
-WF_TEST(ib_slots_on_the_chosen_node, 10)
+WF_TEST(transport_ib_slots_on_the_chosen_node, 10)
 {
     WF_SKIP("needs the verbs transport (built without libibverbs-dev)");
 }
 
-WF_TEST(ib_stripe_reassembly, 10)
+WF_TEST(transport_ib_stripe_reassembly, 10)
 {
     WF_SKIP("needs the verbs transport (built without libibverbs-dev)");
 }
 
-WF_TEST(ib_rndv_reassembly, 10)
+WF_TEST(transport_ib_rndv_reassembly, 10)
 {
     WF_SKIP("needs the verbs transport (built without libibverbs-dev)");
 }
 
-WF_TEST(ib_stripe_qps_differ, 10)
+WF_TEST(transport_ib_stripe_qps_differ, 10)
 {
     WF_SKIP("needs the verbs transport (built without libibverbs-dev)");
 }
 
-WF_TEST(ib_stripe_rails, 10)
+WF_TEST(transport_ib_stripe_rails, 10)
 {
     WF_SKIP("needs the verbs transport (built without libibverbs-dev)");
 }

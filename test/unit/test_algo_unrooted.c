@@ -12,37 +12,37 @@
 #include "sim.h"
 #include "test.h"
 
-WF_TEST(unrooted_sim_allgather_ring, 300)
+WF_TEST(algo_unrooted_sim_allgather_ring, 300)
 {
     wf_sim_matrix(&wf_algo_allgather_ring, 9);
 }
 
-WF_TEST(unrooted_sim_allgather_rd, 300)
+WF_TEST(algo_unrooted_sim_allgather_rd, 300)
 {
     wf_sim_matrix(&wf_algo_allgather_rd, 9);
 }
 
-WF_TEST(unrooted_sim_allgather_bruck, 300)
+WF_TEST(algo_unrooted_sim_allgather_bruck, 300)
 {
     wf_sim_matrix(&wf_algo_allgather_bruck, 9);
 }
 
-WF_TEST(unrooted_sim_reducescatter_ring, 300)
+WF_TEST(algo_unrooted_sim_reducescatter_ring, 300)
 {
     wf_sim_matrix(&wf_algo_reducescatter_ring, 9);
 }
 
-WF_TEST(unrooted_sim_reducescatter_rhd, 300)
+WF_TEST(algo_unrooted_sim_reducescatter_rhd, 300)
 {
     wf_sim_matrix(&wf_algo_reducescatter_rhd, 9);
 }
 
-WF_TEST(unrooted_sim_alltoall_pairwise, 300)
+WF_TEST(algo_unrooted_sim_alltoall_pairwise, 300)
 {
     wf_sim_matrix(&wf_algo_alltoall_pairwise, 9);
 }
 
-WF_TEST(unrooted_sim_barrier_dissemination, 120)
+WF_TEST(algo_unrooted_sim_barrier_dissemination, 120)
 {
     wf_sim_matrix(&wf_algo_barrier_dissemination, 9);
     for (int n = 17; n <= 33; n += 8)
@@ -51,7 +51,7 @@ WF_TEST(unrooted_sim_barrier_dissemination, 120)
 
 /* Sizes the matrix does not reach (odd folds, wraps), with larger
  * chunks, several seeds. */
-WF_TEST(unrooted_sim_more_sizes, 300)
+WF_TEST(algo_unrooted_sim_more_sizes, 300)
 {
     const wf_algo_t *algos[] = {
         &wf_algo_allgather_ring, &wf_algo_allgather_rd,
@@ -171,7 +171,7 @@ static int rounds_of(const wf_algo_t *algo, wf_coll_t coll, int size,
     return best;
 }
 
-WF_TEST(unrooted_closed_forms, 60)
+WF_TEST(algo_unrooted_closed_forms, 60)
 {
     const size_t chunk = 1 << 20, count = 100; /* one chunk per block */
     const uint64_t block = count * 4;
@@ -229,7 +229,7 @@ WF_TEST(unrooted_closed_forms, 60)
 }
 
 /* Rounds on the critical path, over all ranks (one chunk per block). */
-WF_TEST(unrooted_rounds, 120)
+WF_TEST(algo_unrooted_rounds, 120)
 {
     const size_t chunk = 1 << 20, count = 10;
     for (int n = 2; n <= 17; n++) {
@@ -263,7 +263,7 @@ WF_TEST(unrooted_rounds, 120)
  * buffer and waits for nothing: a first round that waited for the
  * own-block copy made rd 6-18% slower than Bruck on 4 ranks from
  * 256 KiB (docs/algorithms.md). */
-WF_TEST(unrooted_first_send_waits_for_nothing, 60)
+WF_TEST(algo_unrooted_first_send_waits_for_nothing, 60)
 {
     const wf_algo_t *algos[] = {&wf_algo_allgather_ring,
                                 &wf_algo_allgather_rd,
@@ -292,7 +292,7 @@ WF_TEST(unrooted_first_send_waits_for_nothing, 60)
 }
 
 /* Chunking: a block of k chunks goes out as k messages per hop. */
-WF_TEST(unrooted_chunking, 60)
+WF_TEST(algo_unrooted_chunking, 60)
 {
     census_t c = census(&wf_algo_allgather_ring, WF_COLL_ALLGATHER, 5, 2,
                         1000, 1024, false); /* 4000 B = 4 chunks */
@@ -328,7 +328,7 @@ static uint64_t scratch_of(const wf_algo_t *algo, int size, int rank,
  * vector (rhd) made both 1.17-1.27x slower on 2 ranks at 64-256 MiB
  * (docs/algorithms.md).  Only the partial sums the ring forwards and
  * rhd's running sums of the kept half still take blocks. */
-WF_TEST(unrooted_reducescatter_chunk_slots, 30)
+WF_TEST(algo_unrooted_reducescatter_chunk_slots, 30)
 {
     const uint64_t chunk = 1 << 18, block = 32 * chunk; /* 32 chunks */
     const size_t count = block / 4;
@@ -357,7 +357,7 @@ WF_TEST(unrooted_reducescatter_chunk_slots, 30)
  * into the transport's own buffers and copied again (4 and 8 ranks at
  * 128-256 MiB took 1.1-1.3x the ring's time).  Piece k >= 16 now waits
  * for the reduce of received piece k - 16, which frees its slot. */
-WF_TEST(unrooted_reducescatter_rhd_paced_sends, 30)
+WF_TEST(algo_unrooted_reducescatter_rhd_paced_sends, 30)
 {
     const uint64_t chunk = 1 << 18, block = 32 * chunk;
     wf_coll_args_t a = args_for(WF_COLL_REDUCE_SCATTER, 2, 0, block / 4,
@@ -390,7 +390,7 @@ WF_TEST(unrooted_reducescatter_rhd_paced_sends, 30)
 
 /* A Bruck or rd send piece that spans what many earlier steps wrote
  * waits for them through zero-byte joining copies; run such plans. */
-WF_TEST(unrooted_joined_dependencies, 120)
+WF_TEST(algo_unrooted_joined_dependencies, 120)
 {
     census_t c = census(&wf_algo_allgather_bruck, WF_COLL_ALLGATHER, 16, 3,
                         1, 1 << 20, false);
@@ -424,7 +424,7 @@ static double cost_of(const wf_algo_t *algo, wf_coll_t coll, int n,
 
 /* Latency-optimal algorithms win small messages, the ring large ones;
  * rd wins ties with Bruck on powers of two, Bruck elsewhere. */
-WF_TEST(unrooted_cost_order, 30)
+WF_TEST(algo_unrooted_cost_order, 30)
 {
     for (int n = 4; n <= 64; n *= 2) {
         ASSERT_TRUE(cost_of(&wf_algo_allgather_bruck, WF_COLL_ALLGATHER, n,

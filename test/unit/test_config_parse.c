@@ -16,7 +16,7 @@
 /* fuzz_config crash 08cec033: "nAn" parsed as a double and was converted
  * to int64 (undefined behaviour; UBSan aborts).  NaN and infinities in any
  * spelling must be rejected, and nothing else changes. */
-WF_TEST(config_duration_rejects_nan, 10)
+WF_TEST(core_config_duration_rejects_nan, 10)
 {
     const char *bad[] = {"nAn", "nan", "NAN(0x1)", "-nan", "nans", "inf",
                          "infinity", "1e400", "-1", "1e300m"};
@@ -65,7 +65,7 @@ static int64_t duration_of(const wf_config_t *cfg, const duration_knob_t *k)
     return *(const int64_t *)((const char *)cfg + k->offset);
 }
 
-WF_TEST(config_duration_without_unit_is_seconds, 10)
+WF_TEST(core_config_duration_without_unit_is_seconds, 10)
 {
     static const struct {
         const char *text;
@@ -100,7 +100,7 @@ WF_TEST(config_duration_without_unit_is_seconds, 10)
 }
 
 /* A refused duration names the variable and the units it takes. */
-WF_TEST(config_bad_duration_names_the_units, 10)
+WF_TEST(core_config_bad_duration_names_the_units, 10)
 {
     wf_config_t cfg;
 

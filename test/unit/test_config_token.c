@@ -33,7 +33,7 @@ static void write_file(char *path, const char *text, mode_t mode)
     ASSERT_EQ(chmod(path, mode), 0);
 }
 
-WF_TEST(config_token_file, 10)
+WF_TEST(core_config_token_file, 10)
 {
     char path[] = "/tmp/weft-tok-XXXXXX";
     wf_config_t cfg;
@@ -61,7 +61,7 @@ WF_TEST(config_token_file, 10)
     unsetenv("WEFT_TOKEN_FILE");
 }
 
-WF_TEST(config_token_file_readable_warns, 10)
+WF_TEST(core_config_token_file_readable_warns, 10)
 {
     char path[] = "/tmp/weft-tok-XXXXXX";
     wf_config_t cfg;
@@ -78,7 +78,7 @@ WF_TEST(config_token_file_readable_warns, 10)
 
 /* The token is a secret: config dumps and the "set by" log lines show
  * "(set)" instead. */
-WF_TEST(config_token_not_printed, 10)
+WF_TEST(core_config_token_not_printed, 10)
 {
     char *buf = NULL;
     size_t len = 0;

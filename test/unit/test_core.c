@@ -13,7 +13,7 @@
 #include "rdv/launch_env.h"
 #include "test.h"
 
-WF_TEST(status_names_and_strings, 10)
+WF_TEST(core_status_names_and_strings, 10)
 {
     ASSERT_EQ(WEFT_OK, 0);
     ASSERT_EQ(WEFT_INPROGRESS, 1);
@@ -36,7 +36,7 @@ WF_TEST(status_names_and_strings, 10)
     ASSERT_EQ(weft_get_version(), WEFT_VERSION_CODE);
 }
 
-WF_TEST(config_parsers, 10)
+WF_TEST(core_config_parsers, 10)
 {
     uint64_t sz;
     int64_t ms;
@@ -59,7 +59,7 @@ WF_TEST(config_parsers, 10)
     ASSERT_TRUE(!wf_parse_bool("maybe", &b));
 }
 
-WF_TEST(config_precedence, 10)
+WF_TEST(core_config_precedence, 10)
 {
     wf_config_t cfg;
     setenv("WEFT_CHUNK_SIZE", "1m", 1);
@@ -80,7 +80,7 @@ WF_TEST(config_precedence, 10)
     ASSERT_EQ(cfg.timeout_ms, 1000);
 }
 
-WF_TEST(config_rejects_bad_values, 10)
+WF_TEST(core_config_rejects_bad_values, 10)
 {
     wf_config_t cfg;
     setenv("WEFT_CHUNK_SIZE", "lots", 1);
@@ -102,7 +102,7 @@ static void capture(void *ctx, weft_log_level_t level, const char *subsys,
     strcat(captured, "\n");
 }
 
-WF_TEST(config_unknown_env_suggests, 10)
+WF_TEST(core_config_unknown_env_suggests, 10)
 {
     setenv("WEFT_CHUNK_SIZ", "4k", 1);
     ASSERT_OK(weft_set_logger(capture, NULL));
@@ -112,7 +112,7 @@ WF_TEST(config_unknown_env_suggests, 10)
     ASSERT_STR_CONTAINS(captured, "did you mean WEFT_CHUNK_SIZE?");
 }
 
-WF_TEST(config_dump_lists_every_knob, 10)
+WF_TEST(core_config_dump_lists_every_knob, 10)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -130,7 +130,7 @@ WF_TEST(config_dump_lists_every_knob, 10)
     free(buf);
 }
 
-WF_TEST(log_filters_and_prefix, 10)
+WF_TEST(core_log_filters_and_prefix, 10)
 {
     ASSERT_OK(weft_set_logger(capture, NULL));
     wf_log_reconfigure("info", "coll");
@@ -148,7 +148,7 @@ WF_TEST(log_filters_and_prefix, 10)
     ASSERT_EQ(wf_log_level_parse("loud"), -1);
 }
 
-WF_TEST(launch_env_torchrun_slurm_ompi_pmi, 10)
+WF_TEST(rdv_launch_env_torchrun_slurm_ompi_pmi, 10)
 {
     wf_launch_env_t env;
     const char *all[] = {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
@@ -187,7 +187,7 @@ WF_TEST(launch_env_torchrun_slurm_ompi_pmi, 10)
 /* The coarse clock is the precise one's timeline, at most a tick behind,
  * and the cheap deadline check answers as the precise one does; the
  * reference is clock_gettime(CLOCK_MONOTONIC) read around each read. */
-WF_TEST(coarse_clock_follows_the_precise_one, 10)
+WF_TEST(core_coarse_clock_follows_the_precise_one, 10)
 {
     uint64_t tick = wf_coarse_tick_ms();
     ASSERT_TRUE(tick >= 1 && tick <= 1001);

@@ -119,7 +119,7 @@ WF_TEST(plan_validate_rejects_forward_dependency, 10)
     wf_plan_free(&p);
 }
 
-WF_TEST(algo_select_override, 10)
+WF_TEST(select_weft_algo_override, 10)
 {
     const wf_algo_t *algo = NULL;
     wf_coll_args_t a = {.coll = WF_COLL_ALLREDUCE, .count = 10,

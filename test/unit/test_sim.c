@@ -12,7 +12,7 @@
 #include "sim.h"
 #include "test.h"
 
-WF_TEST(sim_all_algorithms, 600)
+WF_TEST(algo_sim_all_algorithms, 600)
 {
     size_t n;
     const wf_algo_t *const *reg = wf_algo_registry(&n);
@@ -38,7 +38,7 @@ static weft_status_t broken_build(const wf_coll_args_t *a, wf_plan_t *plan)
 }
 
 /* The simulator itself notices a wrong plan. */
-WF_TEST(sim_detects_missing_dependency, 60)
+WF_TEST(algo_sim_detects_missing_dependency, 60)
 {
     wf_sim_case_t c = {.coll = WF_COLL_ALLREDUCE, .size = 4, .count = 40,
                        .dtype = WEFT_INT32, .op = WEFT_SUM,

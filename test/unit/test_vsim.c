@@ -12,7 +12,7 @@
 #include "algo/vsim.h"
 #include "test.h"
 
-WF_TEST(vsim_ring_allreduce_closed_form, 60)
+WF_TEST(algo_vsim_ring_allreduce_closed_form, 60)
 {
     for (int n = 2; n <= 16; n *= 2) {
         size_t count = (size_t)n * 3000; /* divisible: exact segments */
@@ -39,7 +39,7 @@ WF_TEST(vsim_ring_allreduce_closed_form, 60)
     }
 }
 
-WF_TEST(vsim_skips_over_budget, 30)
+WF_TEST(algo_vsim_skips_over_budget, 30)
 {
     wf_coll_args_t a = {.coll = WF_COLL_ALLREDUCE, .count = 1u << 20,
                         .dtype = WEFT_FLOAT32, .elem_size = 4, .peer = -1,
@@ -51,7 +51,7 @@ WF_TEST(vsim_skips_over_budget, 30)
     ASSERT_TRUE(r.total_steps > 1000);
 }
 
-WF_TEST(vsim_public_simulate, 60)
+WF_TEST(algo_vsim_public_simulate, 60)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -83,7 +83,7 @@ static char *simulate_text(const char *coll, int ranks, size_t bytes)
  * machine) scatter-allgather, whose critical path sends 1.5 buffers,
  * beats the tree, whose root sends the whole buffer twice; with the
  * default network constants (0.67 GB/s) the tree's two rounds win. */
-WF_TEST(vsim_simulate_follows_link_mbps, 30)
+WF_TEST(algo_vsim_simulate_follows_link_mbps, 30)
 {
     unsetenv("WEFT_LINK_MBPS");
     char *plain = simulate_text("broadcast", 4, 16 << 10);
@@ -102,7 +102,7 @@ WF_TEST(vsim_simulate_follows_link_mbps, 30)
  * (scripts/algo-fit.py), so a term that drifts from the plan would fit
  * nonsense.  Bytes agree exactly; messages within 15%, because the models
  * count the pieces that the chunk grid and the folds cut only roughly. */
-WF_TEST(vsim_cost_terms_match_the_plans, 240)
+WF_TEST(algo_vsim_cost_terms_match_the_plans, 240)
 {
     const size_t sizes[] = {8, 4096, 1 << 20, (4 << 20) + 12};
     size_t nreg;
@@ -164,7 +164,7 @@ WF_TEST(vsim_cost_terms_match_the_plans, 240)
 /* The closed forms of `waits` subtract the messages sent at once from
  * all messages: for any size and world, also far beyond what the
  * simulator test runs, they stay between 0 and the messages. */
-WF_TEST(cost_terms_waits_stay_within_the_messages, 30)
+WF_TEST(algo_cost_terms_waits_stay_within_the_messages, 30)
 {
     const size_t sizes[] = {0, 4, 8, 4096, 65536, 1 << 20, (4 << 20) + 12,
                             256u << 20};

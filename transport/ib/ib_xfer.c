@@ -252,7 +252,7 @@ static int pick_qp(wf_ib_peer_t *p, bool first, bool *short_credit)
  * write lands in a QP's credit_in at any moment, so one read decides both
  * whether to send on that QP and whether to stall: deciding to stop on one
  * read and not to stall on a later, larger one left a send with nothing in
- * flight and no timer, and nothing ever posted it (the allreduce_procs_n3
+ * flight and no timer, and nothing ever posted it (the coll_allreduce_procs_n3
  * hang; test/transport/ib_credit.c).  With several QPs the pump stops only
  * when every QP it may use is either waiting for a completion or was
  * refused on its one read, and it stalls when any was refused. */
@@ -375,7 +375,7 @@ void wf_ib_xfer_fail(wf_tctx_t *ctx, wf_ib_peer_t *p)
 
     /* Sends waiting for a FIN first: finishing a request clears its next
      * link, and one whose RTS is still in a staging slot would cut the
-     * list of those waiting (ib_rndv_fail_while_awaiting). */
+     * list of those waiting (transport_ib_rndv_fail_while_awaiting). */
     wf_ib_rndv_fail(ctx, p, st);
     fail_list(p->sendq, st);
     p->sendq = p->sendq_tail = NULL;
