@@ -2,7 +2,7 @@
 # `make check`, the soak, the Python suite, the verbs suite in QEMU guests
 # and the launchers.
 
-TEST_DIRS := harness unit coll transport rdv fault tools cuda topo
+TEST_DIRS := harness algo plan select core reduce coll transport rdv fault tools cuda topo
 TEST_SRCS := $(wildcard $(TEST_DIRS:%=test/%/*.c))
 # cuda/reduce.cu's kernels built for the CPU (cuda/cuda_compat.h's shim):
 # the tests run them without a GPU (the rule is in mk/cuda.mk).

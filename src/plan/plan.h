@@ -15,7 +15,7 @@
  * behind it are posted.  So a local step that waits for nothing comes
  * after the transfers that wait for nothing, unless they need it, and a
  * large one goes in pieces after the sends it can follow (the broadcast
- * root's copy: test/unit/test_plan_order.c).
+ * root's copy: test/plan/test_plan_order.c).
  * Tags are unique per (peer, direction) within one plan; the engine adds
  * the operation's sequence number.
  */

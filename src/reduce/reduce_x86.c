@@ -8,7 +8,7 @@
  * instruction with the same rounding (nearest even), the same handling of
  * subnormals and infinities, and the same quiet-NaN rule (quiet bit set,
  * top payload bits kept), so the results are the portable kernels' bit for
- * bit; test/unit/test_reduce_half.c checks exactly that.  bfloat16 needs no
+ * bit; test/reduce/test_reduce_half.c checks exactly that.  bfloat16 needs no
  * conversion instructions, only AVX2's wider integer lanes.
  *
  * Both paths do the arithmetic with the same SSE/AVX float instructions,

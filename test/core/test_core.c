@@ -1,6 +1,6 @@
 /*
  * test_core.c - status strings, configuration parsing and precedence,
- * launcher environment detection, logging filters, the coarse clock.
+ * logging filters, the coarse clock.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +10,6 @@
 #include "common.h"
 #include "config.h"
 #include "log.h"
-#include "rdv/launch_env.h"
 #include "test.h"
 
 WF_TEST(core_status_names_and_strings, 10)
@@ -146,42 +145,6 @@ WF_TEST(core_log_filters_and_prefix, 10)
     ASSERT_STR_CONTAINS(captured, prefix);
     ASSERT_EQ(wf_log_level_parse("trace"), WEFT_LOG_TRACE);
     ASSERT_EQ(wf_log_level_parse("loud"), -1);
-}
-
-WF_TEST(rdv_launch_env_torchrun_slurm_ompi_pmi, 10)
-{
-    wf_launch_env_t env;
-    const char *all[] = {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-                         "SLURM_PROCID", "SLURM_NTASKS", "SLURM_JOB_ID",
-                         "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-                         "PMI_RANK", "PMI_SIZE", "LOCAL_RANK"};
-    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-        unsetenv(all[i]);
-    ASSERT_TRUE(!wf_launch_env_detect(&env));
-    setenv("PMI_RANK", "2", 1);
-    setenv("PMI_SIZE", "4", 1);
-    ASSERT_TRUE(wf_launch_env_detect(&env));
-    ASSERT_TRUE(strcmp(env.source, "pmi") == 0 && env.rank == 2 && env.size == 4);
-    setenv("OMPI_COMM_WORLD_RANK", "1", 1);
-    setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
-    ASSERT_TRUE(wf_launch_env_detect(&env));
-    ASSERT_TRUE(strcmp(env.source, "openmpi") == 0 && env.rank == 1);
-    setenv("SLURM_PROCID", "5", 1);
-    setenv("SLURM_NTASKS", "8", 1);
-    setenv("SLURM_JOB_ID", "77", 1);
-    ASSERT_TRUE(wf_launch_env_detect(&env));
-    ASSERT_TRUE(strcmp(env.source, "slurm") == 0 && env.rank == 5 &&
-                env.size == 8);
-    ASSERT_TRUE(strcmp(env.job_id, "slurm-77.0") == 0);
-    setenv("RANK", "0", 1);
-    setenv("WORLD_SIZE", "2", 1);
-    setenv("LOCAL_RANK", "0", 1);
-    setenv("MASTER_ADDR", "127.0.0.1", 1);
-    setenv("MASTER_PORT", "29500", 1);
-    ASSERT_TRUE(wf_launch_env_detect(&env));
-    ASSERT_TRUE(strcmp(env.source, "torchrun") == 0 && env.size == 2);
-    ASSERT_TRUE(strcmp(env.rendezvous, "127.0.0.1:29501") == 0);
-    ASSERT_TRUE(env.rank0_serves);
 }
 
 /* The coarse clock is the precise one's timeline, at most a tick behind,

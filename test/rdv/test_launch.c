@@ -1,8 +1,10 @@
 /*
- * test_launch.c - ranks as processes started the way launchers start them:
- * torchrun variables (rank 0 hosts the rendezvous at MASTER_PORT+1),
- * Slurm, Open MPI and PMI variables with an external weft-rendezvous,
- * WEFT_RENDEZVOUS_SERVE=1, and a file:// store.
+ * test_launch.c - how a job learns its rank, size and rendezvous from the
+ * launcher's variables (src/rdv/launch_env.c), and ranks as processes
+ * started the way launchers start them: torchrun variables (rank 0 hosts
+ * the rendezvous at MASTER_PORT+1), Slurm, Open MPI and PMI variables with
+ * an external weft-rendezvous, WEFT_RENDEZVOUS_SERVE=1, and a file://
+ * store.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -12,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "rdv/launch_env.h"
 #include "test.h"
 
 typedef struct {
@@ -135,4 +138,40 @@ WF_TEST(rdv_launch_file_store, 60)
     wf_test_run_procs(3, launch_rank, &a);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     ASSERT_EQ(system(cmd), 0);
+}
+
+WF_TEST(rdv_launch_env_torchrun_slurm_ompi_pmi, 10)
+{
+    wf_launch_env_t env;
+    const char *all[] = {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                         "SLURM_PROCID", "SLURM_NTASKS", "SLURM_JOB_ID",
+                         "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                         "PMI_RANK", "PMI_SIZE", "LOCAL_RANK"};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        unsetenv(all[i]);
+    ASSERT_TRUE(!wf_launch_env_detect(&env));
+    setenv("PMI_RANK", "2", 1);
+    setenv("PMI_SIZE", "4", 1);
+    ASSERT_TRUE(wf_launch_env_detect(&env));
+    ASSERT_TRUE(strcmp(env.source, "pmi") == 0 && env.rank == 2 && env.size == 4);
+    setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+    setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
+    ASSERT_TRUE(wf_launch_env_detect(&env));
+    ASSERT_TRUE(strcmp(env.source, "openmpi") == 0 && env.rank == 1);
+    setenv("SLURM_PROCID", "5", 1);
+    setenv("SLURM_NTASKS", "8", 1);
+    setenv("SLURM_JOB_ID", "77", 1);
+    ASSERT_TRUE(wf_launch_env_detect(&env));
+    ASSERT_TRUE(strcmp(env.source, "slurm") == 0 && env.rank == 5 &&
+                env.size == 8);
+    ASSERT_TRUE(strcmp(env.job_id, "slurm-77.0") == 0);
+    setenv("RANK", "0", 1);
+    setenv("WORLD_SIZE", "2", 1);
+    setenv("LOCAL_RANK", "0", 1);
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    setenv("MASTER_PORT", "29500", 1);
+    ASSERT_TRUE(wf_launch_env_detect(&env));
+    ASSERT_TRUE(strcmp(env.source, "torchrun") == 0 && env.size == 2);
+    ASSERT_TRUE(strcmp(env.rendezvous, "127.0.0.1:29501") == 0);
+    ASSERT_TRUE(env.rank0_serves);
 }
