@@ -4,7 +4,10 @@
 #  - getenv appears only in the config module and launch_env.c;
 #  - docs/env.md matches params.def;
 #  - the host reduction loops vectorize;
-#  - docs/api.md has a section for every function of include/weft.h.
+#  - docs/api.md has a section for every function of include/weft.h;
+#  - every test's name starts with its area's prefix, the name of its
+#    folder of test/ (weft-test --check-names; make test builds the runner
+#    before it runs make check).
 set -eu
 build=${1:-build}
 fail=0
@@ -38,5 +41,13 @@ fi
 
 if [ -x scripts/check-api-doc.sh ]; then
     scripts/check-api-doc.sh || fail=1
+fi
+
+# Test names: the runner knows every registered test and its file.  A
+# plain `make check` before any `make test` has no runner to ask.
+if [ -x "$build/test/weft-test" ]; then
+    "$build/test/weft-test" --check-names || fail=1
+else
+    echo "check: test names not checked: no $build/test/weft-test (make test builds it first)"
 fi
 exit $fail
