@@ -49,11 +49,11 @@ LIB_CFLAGS := -fvisibility=hidden
 LDFLAGS += -pthread $(SAN)
 LDLIBS += -lm $(CRYPTO_LIBS) $(HWLOC_LIBS) $(TRANSPORT_LIBS)
 
-# The fake device of the tests is linked into the library until it moves
-# behind the loader's seam (cuda/dev_load.c).
-LIB_SRCS := $(wildcard src/*.c src/rdv/*.c src/plan/*.c src/algo/*.c src/sched/*.c \
-              src/reduce/*.c) $(TOPO_SRC) $(TRANSPORT_SRC) \
-            cuda/dev_load.c cuda/dev_fake.c
+# cuda/dev_load.c finds the device layer at run time; the layer itself is
+# libweft_cuda.so (mk/cuda.mk), or the tests' fake (test/harness/).
+LIB_SRCS := $(wildcard src/*.c src/rdv/*.c src/plan/*.c src/algo/*.c \
+              src/sched/*.c src/dev/*.c src/reduce/*.c) \
+            $(TOPO_SRC) $(TRANSPORT_SRC) cuda/dev_load.c
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
 TOOLS := weft-rendezvous weftrun weft-info weft-bench

@@ -23,16 +23,17 @@
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static const wf_dev_ops_t *loaded;
 static char load_why[2048];
-static bool fake_on; /* set by tests before any communicator exists */
+/* Set before any communicator exists (the tests' fake device). */
+static const wf_dev_ops_t *provided;
 
-void wf_dev_use_fake(bool on)
+void wf_dev_layer_provide(const wf_dev_ops_t *ops)
 {
-    __atomic_store_n(&fake_on, on, __ATOMIC_RELEASE);
+    __atomic_store_n(&provided, ops, __ATOMIC_RELEASE);
 }
 
-static bool fake(void)
+static const wf_dev_ops_t *provided_layer(void)
 {
-    return __atomic_load_n(&fake_on, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&provided, __ATOMIC_ACQUIRE);
 }
 
 #ifdef WF_CUDA_DISABLED
@@ -152,8 +153,9 @@ static void load(void)
 
 const wf_dev_ops_t *wf_dev_layer(char *why, size_t len)
 {
-    if (fake())
-        return &wf_fake_dev_ops;
+    const wf_dev_ops_t *own = provided_layer();
+    if (own)
+        return own;
     pthread_once(&load_once, load);
     if (!loaded && why)
         snprintf(why, len, "%s", load_why);
@@ -162,10 +164,11 @@ const wf_dev_ops_t *wf_dev_layer(char *why, size_t len)
 
 bool wf_dev_answers_cacheable(void)
 {
-    return !fake() && __atomic_load_n(&loaded, __ATOMIC_ACQUIRE) != NULL;
+    return !provided_layer() &&
+           __atomic_load_n(&loaded, __ATOMIC_ACQUIRE) != NULL;
 }
 
-bool wf_dev_possible(void) { return fake() || driver_loaded(); }
+bool wf_dev_possible(void) { return provided_layer() || driver_loaded(); }
 
 wf_memtype_t wf_dev_memtype(const void *ptr, int *device)
 {
@@ -173,10 +176,8 @@ wf_memtype_t wf_dev_memtype(const void *ptr, int *device)
         *device = -1;
     if (!ptr)
         return WF_MEM_HOST;
-    const wf_dev_ops_t *ops = NULL;
-    if (fake())
-        ops = &wf_fake_dev_ops;
-    else if (driver_loaded())
+    const wf_dev_ops_t *ops = provided_layer();
+    if (!ops && driver_loaded())
         ops = wf_dev_layer(NULL, 0);
     int dev = -1;
     wf_memtype_t t = ops ? ops->memtype(ptr, &dev) : WF_MEM_HOST;

@@ -8,11 +8,12 @@
  *  - "cuda": libweft_cuda.so (cuda/dev_cuda.cu, built with nvcc, linked
  *    with libcudart), loaded with dlopen on the first buffer that may be
  *    device memory; it exports the table as `wf_cuda_dev_ops`.
- *  - "fake" (cuda/dev_fake.c, inside libweft): host memory stands in for
- *    device memory and a worker thread per stream for a CUDA stream, so the
- *    staging pipeline and stream ordering run end to end in the multi-rank
- *    tests on machines without a GPU.  Tests switch it on with
- *    wf_dev_use_fake(); nothing else does.
+ *  - "fake" (test/harness/dev_fake.c, in the test program only): host
+ *    memory stands in for device memory and a worker thread per stream for
+ *    a CUDA stream, so the staging pipeline and stream ordering run end to
+ *    end in the multi-rank tests on machines without a GPU.  The tests
+ *    hand it to the loader with wf_dev_layer_provide(), the seam the real
+ *    layer comes through too.
  *
  * Every op that can fail returns a weft_status_t (WEFT_ERR_CUDA for a
  * device-side failure) and leaves a message naming the call and the CUDA
@@ -152,8 +153,6 @@ typedef struct wf_dev_ops {
 
 /* libweft_cuda.so's table (dev_cuda.cu). */
 extern const wf_dev_ops_t wf_cuda_dev_ops;
-/* The fake layer (dev_fake.c). */
-extern const wf_dev_ops_t wf_fake_dev_ops;
 
 /* ---- the core's side (dev_load.c) --------------------------------------- */
 
@@ -162,8 +161,8 @@ extern const wf_dev_ops_t wf_fake_dev_ops;
  * loaded to ask.  Never fails: anything unknown is host memory. */
 wf_memtype_t wf_dev_memtype(const void *ptr, int *device);
 
-/* False when no buffer of this process can be device memory now: no fake
- * layer and no CUDA driver loaded.  Costs what one wf_dev_memtype of a
+/* False when no buffer of this process can be device memory now: no
+ * provided layer and no CUDA driver loaded.  Costs what one wf_dev_memtype of a
  * host buffer costs, once for all of a call's buffers. */
 bool wf_dev_possible(void);
 
@@ -176,33 +175,15 @@ const wf_dev_ops_t *wf_dev_layer(char *why, size_t len);
  * memory stays allocated, so a caller may cache it: true once the real
  * layer answers (unified addressing never hands a freed device range out
  * as host memory); false before (the answer changes when CUDA loads) and
- * with the fake layer (its device memory comes from malloc). */
+ * with a provided layer (the tests' fake device memory comes from
+ * malloc). */
 bool wf_dev_answers_cacheable(void);
 
-/* Tests: use the fake layer from now on (before any communicator is
- * created); `on` false goes back to loading the real one. */
-void wf_dev_use_fake(bool on);
-
-/* Fake layer: "device" memory for tests (host memory the fake layer
- * reports as WF_MEM_DEVICE until freed). */
-void *wf_fake_dev_alloc(size_t bytes);
-void wf_fake_dev_free(void *ptr);
-/* Fake device memory keeps its bytes scrambled (dev_fake.c): tests fill
- * and read it with these, as they would with cudaMemcpy. */
-void wf_fake_dev_write(void *dev_dst, const void *host_src, size_t bytes);
-void wf_fake_dev_read(void *host_dst, const void *dev_src, size_t bytes);
-/* The fake's stand-in for the legacy default stream (mark_default_stream
- * records on it): tests enqueue a slow "kernel" there before a call. */
-wf_dev_stream_t wf_fake_default_stream(void);
-/* Marks a fake stream as being captured into a graph (1) or not (0), for
- * the tests of the refusal (stream_capturing). */
-void wf_fake_stream_capture(wf_dev_stream_t stream, int on);
-/* Makes every fake copy wait `us` microseconds before it runs, so that
- * tests can catch device work still queued when an operation ends. */
-void wf_fake_slow_copies(unsigned us);
-/* Fake events created and not yet freed (a destroyed event that queued
- * work still refers to lives until that work is done, as in CUDA). */
-long wf_fake_live_events(void);
+/* A layer the process provides itself, used from now on instead of
+ * loading libweft_cuda.so (before any communicator is created); NULL goes
+ * back to loading the real one.  The tests' fake device
+ * (test/harness/dev_fake.c) comes in this way. */
+void wf_dev_layer_provide(const wf_dev_ops_t *ops);
 
 /* Whether this build can operate on device memory at all. */
 int wf_cuda_available(void);

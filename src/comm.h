@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "devbuf.h"
+#include "dev/devbuf.h"
 #include "rdv/store.h"
 #include "sched/engine.h"
 #include "algo/plan_cache.h"

@@ -52,8 +52,10 @@ struct weft_request {
     const void *sendbuf;
     void *recvbuf;
     /* The device layer when the buffers are device memory (on GPU
-     * dev_ordinal), else NULL: the engine stages them (exec_dev.c). */
+     * dev_ordinal), else NULL; `stage` is then how the engine reaches
+     * them (exec_impl.h; src/dev/dev_exec.c), NULL for host buffers. */
     const wf_dev_ops_t *dev_ops;
+    const struct wf_stage_ops *stage;
     int dev_ordinal;
     /* A call without a stream: the application's default stream at the
      * call (mark_default_stream), which the engine's stream waits for

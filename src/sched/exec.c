@@ -136,9 +136,9 @@ weft_status_t wf_exec_start(wf_engine_t *e, struct weft_request *req)
     if (!x)
         goto err_nomem;
     req->exec = x;
-    if (req->plan->scratch_bytes && req->dev_ops) {
-        /* Device operations keep their scratch on the device. */
-        WEFT_CHECK(wf_exec_dev_scratch(e, req, req->plan->scratch_bytes,
+    if (req->plan->scratch_bytes && req->stage) {
+        /* Staged operations keep their scratch where their data is. */
+        WEFT_CHECK(req->stage->scratch(e, req, req->plan->scratch_bytes,
                                        &x->scratch, &x->scratch_cap));
     } else if (req->plan->scratch_bytes) {
         x->scratch = scratch_take(e, req->plan->scratch_bytes,
@@ -167,6 +167,13 @@ static void release_flow_slot(wf_engine_t *e, const struct weft_request *req,
                                  : e->inflight_recv)[s->peer]--;
 }
 
+static void staging_give(wf_engine_t *e, const struct weft_request *req,
+                         void *staging)
+{
+    if (staging)
+        req->stage->staging_give(e, staging);
+}
+
 static void exec_destroy(wf_exec_t *x)
 {
     if (!x)
@@ -179,21 +186,20 @@ static void exec_destroy(wf_exec_t *x)
 void wf_exec_free(wf_engine_t *e, struct weft_request *req)
 {
     wf_exec_t *x = req->exec;
-    if (req->dev_ops)
-        wf_engine_dev_forget(e, req);
+    if (req->stage)
+        req->stage->forget(e, req);
     if (!x)
         return;
     /* Transfers still posted (the request failed): the transport drops
      * them at fini; give back their flow slots now. */
     for (uint32_t i = 0; i < x->nposted; i++) {
         release_flow_slot(e, req, &x->posted[i]);
-        wf_exec_dev_staging_give(e, x->posted[i].staging);
+        staging_give(e, req, x->posted[i].staging);
     }
-    if (req->dev_ops)
-        wf_exec_dev_release(e, req);
-    if (req->dev_ops)
-        wf_exec_dev_scratch_give(e, x->scratch, x->scratch_cap);
-    else
+    if (req->stage) {
+        req->stage->release(e, req);
+        req->stage->scratch_give(e, x->scratch, x->scratch_cap);
+    } else
         scratch_give(e, x->scratch, x->scratch_cap);
     req->exec = NULL;
     if (!WF_EXEC_KEEP_SPARE ||
@@ -283,18 +289,18 @@ static int post_transfer(wf_engine_t *e, struct weft_request *req,
      * limiting receives can deadlock: receives of a later phase that become
      * ready early would hold every slot while the earlier phase's receives,
      * which they depend on through the peers, wait for one. */
-    if (is_send && req->dev_ops)
-        return wf_exec_dev_send(e, req, i); /* staged out first */
+    if (is_send && req->stage)
+        return req->stage->send(e, req, i); /* staged out first */
     bool counted = !is_send || !send_pulled(e, s->peer, s->count);
     if (is_send && counted && inflight[s->peer] >= e->max_inflight)
         return 0;
     weft_status_t st = wf_engine_connect(e, s->peer);
     if (st < 0)
         return st;
-    /* A receive into device memory lands in a staging buffer first. */
+    /* A staged receive lands in a staging buffer first. */
     void *staging = NULL;
-    if (!is_send && req->dev_ops &&
-        (st = wf_exec_dev_recv_staging(e, req, s->count, &staging)) < 0)
+    if (!is_send && req->stage &&
+        (st = req->stage->recv_staging(e, req, s->count, &staging)) < 0)
         return st;
     char *buf = is_send ? wf_exec_buf(req, s->src)
                         : staging ? staging : wf_exec_buf(req, s->dst);
@@ -307,7 +313,7 @@ static int post_transfer(wf_engine_t *e, struct weft_request *req,
     if (st == WEFT_OK)
         st = wf_exec_add_posted(x, (posted_t){i, treq, staging, counted});
     if (st < 0 || st == WEFT_ERR_AGAIN)
-        wf_exec_dev_staging_give(e, staging);
+        staging_give(e, req, staging);
     if (st == WEFT_ERR_AGAIN)
         return 0;
     if (st < 0)
@@ -374,8 +380,8 @@ static int start_steps(wf_engine_t *e, struct weft_request *req,
                 return fail_req(e, req, *status = r, s), work;
             if (r == 0)
                 x->blocked[x->nblocked++] = i;
-        } else if (req->dev_ops) {
-            weft_status_t st = wf_exec_dev_local(e, req, i);
+        } else if (req->stage) {
+            weft_status_t st = req->stage->local(e, req, i);
             if (st < 0)
                 return *status = st, work;
         } else {
@@ -427,27 +433,27 @@ static int poll_posted(wf_engine_t *e, struct weft_request *req,
         x->posted[k] = x->posted[--x->nposted];
         release_flow_slot(e, req, &p);
         if (st < 0) {
-            wf_exec_dev_staging_give(e, p.staging);
+            staging_give(e, req, p.staging);
             fail_req(e, req, *status = st, s);
             return work;
         }
         if (s->kind == WF_STEP_RECV &&
             (*status = check_arrival(e, req, s, &info)) < 0) {
-            wf_exec_dev_staging_give(e, p.staging);
+            staging_give(e, req, p.staging);
             return work;
         }
         if (s->kind == WF_STEP_RECV && !wf_req_is_p2p(req) &&
             e->peer_seen[s->peer] < req->seq + 1)
             e->peer_seen[s->peer] = req->seq + 1;
         if (s->kind == WF_STEP_RECV && p.staging) {
-            /* Done once the copy to the device is (exec_dev.c). */
-            if ((*status = wf_exec_dev_stage_in(e, req, p.step,
+            /* Done once the copy in is (the stage's poll). */
+            if ((*status = req->stage->stage_in(e, req, p.step,
                                                 p.staging)) < 0) {
-                wf_exec_dev_staging_give(e, p.staging);
+                staging_give(e, req, p.staging);
                 return work;
             }
         } else {
-            wf_exec_dev_staging_give(e, p.staging);
+            staging_give(e, req, p.staging);
             wf_exec_mark_done(req, p.step);
         }
         work++;
@@ -459,7 +465,7 @@ int wf_exec_advance(wf_engine_t *e, struct weft_request *req, bool *finished,
                     weft_status_t *status)
 {
     weft_status_t st = WEFT_OK;
-    int work = req->dev_ops ? wf_exec_dev_poll(e, req, &st) : 0;
+    int work = req->stage ? req->stage->poll(e, req, &st) : 0;
     if (st >= 0)
         work += poll_posted(e, req, &st);
     if (st >= 0)

@@ -1,6 +1,7 @@
 /*
  * exec_impl.h - the execution state of one request, shared by exec.c (the
- * plan runner) and exec_dev.c (its device-memory steps) only.
+ * plan runner) and the staging of its steps (struct wf_stage_ops, below;
+ * src/dev/dev_exec.c for device memory).
  */
 #ifndef WF_EXEC_IMPL_H
 #define WF_EXEC_IMPL_H
@@ -21,7 +22,7 @@ typedef struct {
                    * send but those the receiver pulls (exec.c) */
 } posted_t;
 
-/* Device work in flight for a step (exec_dev.c). */
+/* Device work in flight for a step (src/dev/dev_exec.c). */
 typedef enum {
     DW_STAGE_OUT, /* device -> staging copy; the send follows */
     DW_SEND_WAIT, /* staged, the transport had no room yet */
@@ -56,37 +57,46 @@ struct wf_exec {
     uint64_t sig[2];
 };
 
-/* ---- exec.c, for exec_dev.c --------------------------------------------- */
+/* ---- exec.c, for the staging ops ---------------------------------------- */
 char *wf_exec_buf(struct weft_request *req, wf_bref_t r);
 void wf_exec_mark_done(struct weft_request *req, uint32_t i);
 uint64_t wf_exec_step_tag(const struct weft_request *req, const wf_step_t *s);
 /* Appends to x->posted, growing it. */
 weft_status_t wf_exec_add_posted(wf_exec_t *x, posted_t p);
 
-/* ---- exec_dev.c ---------------------------------------------------------- */
-/* Device scratch for a request, and its return. */
-weft_status_t wf_exec_dev_scratch(wf_engine_t *e, struct weft_request *req,
-                                  uint64_t bytes, void **ptr, uint64_t *cap);
-void wf_exec_dev_scratch_give(wf_engine_t *e, void *ptr, uint64_t cap);
-/* A send from device memory: stages the data out, then sends.  Returns 1
- * when started, 0 when it must wait for a flow slot, <0 on failure. */
-int wf_exec_dev_send(wf_engine_t *e, struct weft_request *req, uint32_t i);
-/* A pinned buffer for a receive into device memory. */
-weft_status_t wf_exec_dev_recv_staging(wf_engine_t *e,
-                                       struct weft_request *req, size_t bytes,
-                                       void **staging);
-/* A message arrived in `staging` for step i: copies it to the device. */
-weft_status_t wf_exec_dev_stage_in(wf_engine_t *e, struct weft_request *req,
-                                   uint32_t i, void *staging);
-/* Enqueues a local step (reduce, copy, divide) on the device. */
-weft_status_t wf_exec_dev_local(wf_engine_t *e, struct weft_request *req,
-                                uint32_t i);
-/* Completes the device work that finished; returns the work done. */
-int wf_exec_dev_poll(wf_engine_t *e, struct weft_request *req,
-                     weft_status_t *status);
-/* Gives back a staging buffer (the engine keeps it for reuse). */
-void wf_exec_dev_staging_give(wf_engine_t *e, void *staging);
-/* Releases what a finished or failed request still holds. */
-void wf_exec_dev_release(wf_engine_t *e, struct weft_request *req);
+/* ---- staging ------------------------------------------------------------
+ * How the steps of a request whose buffers the engine cannot touch
+ * directly (device memory) reach them: through host staging buffers.  A
+ * request's `stage` is NULL for host buffers; the device path
+ * (src/dev/dev_exec.c) provides the one other table.  exec.c calls these
+ * and knows nothing of devices. */
+struct wf_stage_ops {
+    /* Scratch for the request where its data lives, and its return. */
+    weft_status_t (*scratch)(wf_engine_t *e, struct weft_request *req,
+                             uint64_t bytes, void **ptr, uint64_t *cap);
+    void (*scratch_give)(wf_engine_t *e, void *ptr, uint64_t cap);
+    /* A send: stages the data out, then sends.  Returns 1 when started,
+     * 0 when it must wait for a flow slot, <0 on failure. */
+    int (*send)(wf_engine_t *e, struct weft_request *req, uint32_t i);
+    /* A host buffer for a receive; the message lands there first. */
+    weft_status_t (*recv_staging)(wf_engine_t *e, struct weft_request *req,
+                                  size_t bytes, void **staging);
+    /* A message arrived in `staging` for step i: copies it in; the step
+     * is done when the copy is (poll). */
+    weft_status_t (*stage_in)(wf_engine_t *e, struct weft_request *req,
+                              uint32_t i, void *staging);
+    /* Starts a local step (reduce, copy, divide) where the data lives. */
+    weft_status_t (*local)(wf_engine_t *e, struct weft_request *req,
+                           uint32_t i);
+    /* Completes the staged work that finished; returns the work done. */
+    int (*poll)(wf_engine_t *e, struct weft_request *req,
+                weft_status_t *status);
+    /* Gives back a staging buffer (kept for reuse); never NULL. */
+    void (*staging_give)(wf_engine_t *e, void *staging);
+    /* The request ended: what it counted and reserved is given back
+     * (forget), then what it still holds (release). */
+    void (*forget)(wf_engine_t *e, struct weft_request *req);
+    void (*release)(wf_engine_t *e, struct weft_request *req);
+};
 
 #endif /* WF_EXEC_IMPL_H */

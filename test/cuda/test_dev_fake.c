@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dev_fake.h"
 #include "test.h"
 #include "weft_cuda.h"
 

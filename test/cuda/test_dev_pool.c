@@ -8,6 +8,7 @@
 #include <pthread.h>
 
 #include "dev/dev_pool.h"
+#include "dev_fake.h"
 #include "test.h"
 
 /* Two receives (100 KiB and 1 KiB) and five sends of up to 300 KiB to one

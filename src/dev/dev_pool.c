@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "common.h"
-#include "sched/dev_pool.h"
+#include "dev/dev_pool.h"
 
 /* The smallest staging buffer: small messages share a few of these
  * instead of one allocation each. */

@@ -14,7 +14,7 @@
 #include <stdio.h>
 
 #include "common.h"
-#include "devbuf.h"
+#include "dev/devbuf.h"
 
 void wf_memcache_init(wf_memcache_t *mc)
 {

@@ -22,7 +22,7 @@
 #include <time.h>
 
 #include "reduce/reduce.h"
-#include "weft_cuda.h"
+#include "dev_fake.h"
 
 #define WF_FAKE_KEY 0x5a
 
@@ -678,3 +678,8 @@ const wf_dev_ops_t wf_fake_dev_ops = {
     .prepare_device = fake_prepare_device,
     .stream_capturing = fake_stream_capturing,
 };
+
+void wf_dev_use_fake(bool on)
+{
+    wf_dev_layer_provide(on ? &wf_fake_dev_ops : NULL);
+}

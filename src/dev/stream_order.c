@@ -23,7 +23,7 @@
 #include <stdlib.h>
 
 #include "common.h"
-#include "stream_order.h"
+#include "dev/stream_order.h"
 
 #define FLAGS_PER_PAGE 1024
 

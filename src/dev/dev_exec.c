@@ -1,5 +1,6 @@
 /*
- * exec_dev.c - the steps of a plan whose buffers are device memory.
+ * dev_exec.c - the steps of a plan whose buffers are device memory: the
+ * engine's staging ops for them (struct wf_stage_ops, sched/exec_impl.h).
  *
  * The transports move host memory, so every message to or from device
  * memory goes through a pinned staging buffer:
@@ -31,7 +32,8 @@
 
 #include "common.h"
 #include "reduce/reduce.h"
-#include "sched/dev_pool.h"
+#include "dev/dev_exec.h"
+#include "dev/dev_pool.h"
 #include "sched/exec_impl.h"
 
 #define WF_DEV_DRAIN_MS 10000
@@ -175,13 +177,13 @@ static void event_give(wf_engine_dev_t *d, wf_dev_event_t ev)
     d->free_events[d->nfree_events++] = ev;
 }
 
-void wf_exec_dev_staging_give(wf_engine_t *e, void *staging)
+static void stage_staging_give(wf_engine_t *e, void *staging)
 {
     if (e->dev)
         wf_dev_pool_staging_give(e->dev->pool, staging);
 }
 
-weft_status_t wf_exec_dev_recv_staging(wf_engine_t *e,
+static weft_status_t stage_recv_staging(wf_engine_t *e,
                                        struct weft_request *req, size_t bytes,
                                        void **staging)
 {
@@ -196,7 +198,7 @@ weft_status_t wf_exec_dev_recv_staging(wf_engine_t *e,
                                        "memory", st, why);
 }
 
-weft_status_t wf_exec_dev_scratch(wf_engine_t *e, struct weft_request *req,
+static weft_status_t stage_scratch(wf_engine_t *e, struct weft_request *req,
                                   uint64_t bytes, void **ptr, uint64_t *cap)
 {
     wf_engine_dev_t *d = dev_of(e, req);
@@ -210,7 +212,7 @@ weft_status_t wf_exec_dev_scratch(wf_engine_t *e, struct weft_request *req,
                                        why);
 }
 
-void wf_exec_dev_scratch_give(wf_engine_t *e, void *ptr, uint64_t cap)
+static void stage_scratch_give(wf_engine_t *e, void *ptr, uint64_t cap)
 {
     if (e->dev)
         wf_dev_pool_scratch_give(e->dev->pool, ptr, cap);
@@ -239,7 +241,7 @@ static weft_status_t track(wf_engine_t *e, struct weft_request *req,
     return WEFT_OK;
 }
 
-int wf_exec_dev_send(wf_engine_t *e, struct weft_request *req, uint32_t i)
+static int stage_send(wf_engine_t *e, struct weft_request *req, uint32_t i)
 {
     const wf_step_t *s = &req->plan->steps[i];
     wf_engine_dev_t *d = dev_of(e, req);
@@ -260,14 +262,14 @@ int wf_exec_dev_send(wf_engine_t *e, struct weft_request *req, uint32_t i)
     else
         st = dev_failed(e, req, "copying a chunk off the device", st);
     if (st != WEFT_OK) {
-        wf_exec_dev_staging_give(e, staging);
+        stage_staging_give(e, staging);
         return st;
     }
     e->inflight_send[s->peer]++;
     return 1;
 }
 
-weft_status_t wf_exec_dev_stage_in(wf_engine_t *e, struct weft_request *req,
+static weft_status_t stage_copy_in(wf_engine_t *e, struct weft_request *req,
                                    uint32_t i, void *staging)
 {
     const wf_step_t *s = &req->plan->steps[i];
@@ -281,7 +283,7 @@ weft_status_t wf_exec_dev_stage_in(wf_engine_t *e, struct weft_request *req,
     return track(e, req, i, DW_STAGE_IN, staging);
 }
 
-weft_status_t wf_exec_dev_local(wf_engine_t *e, struct weft_request *req,
+static weft_status_t stage_local(wf_engine_t *e, struct weft_request *req,
                                 uint32_t i)
 {
     const wf_step_t *s = &req->plan->steps[i];
@@ -332,7 +334,7 @@ static weft_status_t send_staged(wf_engine_t *e, struct weft_request *req,
     return wf_exec_add_posted(x, (posted_t){w->step, treq, w->staging, true});
 }
 
-int wf_exec_dev_poll(wf_engine_t *e, struct weft_request *req,
+static int stage_poll(wf_engine_t *e, struct weft_request *req,
                      weft_status_t *status)
 {
     wf_exec_t *x = req->exec;
@@ -365,7 +367,7 @@ int wf_exec_dev_poll(wf_engine_t *e, struct weft_request *req,
             keep = !posted;
         } else {
             if (w->kind == DW_STAGE_IN)
-                wf_exec_dev_staging_give(e, w->staging);
+                stage_staging_give(e, w->staging);
             wf_exec_mark_done(req, w->step);
         }
         if (keep) {
@@ -400,7 +402,7 @@ static bool drain_stream(wf_engine_dev_t *d)
     return drained;
 }
 
-void wf_exec_dev_release(wf_engine_t *e, struct weft_request *req)
+static void stage_release(wf_engine_t *e, struct weft_request *req)
 {
     wf_exec_t *x = req->exec;
     wf_engine_dev_t *d = e->dev;
@@ -422,7 +424,7 @@ void wf_exec_dev_release(wf_engine_t *e, struct weft_request *req)
             e->inflight_send[s->peer]--;
         if (w->kind != DW_SEND_WAIT)
             d->busy_works--;
-        wf_exec_dev_staging_give(e, w->staging);
+        stage_staging_give(e, w->staging);
         event_give(d, w->event);
     }
     x->ndw = 0;
@@ -493,3 +495,16 @@ void wf_engine_dev_free(wf_engine_t *e)
     free(d);
     e->dev = NULL;
 }
+
+const struct wf_stage_ops wf_dev_stage_ops = {
+    .scratch = stage_scratch,
+    .scratch_give = stage_scratch_give,
+    .send = stage_send,
+    .recv_staging = stage_recv_staging,
+    .stage_in = stage_copy_in,
+    .local = stage_local,
+    .poll = stage_poll,
+    .staging_give = stage_staging_give,
+    .forget = wf_engine_dev_forget,
+    .release = stage_release,
+};
