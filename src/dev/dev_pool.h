@@ -1,6 +1,6 @@
 /*
  * dev_pool.h - an engine's pinned staging buffers and device scratch
- * (dev_pool.c), kept for reuse by the device path (exec_dev.c).
+ * (dev_pool.c), kept for reuse by the device path (dev_exec.c).
  *
  * A CUDA allocation or free may wait for all work on the device to end
  * (the programming guide's implicit synchronization).  A stream-ordered
@@ -22,7 +22,7 @@
 typedef struct wf_dev_pool wf_dev_pool_t;
 
 /* What a staging buffer is reserved for: sends and receives keep apart
- * so that neither can take the other's (exec_dev.c's flow rules). */
+ * so that neither can take the other's (dev_exec.c's flow rules). */
 typedef enum { WF_STAGE_SEND = 1, WF_STAGE_RECV = 2 } wf_stage_role_t;
 
 wf_dev_pool_t *wf_dev_pool_new(const wf_dev_ops_t *ops, int device);

@@ -134,7 +134,7 @@ weft_status_t wf_engine_submit(wf_engine_t *engine, struct weft_request *req,
 /* For a stream-ordered request on device buffers (and an ordinary one
  * beside it, below), in the caller's thread before the request is enqueued
  * on its stream: reserves the pinned
- * staging and device scratch it will use (sched/dev_pool.h: the engine's
+ * staging and device scratch it will use (dev/dev_pool.h: the engine's
  * thread must not allocate while the stream waits for the request).
  * _cancel undoes it for a request that will not be submitted. */
 weft_status_t wf_engine_dev_reserve(wf_engine_t *engine,

@@ -13,7 +13,7 @@
 #include "sched/engine.h"
 
 typedef struct wf_notice_peer wf_notice_peer_t;
-typedef struct wf_engine_dev wf_engine_dev_t; /* exec_dev.c */
+typedef struct wf_engine_dev wf_engine_dev_t; /* src/dev/dev_exec.c */
 
 /* The last WF_HISTORY operations of a communicator, for hang diagnosis. */
 #define WF_HISTORY 16
@@ -83,7 +83,7 @@ struct wf_engine {
     uint64_t spare_bytes;
     int numa;                      /* scratch's NUMA node, -1: unbound */
     wf_engine_dev_t *dev;          /* device state, from the first device
-                                    * operation on (exec_dev.c) */
+                                    * operation on (src/dev/dev_exec.c) */
     /* Device requests submitted and not yet ended, stream-ordered and
      * ordinary (atomic; wf_engine_dev_count). */
     int dev_stream_reqs, dev_plain_reqs;
@@ -147,7 +147,7 @@ bool wf_history_coll_sig(wf_engine_t *e, uint64_t seq, uint64_t mask,
 /* Logs the history and what the active requests wait for (WARN). */
 void wf_history_dump(wf_engine_t *e, const char *why);
 
-/* ---- device state (exec_dev.c) ------------------------------------------ */
+/* ---- device state (src/dev/dev_exec.c) ---------------------------------- */
 /* Waits for the device work to end and frees the device state. */
 void wf_engine_dev_free(wf_engine_t *e);
 /* Whether device work is enqueued and not yet seen done, under

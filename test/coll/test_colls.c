@@ -12,6 +12,7 @@
 
 #include "algo/algo.h"
 #include "coll_util.h"
+#include "dev_fake.h"
 #include "test.h"
 #include "weft_cuda.h"
 
@@ -240,9 +241,10 @@ static void streams(int size, const char *extra)
 }
 
 /* The same matrix with every buffer in device memory of the fake device
- * layer (cuda/dev_fake.c): staging through pinned buffers, reductions and
- * copies on the "device", events polled by the engine.  Fake device memory
- * is scrambled, so a host touch of it shows as wrong elements. */
+ * layer (test/harness/dev_fake.c): staging through pinned buffers,
+ * reductions and copies on the "device", events polled by the engine.
+ * Fake device memory is scrambled, so a host touch of it shows as wrong
+ * elements. */
 static void fake_device_threads(int size, bool big)
 {
     wf_dev_use_fake(true);

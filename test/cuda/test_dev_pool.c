@@ -1,6 +1,6 @@
 /*
  * test_dev_pool.c - the engine's staging and scratch pool
- * (src/sched/dev_pool.c) on the fake device layer: what a reservation
+ * (src/dev/dev_pool.c) on the fake device layer: what a reservation
  * covers, that reserved buffers serve their owner alone and in their
  * role, that a miss is reported rather than allocated, and that released
  * buffers serve anyone.

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dev_fake.h"
 #include "test.h"
 #include "weft_cuda.h"
 

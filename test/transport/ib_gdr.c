@@ -10,6 +10,7 @@
  * (the engine stages through host memory), each logged once at info
  * level.  Host memory never takes the dma-buf path.
  */
+#include "dev_fake.h"
 #include "test.h"
 
 #if defined(WF_HAVE_IB)
