@@ -116,10 +116,11 @@ static void run_case(weft_comm_t comm, const wf_algo_t *algo, int rank,
         wf_fake_dev_read(b.base, b.dev, b.bytes);
         wf_fake_dev_free(b.dev);
     }
-    char what[200];
-    snprintf(what, sizeof(what), "%s/%s rank %d/%d count %zu dtype %d op %d "
-             "root %d %s", wf_coll_name(coll), algo->name, rank, size, n,
-             (int)d, (int)op, root, in_place ? "in place" : "out of place");
+    char what[240];
+    cu_case_name(what, sizeof(what), coll, algo->name, rank, size, d, op, n,
+                 root, in_place);
+    if (device)
+        strncat(what, ", device buffers", sizeof(what) - strlen(what) - 1);
     if (st != WEFT_OK) {
         const char *msg = NULL;
         weft_comm_get_error(comm, &msg);
@@ -161,8 +162,13 @@ static void algo_cases(weft_comm_t comm, const wf_algo_t *algo, int rank,
         for (int k = 0; k < size; k++)
             roots[k] = k;
     if (algo->coll == WF_COLL_BARRIER) {
-        for (int i = 0; i < 3; i++)
-            ASSERT_OK(weft_barrier(comm));
+        for (int i = 0; i < 3; i++) {
+            weft_status_t st = weft_barrier(comm);
+            if (st != WEFT_OK)
+                wf_test_fail(__FILE__, __LINE__, "barrier %d of 3 with "
+                             "algorithm %s on %d ranks (rank %d): %s", i + 1,
+                             algo->name, size, rank, weft_strerror(st));
+        }
         return;
     }
     for (size_t k = 0; k < ncounts; k++)
@@ -219,7 +225,12 @@ static void colls_rank(int rank, int size, void *p)
             .rank = rank, .size = size, .rendezvous = a->rdv ? a->rdv : uri,
             .job_id = job, .config = cfg};
         weft_comm_t comm;
-        ASSERT_OK(weft_comm_create(&prm, &comm));
+        weft_status_t st = weft_comm_create(&prm, &comm);
+        if (st != WEFT_OK)
+            wf_test_fail(__FILE__, __LINE__, "communicator for %s with "
+                         "algorithm %s on %d ranks (rank %d): %s",
+                         wf_coll_name(algo->coll), algo->name, size, rank,
+                         weft_strerror(st));
         algo_cases(comm, algo, rank, size, a->big, a->device);
         ASSERT_OK(weft_comm_destroy(comm));
     }

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "algo/algo.h"
+#include "comm.h"
+#include "reduce/reduce.h"
 #include "test.h"
 
 size_t cu_dtype_size(weft_dtype_t d)
@@ -161,6 +163,48 @@ bool cu_expected(int coll, int size, size_t count, weft_dtype_t d,
     }
 }
 
+static bool is_rooted(int coll)
+{
+    return coll == WF_COLL_BROADCAST || coll == WF_COLL_REDUCE ||
+           coll == WF_COLL_GATHER || coll == WF_COLL_SCATTER;
+}
+
+char *cu_case_name(char *buf, size_t len, int coll, const char *algo,
+                   int rank, int size, weft_dtype_t d, weft_op_t op,
+                   size_t count, int root, bool in_place)
+{
+    char at[32] = "";
+    if (is_rooted(coll))
+        snprintf(at, sizeof(at), ", root %d", root);
+    snprintf(buf, len, "%s with algorithm %s on %d ranks (rank %d): dtype "
+             "%s, op %s, count %zu%s, %s", wf_coll_name((wf_coll_t)coll),
+             algo, size, rank, wf_dtype_name(d),
+             wf_coll_reduces((wf_coll_t)coll) ? wf_op_name(op) : "-", count,
+             at, in_place ? "in place" : "out of place");
+    return buf;
+}
+
+const char *cu_algo_of(weft_comm_t comm, int coll, size_t count,
+                       weft_dtype_t d, weft_op_t op, int root, bool in_place)
+{
+    /* The call's arguments as src/api.c fills them for the plan cache. */
+    const wf_comm_impl_t *c = comm ? comm->impl : NULL;
+    const wf_algo_t *algo = NULL;
+    if (!c)
+        return "?";
+    wf_coll_args_t a = {.coll = (wf_coll_t)coll, .count = count, .dtype = d,
+                        .op = wf_coll_reduces((wf_coll_t)coll) ? op : WEFT_SUM,
+                        .elem_size = cu_dtype_size(d), .peer = -1,
+                        .root = root, .rank = c->rank, .size = c->size,
+                        .chunk_bytes = (size_t)c->cfg.chunk_size,
+                        .in_place = in_place, .local_size = c->local_size,
+                        .host_cores = c->host_cores,
+                        .link_mbps = (int)c->cfg.link_mbps,
+                        .single_copy_min = c->single_copy_min};
+    return wf_algo_select(&a, c->cfg.algo, &algo) == WEFT_OK ? algo->name
+                                                             : "?";
+}
+
 size_t cu_check_allreduce(const void *recv, size_t count, int size,
                           weft_op_t op, weft_dtype_t d, const char *what)
 {
@@ -181,16 +225,18 @@ static void one_case(weft_comm_t comm, int rank, int size, size_t count,
                      weft_dtype_t d, weft_op_t op, bool in_place, char *send,
                      char *recv)
 {
-    char what[160];
+    char what[200];
     size_t bytes = count * cu_dtype_size(d);
-    snprintf(what, sizeof(what), "rank %d/%d count %zu dtype %d op %d %s",
-             rank, size, count, (int)d, (int)op,
-             in_place ? "in-place" : "out-of-place");
     cu_fill(send, count, rank, op, d);
     if (!in_place)
         memset(recv, 0x5a, bytes);
     weft_status_t st = weft_allreduce(send, in_place ? send : recv, count, d,
                                       op, comm);
+    /* The algorithm is the communicator's choice: named after the call. */
+    cu_case_name(what, sizeof(what), WF_COLL_ALLREDUCE,
+                 cu_algo_of(comm, WF_COLL_ALLREDUCE, count, d, op, 0,
+                            in_place),
+                 rank, size, d, op, count, 0, in_place);
     if (st != WEFT_OK) {
         const char *msg = NULL;
         weft_comm_get_error(comm, &msg);

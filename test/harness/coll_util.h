@@ -36,6 +36,21 @@ double cu_input(int coll, weft_op_t op, weft_dtype_t d, int r, size_t i);
 bool cu_expected(int coll, int size, size_t count, weft_dtype_t d,
                  weft_op_t op, int root, int r, size_t i, double *want);
 
+/* One case of a collective matrix, for its failure messages: "allreduce
+ * with algorithm ring on 4 ranks (rank 1): dtype float32, op sum, count
+ * 1000, out of place"; the root for rooted collectives, "op -" for those
+ * that do not reduce.  Returns buf. */
+char *cu_case_name(char *buf, size_t len, int coll, const char *algo,
+                   int rank, int size, weft_dtype_t d, weft_op_t op,
+                   size_t count, int root, bool in_place);
+
+/* The name of the algorithm `comm` runs for this call on this rank, as
+ * the library chooses it (its WEFT_ALGO, else the cost model), "?" when it
+ * cannot say: for the failure messages of calls that leave the choice to
+ * the communicator. */
+const char *cu_algo_of(weft_comm_t comm, int coll, size_t count,
+                       weft_dtype_t d, weft_op_t op, int root, bool in_place);
+
 /* Number of elements of recv that differ from the allreduce of all ranks'
  * patterns; prints the first few differences. */
 size_t cu_check_allreduce(const void *recv, size_t count, int size,
