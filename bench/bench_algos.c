@@ -5,7 +5,7 @@
  * Runs of one algorithm launched one after another see different
  * machines: process placement, other load and the VM's speed change
  * between launches, by up to several times on a shared host
- * (docs/algorithms.md).  Here every algorithm gets its own communicator
+ * (bench/results/2026-11-27-sweeps-in-one-job.md).  Here every algorithm gets its own communicator
  * (WEFT_ALGO set for it alone), all in the same processes, and the timed
  * loop calls them in turn (bench_run.c), so whatever slows the machine
  * slows all of them alike and their ratios hold.

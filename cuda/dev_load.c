@@ -51,9 +51,10 @@ static bool driver_loaded(void) { return false; }
  * The CUDA driver is in the process once anything initialised CUDA.  This
  * runs for every buffer of every call, so it must cost nanoseconds:
  * dlopen(RTLD_NOLOAD) of a library that is not loaded searches the file
- * system (37 us measured here), so the list of loaded objects is walked
- * instead, and only when the loader's count of additions (dlpi_adds) moved
- * since the last walk.  Once seen, the driver stays.
+ * system, far too slow for a check on every buffer, so the list of loaded
+ * objects is walked instead, and only when the loader's count of
+ * additions (dlpi_adds) moved since the last walk.  Once seen, the driver
+ * stays.
  */
 static unsigned long long walked_adds = ~0ull;
 static bool driver_seen;

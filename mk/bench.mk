@@ -1,7 +1,7 @@
-# mk/bench.mk - benchmarks and the experiments behind docs/performance.md
-# and docs/algorithms.md.  None of them is part of `make test`; the ones
-# against Open MPI and Gloo install their own packages
-# (scripts/install-compare-deps.sh).
+# mk/bench.mk - benchmarks and the experiments behind docs/performance.md,
+# docs/algorithms.md and the records in bench/results/.  None of them is
+# part of `make test`; the ones against Open MPI and Gloo install their
+# own packages (scripts/install-compare-deps.sh).
 .PHONY: bench bench-report compare bench-check bench-stalls bench-cpu \
         bench-reduce bench-tcp-floor bench-tcp-levers bench-latency algo-fit \
         bench-netns

@@ -128,8 +128,9 @@ for ((h = 0; h < hosts; h++)); do
     ip -n "$ns" link set lo up
     # Each namespace starts with this machine's congestion control.  A
     # host of a cluster has its own, CUBIC unless its administrator chose
-    # otherwise; this VM's BBR let the ring's lockstep flows settle at 82%
-    # of the link in some runs and not in others (docs/performance.md).
+    # otherwise; this VM's BBR let the ring's lockstep flows settle below
+    # the link rate in some runs and not in others
+    # (bench/results/2026-11-27-shaped-links.md).
     if [ "$cc" != host ]; then
         ip netns exec "$ns" sysctl -qw net.ipv4.tcp_congestion_control="$cc" ||
             { echo "bench-netns: no congestion control '$cc' here" >&2; exit 1; }

@@ -54,7 +54,8 @@ void wf_log_emit(weft_log_level_t level, wf_subsys_t subsys, const char *fmt,
  * function marked cold.  The compiler then takes every block that reports
  * bad input as unlikely and moves it out of the function's hot part: the
  * code run on every call stays dense (a small call's cost here is mostly
- * instruction-cache misses after each system call, docs/performance.md). */
+ * instruction-cache misses after each system call:
+ * bench/results/2026-11-29-small-messages-third-pass.md). */
 void wf_log_report(weft_log_level_t level, wf_subsys_t subsys,
                    const char *fmt, ...)
     __attribute__((cold, format(printf, 3, 4)));

@@ -4,7 +4,8 @@
  * back to back timed as one; time = the slowest rank's average), so that
  * weft and Open MPI are timed by the same harness.  weft-bench times each
  * call on its own, for its percentiles, and that clock read and store per
- * call cost an 8-byte allreduce about 5% here (docs/performance.md).
+ * call show in an 8-byte allreduce's time
+ * (bench/results/2026-11-29-small-messages-third-pass.md).
  *
  * Run under weftrun (weft_comm_init takes the rank from the environment).
  * Output (rank 0): as mpi_allreduce's.

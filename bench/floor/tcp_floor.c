@@ -12,7 +12,7 @@
  *   blocking  a blocking recv(): the receiver sleeps and is woken
  *
  * The socket is in an epoll set in every mode, as weft's are.
- * docs/performance.md quotes it.
+ * Its results: bench/results/2026-11-26-small-messages-first-pass.md.
  *
  * usage: tcp-floor [rounds, default 50000] [frame bytes, default 48]
  */

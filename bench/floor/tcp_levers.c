@@ -1,7 +1,9 @@
 /*
  * tcp_levers.c - `make bench-tcp-levers`: two levers issue 5 lists for
  * large messages over TCP, measured between two bare processes on
- * loopback before anything of them went into weft (docs/performance.md).
+ * loopback before anything of them went into weft
+ * (bench/results/2026-11-26-pacing-outlived-bbr.md, "Levers measured
+ * without the library").
  *
  *   zerocopy  the sender streams 64 MiB in `piece` sends, plain copies
  *             against MSG_ZEROCOPY (completions reaped from the error

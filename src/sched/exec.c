@@ -83,8 +83,8 @@ static wf_exec_t *exec_new(wf_engine_t *e, const wf_built_plan_t *built)
  * rank's NUMA node (wf_topo_mem_alloc: a mapping of their own, bound
  * before first touch, so pages land there even when a calling thread on
  * another node faults them in).  Smaller ones come from malloc: a mapping
- * and a bind cost about 10 us, more than such an operation moves, and
- * with several requests in flight only one of them gets the kept block.
+ * and a bind cost more than such an operation moves, and with several
+ * requests in flight only one of them gets the kept block.
  * The size alone says which allocator a block came from.
  */
 #define WF_SCRATCH_BIND_MIN (64 * 1024)
@@ -269,8 +269,9 @@ uint64_t wf_exec_step_tag(const struct weft_request *req, const wf_step_t *s)
  * machine).  Such a send holds no transport buffer while it waits, so
  * WEFT_MAX_INFLIGHT does not hold it back: behind the window, a ring's
  * allgather chunks waited for reduce-scatter chunks that the peer could
- * not take yet (its scratch slots were busy), and a 64 MiB allreduce on
- * 2 ranks took 1.4x as long (docs/design.md). */
+ * not take yet (its scratch slots were busy), and large allreduces on one
+ * machine slowed down (docs/design.md, "Pulled sends are outside the send
+ * window"; bench/results/2026-11-25-pulled-sends-outside-the-window.md). */
 static bool send_pulled(wf_engine_t *e, int peer, uint64_t len)
 {
     return e->tops->send_pulled && e->tops->send_pulled(e->tctx, peer, len);

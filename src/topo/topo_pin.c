@@ -28,9 +28,8 @@ int wf_topo_pin_cpu(const wf_topo_t *t, const wf_topo_choice_t *c,
     for (int i = 0; i < t->ncores; i++)
         in_node += t->cores[i].numa == c->numa || c->numa < 0;
     /* More ranks than cores: every core hosts several ranks' threads,
-     * and pinning would only take the scheduler's freedom to move them
-     * (measured: pinned, 4 ranks on this 2-core machine ran their 8-byte
-     * allreduces slower). */
+     * and pinning would stack them and only take the scheduler's freedom
+     * to move them. */
     if (local_size > in_node) {
         snprintf(why, len, "%d local ranks share the %d core(s) of NUMA "
                  "node %d: not pinned", local_size, in_node, c->numa);
