@@ -250,29 +250,3 @@ WF_TEST(algo_allreduce_tree_shape, 60)
             ASSERT_TRUE(plan_shape(&wf_algo_allreduce_dbtree, r, n, count,
                                    256).sent <= 2 * bytes);
 }
-
-/* The cost model orders them: rd for tiny messages, the ring (or rhd) for
- * large ones on powers of two, never a tree below rd for tiny ones.
- * Between machines rhd's bytes cost WF_COST_FAR_FACTOR more than the
- * ring's, so the ring wins there once the bytes outweigh its rounds. */
-WF_TEST(algo_allreduce_cost_order, 60)
-{
-    wf_coll_args_t a = {.coll = WF_COLL_ALLREDUCE, .dtype = WEFT_FLOAT32,
-                        .op = WEFT_SUM, .elem_size = 4, .peer = -1,
-                        .size = 8, .chunk_bytes = 256 << 10};
-    a.count = 2;
-    double rd = wf_algo_allreduce_rd.cost(&a);
-    ASSERT_TRUE(rd < wf_algo_allreduce_rhd.cost(&a));
-    ASSERT_TRUE(rd < wf_algo_allreduce_tree.cost(&a));
-    ASSERT_TRUE(rd < wf_algo_allreduce_ring.cost(&a));
-    a.count = 64 << 20;
-    double ring = wf_algo_allreduce_ring.cost(&a);
-    ASSERT_TRUE(ring < wf_algo_allreduce_rd.cost(&a));
-    ASSERT_TRUE(ring < wf_algo_allreduce_tree.cost(&a));
-    ASSERT_TRUE(ring < wf_algo_allreduce_dbtree.cost(&a));
-    ASSERT_TRUE(ring < wf_algo_allreduce_rhd.cost(&a));
-    ASSERT_TRUE(wf_algo_allreduce_rhd.cost(&a) <
-                WF_COST_FAR_FACTOR * ring);
-    ASSERT_TRUE(wf_algo_allreduce_dbtree.cost(&a) <
-                wf_algo_allreduce_tree.cost(&a));
-}

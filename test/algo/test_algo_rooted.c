@@ -3,7 +3,8 @@
  * linear; reduce tree, rsg, ring, linear; gather tree, scatter tree): the
  * simulator matrix for each, odd sizes and chunkings beyond it, and
  * closed-form properties of their plans (who sends how much, every byte
- * received exactly once, the cost model's order across message sizes).
+ * received exactly once).  How well auto chooses among them is
+ * test/select/test_select_grid.c's.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -460,41 +461,5 @@ WF_TEST(algo_rooted_reduce_ring_closed_form, 60)
             ASSERT_TRUE(p.plan[r].scratch_bytes <= 2 * 8 * chunk);
         }
         free_all(&p);
-    }
-}
-
-static const char *pick(wf_coll_t coll, int n, size_t bytes)
-{
-    wf_coll_args_t a = {.coll = coll, .count = bytes / 4,
-                        .dtype = WEFT_FLOAT32, .op = WEFT_SUM, .elem_size = 4,
-                        .peer = -1, .root = 0, .rank = 0, .size = n,
-                        .chunk_bytes = 256 << 10};
-    const wf_algo_t *algo;
-    ASSERT_OK(wf_algo_select(&a, "auto", &algo));
-    return algo->name;
-}
-
-/* The cost model orders them as their structure says: trees for small
- * messages; for broadcast the chain once the message is many chunks long,
- * and scatter-allgather in the middle only where the chain's n - 1 hops
- * cost more rounds than sag's extra bytes (64 ranks at 256 KiB: between
- * machines the chain pays a round per hop, not per chunk); for large
- * reduces the chain too, whose links carry the vector once where rsg
- * sends 2(n-1)/n of it from every rank and the tree's root receives it
- * log2 n times. */
-WF_TEST(algo_rooted_cost_order, 30)
-{
-    static const int sizes[] = {4, 8, 16, 64};
-    for (size_t si = 0; si < 4; si++) {
-        int n = sizes[si];
-        ASSERT_STR_CONTAINS(pick(WF_COLL_BROADCAST, n, 1024), "tree");
-        ASSERT_STR_CONTAINS(pick(WF_COLL_BROADCAST, n, 256 << 10),
-                            n == 64 ? "sag" : "ring");
-        ASSERT_STR_CONTAINS(pick(WF_COLL_BROADCAST, n, (size_t)n << 22),
-                            "ring");
-        ASSERT_STR_CONTAINS(pick(WF_COLL_REDUCE, n, 1024), "tree");
-        ASSERT_STR_CONTAINS(pick(WF_COLL_REDUCE, n, 64 << 20), "ring");
-        ASSERT_STR_CONTAINS(pick(WF_COLL_GATHER, n, 1024), "tree");
-        ASSERT_STR_CONTAINS(pick(WF_COLL_SCATTER, n, 1024), "tree");
     }
 }

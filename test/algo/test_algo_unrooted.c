@@ -2,8 +2,7 @@
  * test_algo_unrooted.c - the unrooted collectives (allgather ring/rd/
  * bruck, reduce-scatter ring/rhd, alltoall pairwise, barrier
  * dissemination): each through the schedule simulator on its own, then
- * closed-form checks of what their plans send, and the cost ordering the
- * selection relies on.
+ * closed-form checks of what their plans send.
  */
 #include <string.h>
 
@@ -411,44 +410,4 @@ WF_TEST(algo_unrooted_joined_dependencies, 120)
                                        .chunk_bytes = 1 << 20};
                     ASSERT_TRUE(wf_sim_check(algos[ai], &k, seed));
                 }
-}
-
-static double cost_of(const wf_algo_t *algo, wf_coll_t coll, int n,
-                      size_t count)
-{
-    wf_coll_args_t a = {.coll = coll, .count = count, .dtype = WEFT_INT8,
-                        .elem_size = 1, .rank = 0, .size = n,
-                        .chunk_bytes = 1 << 18};
-    return algo->cost(&a);
-}
-
-/* Latency-optimal algorithms win small messages, the ring large ones;
- * rd wins ties with Bruck on powers of two, Bruck elsewhere. */
-WF_TEST(algo_unrooted_cost_order, 30)
-{
-    for (int n = 4; n <= 64; n *= 2) {
-        ASSERT_TRUE(cost_of(&wf_algo_allgather_bruck, WF_COLL_ALLGATHER, n,
-                            64) <
-                    cost_of(&wf_algo_allgather_ring, WF_COLL_ALLGATHER, n,
-                            64));
-        ASSERT_TRUE(cost_of(&wf_algo_allgather_ring, WF_COLL_ALLGATHER, n,
-                            64 << 20) <
-                    cost_of(&wf_algo_allgather_bruck, WF_COLL_ALLGATHER, n,
-                            64 << 20));
-        ASSERT_TRUE(cost_of(&wf_algo_reducescatter_rhd,
-                            WF_COLL_REDUCE_SCATTER, n, 64) <
-                    cost_of(&wf_algo_reducescatter_ring,
-                            WF_COLL_REDUCE_SCATTER, n, 64));
-        ASSERT_TRUE(cost_of(&wf_algo_reducescatter_ring,
-                            WF_COLL_REDUCE_SCATTER, n, 64 << 20) <
-                    cost_of(&wf_algo_reducescatter_rhd,
-                            WF_COLL_REDUCE_SCATTER, n, 64 << 20));
-        ASSERT_TRUE(cost_of(&wf_algo_allgather_rd, WF_COLL_ALLGATHER, n,
-                            64) <=
-                    cost_of(&wf_algo_allgather_bruck, WF_COLL_ALLGATHER, n,
-                            64));
-    }
-    ASSERT_TRUE(cost_of(&wf_algo_allgather_bruck, WF_COLL_ALLGATHER, 12,
-                        64) <
-                cost_of(&wf_algo_allgather_rd, WF_COLL_ALLGATHER, 12, 64));
 }
