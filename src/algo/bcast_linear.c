@@ -10,47 +10,40 @@
  * it was the fastest broadcast from 8 B to 256 MiB (with the single copy
  * every receiver reads its copy itself, all at once).
  *
- * The buffer travels in chunks of WEFT_CHUNK_SIZE, chunk c with tag c, to
- * the ranks after the root in order (root + 1, root + 2, ...).  The root
+ * The plan is the pipelined broadcast of bcast_pipe.h down a star: the
+ * buffer travels in chunks of WEFT_CHUNK_SIZE, chunk c with tag c, to the
+ * ranks after the root in order (root + 1, root + 2, ...).  The root
  * sends out of its send buffer and copies each chunk into its receive
  * buffer (out of place) after the chunk's first send; a receiver writes
  * each region of its buffer once.
  */
 #include <math.h>
+#include <stdlib.h>
 
 #include "algo/algo.h"
+#include "algo/bcast_pipe.h"
 #include "algo/cost.h"
 #include "algo/rtree.h"
 #include "common.h"
 
 static weft_status_t linear_build(const wf_coll_args_t *a, wf_plan_t *plan)
 {
-    int n = a->size, vr = wf_rtree_vrank(a->rank, a->root, n);
-    size_t es = a->elem_size;
+    int n = a->size;
+    bool root = a->rank == a->root;
     weft_status_t st;
     if (wf_rtree_trivial(a, plan, true, &st))
         return st;
-    size_t ce = wf_rtree_chunk_elems(a);
-    size_t nc = wf_rtree_nchunks(a->count, ce);
-    for (size_t c = 0; c < nc; c++) {
-        uint64_t off = c * ce * es;
-        uint64_t len = WF_MIN(ce, a->count - c * ce) * es;
-        if (vr != 0) {
-            wf_plan_recv(plan, a->root, (uint32_t)c,
-                         wf_bref(WF_BUF_RECV, off), len, WF_NO_DEP,
-                         WF_NO_DEP, WF_NO_DEP);
-            continue;
-        }
-        int32_t first = WF_NO_DEP;
-        for (int v = 1; v < n; v++) {
-            int32_t sent = wf_plan_send(plan, wf_rtree_rank(v, a->root, n),
-                                        (uint32_t)c, wf_bref(WF_BUF_SEND, off),
-                                        len, WF_NO_DEP, WF_NO_DEP, WF_NO_DEP);
-            if (v == 1)
-                first = sent;
-        }
-        wf_rtree_bcast_root_copy(a, plan, first, off, len);
-    }
+    /* A star: every other rank is the root's child, from root + 1 on. */
+    int *kids = root ? malloc((size_t)(n - 1) * sizeof(*kids)) : NULL;
+    if (root && !kids)
+        return wf_algo_build_status(&wf_algo_bcast_linear, a, true);
+    for (int v = 1; root && v < n; v++)
+        kids[v - 1] = wf_rtree_rank(v, a->root, n);
+    wf_bcast_pipe_t shape = {.parent = root ? -1 : a->root,
+                             .nkids = root ? n - 1 : 0, .kids = kids,
+                             .chunk_elems = wf_rtree_chunk_elems(a)};
+    wf_bcast_pipe_build(a, plan, &shape);
+    free(kids);
     return wf_algo_build_status(&wf_algo_bcast_linear, a, plan->failed);
 }
 

@@ -10,12 +10,11 @@
  * pipeline depth, paid once per call; for small and medium messages the
  * binomial tree and scatter-allgather are cheaper.
  *
- * Dependencies: a forward of chunk c waits for the receive of chunk c.
- * Every region of the receive buffer is written once (by that receive, or
- * on the root by a copy from the send buffer after the chunk's send, which
- * reads the send buffer), so there are no reuse hazards.  Chunk c travels
- * with tag c.  With zero elements one empty message still travels down
- * the chain, so that a rank whose count differs is told.
+ * The chunks' buffers and dependencies are those of every pipelined
+ * broadcast (bcast_pipe.h) with one child per rank: a forward of chunk c
+ * waits for the receive of chunk c, and chunk c travels with tag c.  With
+ * zero elements one empty message still travels down the chain, so that
+ * a rank whose count differs is told.
  *
  * Cost: C chunks through n-1 links take n-2+C chunk times; on the
  * critical path a rank sends the whole buffer plus n-2 chunks of pipeline
@@ -37,6 +36,7 @@
  * (wf_chain_chunk_elems, shared with the chain reduce).
  */
 #include "algo/algo.h"
+#include "algo/bcast_pipe.h"
 #include "algo/cost.h"
 #include "algo/rtree.h"
 #include "common.h"
@@ -44,33 +44,17 @@
 static weft_status_t ring_build(const wf_coll_args_t *a, wf_plan_t *plan)
 {
     int n = a->size, vr = wf_rtree_vrank(a->rank, a->root, n);
-    size_t es = a->elem_size;
-    uint64_t bytes = (uint64_t)a->count * es;
     if (n == 1)
         return wf_rtree_build_single(a, plan, wf_bref(WF_BUF_RECV, 0),
-                                     wf_bref(WF_BUF_SEND, 0), bytes);
-    int prev = wf_rtree_rank(vr - 1 + n, a->root, n);
+                                     wf_bref(WF_BUF_SEND, 0),
+                                     (uint64_t)a->count * a->elem_size);
+    /* Zero elements too: the pipe's one empty chunk goes down the chain. */
     int next = wf_rtree_rank(vr + 1, a->root, n);
-    bool sends = vr != n - 1;
-    size_t ce = wf_chain_chunk_elems(a);
-    /* At least one (possibly empty) message per link. */
-    size_t nc = WF_MAX((size_t)1, wf_rtree_nchunks(a->count, ce));
-    for (size_t c = 0; c < nc; c++) {
-        uint64_t off = a->count ? c * ce * es : 0;
-        uint64_t len = a->count ? WF_MIN(ce, a->count - c * ce) * es : 0;
-        int32_t got = WF_NO_DEP;
-        if (vr != 0)
-            got = wf_plan_recv(plan, prev, (uint32_t)c,
-                               wf_bref(WF_BUF_RECV, off), len, WF_NO_DEP,
-                               WF_NO_DEP, WF_NO_DEP);
-        int32_t sent = WF_NO_DEP;
-        if (sends)
-            sent = wf_plan_send(plan, next, (uint32_t)c,
-                                wf_bref(vr == 0 ? WF_BUF_SEND : WF_BUF_RECV,
-                                        off),
-                                len, got, WF_NO_DEP, WF_NO_DEP);
-        wf_rtree_bcast_root_copy(a, plan, sent, off, len);
-    }
+    wf_bcast_pipe_t shape = {
+        .parent = vr ? wf_rtree_rank(vr - 1 + n, a->root, n) : -1,
+        .nkids = vr != n - 1 ? 1 : 0, .kids = &next,
+        .chunk_elems = wf_chain_chunk_elems(a)};
+    wf_bcast_pipe_build(a, plan, &shape);
     return wf_algo_build_status(&wf_algo_bcast_ring, a, plan->failed);
 }
 

@@ -10,13 +10,11 @@
  * deeper levels work on early chunks while the root still sends later
  * ones.  Children are served largest subtree first, chunk by chunk.
  *
- * Dependencies: a forwarding send of chunk c waits for the receive of
- * chunk c; nothing else is needed, because every region of the receive
- * buffer is written exactly once (by that receive, or on the root by a
- * copy out of the send buffer after the chunk's first send, which the
- * root's sends do not read: they read the send buffer itself).  Chunk c
- * travels with tag c; a pair of ranks shares at most one tree edge, so
- * tags are unique per pair.
+ * The chunks' buffers and dependencies are those of every pipelined
+ * broadcast (bcast_pipe.h): a forwarding send of chunk c waits for the
+ * receive of chunk c and nothing else.  Chunk c travels with tag c; a
+ * pair of ranks shares at most one tree edge, so tags are unique per
+ * pair.
  *
  * Cost: the root sends each of the C chunks to its ceil(log2 n) = L
  * children, one after the other, and the deepest path is L hops, so
@@ -25,6 +23,7 @@
  * byte about once per link and win.
  */
 #include "algo/algo.h"
+#include "algo/bcast_pipe.h"
 #include "algo/cost.h"
 #include "algo/rtree.h"
 #include "common.h"
@@ -32,35 +31,17 @@
 static weft_status_t tree_build(const wf_coll_args_t *a, wf_plan_t *plan)
 {
     int n = a->size, vr = wf_rtree_vrank(a->rank, a->root, n);
-    size_t es = a->elem_size;
     weft_status_t st;
     if (wf_rtree_trivial(a, plan, true, &st))
         return st;
-    int kids[WF_RTREE_MAX_CHILDREN], peers[WF_RTREE_MAX_CHILDREN];
-    int nk = wf_rtree_children(vr, n, true, kids);
-    for (int i = 0; i < nk; i++)
-        peers[i] = wf_rtree_rank(kids[i], a->root, n);
-    int parent = vr ? wf_rtree_rank(wf_rtree_parent(vr), a->root, n) : -1;
-    size_t ce = wf_rtree_chunk_elems(a);
-    size_t nc = wf_rtree_nchunks(a->count, ce);
-    for (size_t c = 0; c < nc; c++) {
-        uint64_t off = c * ce * es;
-        uint64_t len = WF_MIN(ce, a->count - c * ce) * es;
-        wf_bref_t src = wf_bref(vr == 0 ? WF_BUF_SEND : WF_BUF_RECV, off);
-        int32_t got = WF_NO_DEP;
-        if (vr != 0)
-            got = wf_plan_recv(plan, parent, (uint32_t)c,
-                               wf_bref(WF_BUF_RECV, off), len, WF_NO_DEP,
-                               WF_NO_DEP, WF_NO_DEP);
-        int32_t first = WF_NO_DEP;
-        for (int i = 0; i < nk; i++) {
-            int32_t sent = wf_plan_send(plan, peers[i], (uint32_t)c, src, len,
-                                        got, WF_NO_DEP, WF_NO_DEP);
-            if (i == 0)
-                first = sent;
-        }
-        wf_rtree_bcast_root_copy(a, plan, first, off, len);
-    }
+    int kids[WF_RTREE_MAX_CHILDREN];
+    wf_bcast_pipe_t shape = {
+        .parent = vr ? wf_rtree_rank(wf_rtree_parent(vr), a->root, n) : -1,
+        .nkids = wf_rtree_children(vr, n, true, kids), .kids = kids,
+        .chunk_elems = wf_rtree_chunk_elems(a)};
+    for (int i = 0; i < shape.nkids; i++)
+        kids[i] = wf_rtree_rank(kids[i], a->root, n);
+    wf_bcast_pipe_build(a, plan, &shape);
     return wf_algo_build_status(&wf_algo_bcast_tree, a, plan->failed);
 }
 
