@@ -30,17 +30,13 @@
 
 static weft_status_t tree_build(const wf_coll_args_t *a, wf_plan_t *plan)
 {
-    int n = a->size, vr = wf_rtree_vrank(a->rank, a->root, n);
     weft_status_t st;
     if (wf_rtree_trivial(a, plan, true, &st))
         return st;
     int kids[WF_RTREE_MAX_CHILDREN];
-    wf_bcast_pipe_t shape = {
-        .parent = vr ? wf_rtree_rank(wf_rtree_parent(vr), a->root, n) : -1,
-        .nkids = wf_rtree_children(vr, n, true, kids), .kids = kids,
-        .chunk_elems = wf_rtree_chunk_elems(a)};
-    for (int i = 0; i < shape.nkids; i++)
-        kids[i] = wf_rtree_rank(kids[i], a->root, n);
+    wf_bcast_pipe_t shape = {.kids = kids,
+                             .chunk_elems = wf_rtree_chunk_elems(a)};
+    shape.nkids = wf_rtree_place(a, true, &shape.parent, kids);
     wf_bcast_pipe_build(a, plan, &shape);
     return wf_algo_build_status(&wf_algo_bcast_tree, a, plan->failed);
 }
@@ -50,19 +46,13 @@ static bool tree_supports(const wf_coll_args_t *a)
     return a->coll == WF_COLL_BROADCAST;
 }
 
+/* The binomial tree's terms (wf_rtree_terms); every rank but the root's
+ * L children gets each chunk forwarded. */
 static void tree_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 {
     double n = a->size, L = wf_ceil_log2(a->size);
-    double bytes = (double)a->count * (double)a->elem_size;
-    double nc = (double)WF_MAX((size_t)1, wf_rtree_nchunks(
-                                   a->count, wf_rtree_chunk_elems(a)));
-    /* The root sends every chunk to each of its L children in turn; every
-     * other rank receives each chunk once, and all but the root's
-     * children get it forwarded. */
-    *t = (wf_cost_terms_t){.rounds = L * nc, .path_sent = L * bytes,
-                           .messages = (n - 1) * nc,
-                           .bytes = (n - 1) * bytes,
-                           .waits = (n - 1 - L) * nc};
+    wf_rtree_terms(a, t);
+    t->waits = (n - 1 - L) * wf_rtree_cost_chunks(a);
 }
 
 static double tree_cost(const wf_coll_args_t *a)

@@ -27,13 +27,8 @@
 
 static weft_status_t tree_build(const wf_coll_args_t *a, wf_plan_t *plan)
 {
-    int n = a->size, vr = wf_rtree_vrank(a->rank, a->root, n);
-    wf_reduce_pipe_t shape = {
-        .parent = vr ? wf_rtree_rank(wf_rtree_parent(vr), a->root, n) : -1,
-        .chunk_elems = wf_rtree_chunk_elems(a)};
-    shape.nkids = wf_rtree_children(vr, n, false, shape.kids);
-    for (int i = 0; i < shape.nkids; i++)
-        shape.kids[i] = wf_rtree_rank(shape.kids[i], a->root, n);
+    wf_reduce_pipe_t shape = {.chunk_elems = wf_rtree_chunk_elems(a)};
+    shape.nkids = wf_rtree_place(a, false, &shape.parent, shape.kids);
     return wf_reduce_pipe_build(&wf_algo_reduce_tree, a, plan, &shape);
 }
 
@@ -42,22 +37,18 @@ static bool tree_supports(const wf_coll_args_t *a)
     return a->coll == WF_COLL_REDUCE;
 }
 
+/* The binomial tree's terms (wf_rtree_terms), plus the reductions: the
+ * root reduces every chunk from each of its L children, and every byte
+ * sent is reduced once where it lands.  Every rank but the root sends
+ * each chunk once: the leaves their input at once, the floor(n/2) - 1
+ * others (the even ones but the last, counted from the root) what they
+ * reduced from a receive. */
 static void tree_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 {
-    double n = a->size, L = wf_ceil_log2(a->size);
-    double bytes = (double)a->count * (double)a->elem_size;
-    double nc = (double)WF_MAX((size_t)1, wf_rtree_nchunks(
-                                   a->count, wf_rtree_chunk_elems(a)));
-    /* The root receives and reduces every chunk from each of its L
-     * children; every other rank sends each chunk once: the leaves their
-     * input at once, the floor(n/2) - 1 others (the even ones but the
-     * last, counted from the root) what they reduced from a receive. */
-    *t = (wf_cost_terms_t){.rounds = L * nc, .path_sent = L * bytes,
-                           .path_reduced = L * bytes,
-                           .messages = (n - 1) * nc,
-                           .bytes = (n - 1) * bytes,
-                           .reduced = (n - 1) * bytes,
-                           .waits = (double)(a->size / 2 - 1) * nc};
+    wf_rtree_terms(a, t);
+    t->path_reduced = t->path_sent;
+    t->reduced = t->bytes;
+    t->waits = (double)(a->size / 2 - 1) * wf_rtree_cost_chunks(a);
 }
 
 static double tree_cost(const wf_coll_args_t *a)

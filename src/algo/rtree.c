@@ -36,6 +36,17 @@ int wf_rtree_children(int vr, int n, bool largest_first, int *children)
     return k;
 }
 
+int wf_rtree_place(const wf_coll_args_t *a, bool largest_first, int *parent,
+                   int *children)
+{
+    int n = a->size, vr = wf_rtree_vrank(a->rank, a->root, n);
+    int nk = wf_rtree_children(vr, n, largest_first, children);
+    for (int i = 0; i < nk; i++)
+        children[i] = wf_rtree_rank(children[i], a->root, n);
+    *parent = vr ? wf_rtree_rank(wf_rtree_parent(vr), a->root, n) : -1;
+    return nk;
+}
+
 int wf_rtree_wrap(int lo, int cnt, int root, int n, int abs[2], int len[2])
 {
     abs[0] = wf_rtree_rank(lo, root, n);
@@ -59,6 +70,22 @@ size_t wf_rtree_chunk_elems(const wf_coll_args_t *a)
 size_t wf_rtree_nchunks(size_t count, size_t chunk_elems)
 {
     return (count + chunk_elems - 1) / chunk_elems;
+}
+
+double wf_rtree_cost_chunks(const wf_coll_args_t *a)
+{
+    return (double)WF_MAX((size_t)1, wf_rtree_nchunks(
+                                         a->count, wf_rtree_chunk_elems(a)));
+}
+
+void wf_rtree_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
+{
+    double n = a->size, L = wf_ceil_log2(a->size);
+    double bytes = (double)a->count * (double)a->elem_size;
+    double nc = wf_rtree_cost_chunks(a);
+    *t = (wf_cost_terms_t){.rounds = L * nc, .path_sent = L * bytes,
+                           .messages = (n - 1) * nc,
+                           .bytes = (n - 1) * bytes};
 }
 
 int32_t wf_rtree_join(wf_plan_t *plan, const int32_t *deps, int n,
@@ -123,28 +150,24 @@ void wf_rtree_bcast_root_copy(const wf_coll_args_t *a, wf_plan_t *plan,
 weft_status_t wf_rtree_build_empty(const wf_coll_args_t *a, wf_plan_t *plan,
                                    bool down)
 {
-    int n = a->size, vr = wf_rtree_vrank(a->rank, a->root, n);
-    int kids[WF_RTREE_MAX_CHILDREN];
-    int nk = wf_rtree_children(vr, n, down, kids);
+    int kids[WF_RTREE_MAX_CHILDREN], parent;
+    int nk = wf_rtree_place(a, down, &parent, kids);
     wf_bref_t sref = wf_bref(WF_BUF_SEND, 0), rref = wf_bref(WF_BUF_RECV, 0);
     int32_t up = WF_NO_DEP;
-    if (down && vr != 0)
-        up = wf_plan_recv(plan, wf_rtree_rank(wf_rtree_parent(vr), a->root,
-                                              n),
-                          0, rref, 0, WF_NO_DEP, WF_NO_DEP, WF_NO_DEP);
+    if (down && parent >= 0)
+        up = wf_plan_recv(plan, parent, 0, rref, 0, WF_NO_DEP, WF_NO_DEP,
+                          WF_NO_DEP);
     /* Going up, the receives are chained rather than joined: a join is an
      * empty copy, and with no elements the buffers may be NULL. */
     for (int i = 0; i < nk; i++) {
-        int peer = wf_rtree_rank(kids[i], a->root, n);
         if (down)
-            wf_plan_send(plan, peer, 0, sref, 0, up, WF_NO_DEP, WF_NO_DEP);
+            wf_plan_send(plan, kids[i], 0, sref, 0, up, WF_NO_DEP, WF_NO_DEP);
         else
-            up = wf_plan_recv(plan, peer, 0, rref, 0, up, WF_NO_DEP,
+            up = wf_plan_recv(plan, kids[i], 0, rref, 0, up, WF_NO_DEP,
                               WF_NO_DEP);
     }
-    if (!down && vr != 0)
-        wf_plan_send(plan, wf_rtree_rank(wf_rtree_parent(vr), a->root, n), 0,
-                     sref, 0, up, WF_NO_DEP, WF_NO_DEP);
+    if (!down && parent >= 0)
+        wf_plan_send(plan, parent, 0, sref, 0, up, WF_NO_DEP, WF_NO_DEP);
     return plan->failed ? WEFT_ERR_NO_MEMORY : WEFT_OK;
 }
 

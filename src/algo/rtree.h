@@ -49,6 +49,12 @@ int wf_rtree_subtree(int vr, int n);
  * first: the order their reductions or blocks arrive).  Returns the count. */
 int wf_rtree_children(int vr, int n, bool largest_first, int *children);
 
+/* This rank's place in the binomial tree as absolute ranks: its parent
+ * (-1 at the root) and its children, in the order wf_rtree_children
+ * gives them.  Returns the number of children. */
+int wf_rtree_place(const wf_coll_args_t *a, bool largest_first, int *parent,
+                   int *children);
+
 /* Blocks [lo, lo + cnt) in relative order, as absolute ranks: one range,
  * or two when they wrap past rank n-1 (at the root's children in gather
  * and scatter, whose user buffers are in absolute order).  Fills abs[i]
@@ -80,6 +86,17 @@ void wf_chain_rounds_per_hop(const wf_coll_args_t *a,
 
 /* ceil(count / chunk_elems), at least 1 when count > 0. */
 size_t wf_rtree_nchunks(size_t count, size_t chunk_elems);
+
+/* For the cost model: the chunks of wf_rtree_chunk_elems the buffer is
+ * cut into, at least one. */
+double wf_rtree_cost_chunks(const wf_coll_args_t *a);
+
+/* The cost terms of the binomial tree pipelined in chunks of
+ * wf_rtree_chunk_elems: the root sends (or receives) every chunk to each
+ * of its L = ceil(log2 n) children in turn, the deepest path is L hops,
+ * and every other rank receives (or sends) each chunk once.  The
+ * broadcast adds its waits, the reduce its reductions and waits. */
+void wf_rtree_terms(const wf_coll_args_t *a, struct wf_cost_terms *t);
 
 /* One step that completes when all `n` steps in deps are done (WF_NO_DEP
  * entries are ignored): the step itself when there is one, else a chain of
