@@ -18,8 +18,6 @@
  *
  * Tags: 2c up, 2c + 1 down.
  */
-#include <math.h>
-
 #include "algo/allreduce_util.h"
 #include "algo/cost.h"
 #include "algo/linear_util.h"
@@ -87,9 +85,7 @@ static void linear_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
  * not choose it there (WEFT_ALGO still can). */
 static double linear_cost(const wf_coll_args_t *a)
 {
-    if (!wf_cost_ranks_outnumber_cores(a))
-        return INFINITY;
-    return wf_cost_of_terms(a, linear_terms);
+    return wf_linear_cost(a, linear_terms);
 }
 
 const wf_algo_t wf_algo_allreduce_linear = {

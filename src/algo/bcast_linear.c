@@ -17,12 +17,12 @@
  * buffer (out of place) after the chunk's first send; a receiver writes
  * each region of its buffer once.
  */
-#include <math.h>
 #include <stdlib.h>
 
 #include "algo/algo.h"
 #include "algo/bcast_pipe.h"
 #include "algo/cost.h"
+#include "algo/linear_util.h"
 #include "algo/rtree.h"
 #include "common.h"
 
@@ -52,30 +52,14 @@ static bool linear_supports(const wf_coll_args_t *a)
     return a->coll == WF_COLL_BROADCAST;
 }
 
-/* The root sends every chunk n - 1 times: its link is the critical path,
- * one round per chunk, and that work is its own.  No message waits for a
- * receive of the call. */
-static void linear_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
-{
-    double n = a->size, bytes = (double)a->count * (double)a->elem_size;
-    double nc = (double)WF_MAX((size_t)1, wf_rtree_nchunks(
-                                   a->count, wf_rtree_chunk_elems(a)));
-    *t = (wf_cost_terms_t){.rounds = nc, .path_sent = (n - 1) * bytes,
-                           .messages = (n - 1) * nc,
-                           .bytes = (n - 1) * bytes,
-                           .own_messages = (n - 1) * nc,
-                           .own_bytes = (n - 1) * bytes};
-}
-
 /* Priced only where every rank shares one machine and the ranks outnumber
  * its cores, as the linear allreduce (allreduce_linear.c): elsewhere the
  * root's n - 1 sends in a row are the critical path, which the model's
- * rounds do not see. */
+ * rounds do not see.  The terms are those of the root sending every chunk
+ * n - 1 times (wf_linear_rooted_terms). */
 static double linear_cost(const wf_coll_args_t *a)
 {
-    if (!wf_cost_ranks_outnumber_cores(a))
-        return INFINITY;
-    return wf_cost_of_terms(a, linear_terms);
+    return wf_linear_cost(a, wf_linear_rooted_terms);
 }
 
 const wf_algo_t wf_algo_bcast_linear = {
@@ -84,6 +68,6 @@ const wf_algo_t wf_algo_bcast_linear = {
     .id = 27,
     .supports = linear_supports,
     .cost = linear_cost,
-    .cost_terms = linear_terms,
+    .cost_terms = wf_linear_rooted_terms,
     .build = linear_build,
 };

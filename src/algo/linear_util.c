@@ -1,11 +1,30 @@
 /*
- * linear_util.c - the root's side of the linear reductions (see
- * linear_util.h).
+ * linear_util.c - what the linear algorithms share (see linear_util.h).
  */
+#include <math.h>
 #include <stdlib.h>
 
 #include "algo/linear_util.h"
+#include "algo/rtree.h"
 #include "common.h"
+
+double wf_linear_cost(const wf_coll_args_t *a, wf_cost_terms_fn terms)
+{
+    if (!wf_cost_ranks_outnumber_cores(a))
+        return INFINITY;
+    return wf_cost_of_terms(a, terms);
+}
+
+void wf_linear_rooted_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
+{
+    double n = a->size, bytes = (double)a->count * (double)a->elem_size;
+    double nc = wf_rtree_cost_chunks(a);
+    *t = (wf_cost_terms_t){.rounds = nc, .path_sent = (n - 1) * bytes,
+                           .messages = (n - 1) * nc,
+                           .bytes = (n - 1) * bytes,
+                           .own_messages = (n - 1) * nc,
+                           .own_bytes = (n - 1) * bytes};
+}
 
 void wf_linear_root(const wf_coll_args_t *a, wf_plan_t *plan, size_t chunk,
                     size_t nchunks, bool send_back)

@@ -14,8 +14,6 @@
  * rank order, WEFT_AVG divided once).  A rank other than the root only
  * sends from its send buffer, so all of its chunks go at once.
  */
-#include <math.h>
-
 #include "algo/algo.h"
 #include "algo/cost.h"
 #include "algo/linear_util.h"
@@ -48,22 +46,14 @@ static bool linear_supports(const wf_coll_args_t *a)
     return a->coll == WF_COLL_REDUCE;
 }
 
-/* The root receives and reduces every chunk from n - 1 ranks: its link
- * and its reductions are the critical path, one round per chunk, and all
- * of it is the root's own work.  No message waits for a receive. */
+/* The root receives and reduces every chunk from n - 1 ranks
+ * (wf_linear_rooted_terms, plus its reductions): its link and its
+ * reductions are the critical path, one round per chunk, and all of it is
+ * the root's own work. */
 static void linear_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 {
-    double n = a->size, bytes = (double)a->count * (double)a->elem_size;
-    double nc = (double)WF_MAX((size_t)1, wf_rtree_nchunks(
-                                   a->count, wf_rtree_chunk_elems(a)));
-    *t = (wf_cost_terms_t){.rounds = nc, .path_sent = (n - 1) * bytes,
-                           .path_reduced = (n - 1) * bytes,
-                           .messages = (n - 1) * nc,
-                           .bytes = (n - 1) * bytes,
-                           .reduced = (n - 1) * bytes,
-                           .own_messages = (n - 1) * nc,
-                           .own_bytes = (n - 1) * bytes,
-                           .own_reduced = (n - 1) * bytes};
+    wf_linear_rooted_terms(a, t);
+    t->path_reduced = t->reduced = t->own_reduced = t->bytes;
 }
 
 /* Priced only where every rank shares one machine and the ranks outnumber
@@ -72,9 +62,7 @@ static void linear_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
  * terms see, and the tree and rsg spread them. */
 static double linear_cost(const wf_coll_args_t *a)
 {
-    if (!wf_cost_ranks_outnumber_cores(a))
-        return INFINITY;
-    return wf_cost_of_terms(a, linear_terms);
+    return wf_linear_cost(a, linear_terms);
 }
 
 const wf_algo_t wf_algo_reduce_linear = {
