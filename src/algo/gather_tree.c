@@ -21,7 +21,7 @@
  * receives all of it whatever the chunking.
  *
  * Cost: wf_cost(ceil(log2 n), (n-1) * block, 0), the root's link
- * carrying all other blocks.
+ * carrying all other blocks (wf_rtree_blocks_cost, the same for both).
  */
 #include "algo/algo.h"
 #include "algo/cost.h"
@@ -43,8 +43,7 @@ static void build_root(gtree_t *g)
     int nk = wf_rtree_children(0, g->n, false, kids);
     for (int i = 0; i < nk; i++) {
         int peer = wf_rtree_rank(kids[i], a->root, g->n);
-        int np = wf_rtree_wrap(kids[i], wf_rtree_subtree(kids[i], g->n),
-                               a->root, g->n, abs, len);
+        int np = wf_rtree_subtree_msgs(kids[i], a->root, g->n, abs, len);
         for (int p = 0; p < np; p++)
             wf_plan_recv(g->plan, peer, (uint32_t)p,
                          wf_bref(WF_BUF_RECV, (uint64_t)abs[p] * g->blk),
@@ -77,10 +76,7 @@ static void build_inner(gtree_t *g, const int *kids, int nk, int parent)
                            WF_NO_DEP, WF_NO_DEP);
     int32_t all = wf_rtree_join(g->plan, deps, nk + 1,
                                 wf_bref(WF_BUF_SCRATCH, 0));
-    int np = 1;
-    len[0] = sz;
-    if (wf_rtree_parent(g->vr) == 0) /* the root's layout: maybe split */
-        np = wf_rtree_wrap(g->vr, sz, a->root, g->n, abs, len);
+    int np = wf_rtree_subtree_msgs(g->vr, a->root, g->n, abs, len);
     for (int p = 0, first = 0; p < np; first += len[p], p++)
         wf_plan_send(g->plan, parent, (uint32_t)p,
                      wf_bref(WF_BUF_SCRATCH, (uint64_t)first * g->blk),
@@ -115,19 +111,11 @@ static bool gtree_supports(const wf_coll_args_t *a)
     return a->coll == WF_COLL_GATHER;
 }
 
-static double gtree_cost(const wf_coll_args_t *a)
-{
-    if (a->size == 1)
-        return wf_rtree_single_cost(a);
-    double blk = (double)a->count * (double)a->elem_size;
-    return wf_cost(a, wf_ceil_log2(a->size), (a->size - 1) * blk, 0);
-}
-
 const wf_algo_t wf_algo_gather_tree = {
     .name = "tree",
     .coll = WF_COLL_GATHER,
     .id = 25,
     .supports = gtree_supports,
-    .cost = gtree_cost,
+    .cost = wf_rtree_blocks_cost,
     .build = gtree_build,
 };

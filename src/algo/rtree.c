@@ -47,7 +47,10 @@ int wf_rtree_place(const wf_coll_args_t *a, bool largest_first, int *parent,
     return nk;
 }
 
-int wf_rtree_wrap(int lo, int cnt, int root, int n, int abs[2], int len[2])
+/* Blocks [lo, lo + cnt) in relative order as absolute ranks: one range,
+ * or two when they wrap past rank n-1.  Fills abs[i] (first absolute
+ * rank) and len[i]; returns the number of ranges. */
+static int wrap(int lo, int cnt, int root, int n, int abs[2], int len[2])
 {
     abs[0] = wf_rtree_rank(lo, root, n);
     if (abs[0] + cnt <= n) {
@@ -58,6 +61,15 @@ int wf_rtree_wrap(int lo, int cnt, int root, int n, int abs[2], int len[2])
     abs[1] = 0;
     len[1] = cnt - len[0];
     return 2;
+}
+
+int wf_rtree_subtree_msgs(int vr, int root, int n, int abs[2], int len[2])
+{
+    int sz = wf_rtree_subtree(vr, n);
+    if (wf_rtree_parent(vr) == 0)
+        return wrap(vr, sz, root, n, abs, len);
+    len[0] = sz;
+    return 1;
 }
 
 size_t wf_rtree_chunk_elems(const wf_coll_args_t *a)
@@ -171,10 +183,12 @@ weft_status_t wf_rtree_build_empty(const wf_coll_args_t *a, wf_plan_t *plan,
     return plan->failed ? WEFT_ERR_NO_MEMORY : WEFT_OK;
 }
 
-double wf_rtree_single_cost(const wf_coll_args_t *a)
+double wf_rtree_blocks_cost(const wf_coll_args_t *a)
 {
-    (void)a;
-    return wf_cost(a, 0, 0, 0);
+    if (a->size == 1)
+        return wf_cost(a, 0, 0, 0);
+    double blk = (double)a->count * (double)a->elem_size;
+    return wf_cost(a, wf_ceil_log2(a->size), (a->size - 1) * blk, 0);
 }
 
 /* Below this a chunk's own overheads (a message, a frame, a round of the

@@ -55,11 +55,13 @@ int wf_rtree_children(int vr, int n, bool largest_first, int *children);
 int wf_rtree_place(const wf_coll_args_t *a, bool largest_first, int *parent,
                    int *children);
 
-/* Blocks [lo, lo + cnt) in relative order, as absolute ranks: one range,
- * or two when they wrap past rank n-1 (at the root's children in gather
- * and scatter, whose user buffers are in absolute order).  Fills abs[i]
- * (first absolute rank) and len[i]; returns the number of ranges. */
-int wf_rtree_wrap(int lo, int cnt, int root, int n, int abs[2], int len[2]);
+/* The messages that carry the blocks of relative rank vr's subtree
+ * between vr and its parent in gather and scatter: one, or two where the
+ * parent is the root, whose user buffer is in absolute rank order, and
+ * the subtree wraps past rank n-1.  Message i (tag i) holds len[i]
+ * blocks, in the root's buffer from absolute rank abs[i] on (abs is set
+ * only where the parent is the root).  Returns the number of messages. */
+int wf_rtree_subtree_msgs(int vr, int root, int n, int abs[2], int len[2]);
 
 /* Elements per pipelined chunk: WEFT_CHUNK_SIZE rounded down to whole
  * elements, raised where needed so that a buffer has at most 2^28 chunks
@@ -135,7 +137,9 @@ bool wf_rtree_trivial(const wf_coll_args_t *a, wf_plan_t *plan, bool down,
 void wf_rtree_bcast_root_copy(const wf_coll_args_t *a, wf_plan_t *plan,
                               int32_t sent, uint64_t off, uint64_t len);
 
-/* Cost of a plan that only copies or does nothing (one rank). */
-double wf_rtree_single_cost(const wf_coll_args_t *a);
+/* The cost of the binomial gather and scatter: ceil(log2 n) rounds, the
+ * root's link carrying every other rank's block (a copy or nothing on one
+ * rank). */
+double wf_rtree_blocks_cost(const wf_coll_args_t *a);
 
 #endif /* WF_RTREE_H */

@@ -20,7 +20,7 @@
  * chunking.
  *
  * Cost: wf_cost(ceil(log2 n), (n-1) * block, 0), the root's link
- * carrying all other blocks.
+ * carrying all other blocks (wf_rtree_blocks_cost, the same for both).
  */
 #include "algo/algo.h"
 #include "algo/cost.h"
@@ -41,8 +41,7 @@ static void build_root(stree_t *g)
     int nk = wf_rtree_children(0, g->n, true, kids);
     for (int i = 0; i < nk; i++) {
         int peer = wf_rtree_rank(kids[i], a->root, g->n);
-        int np = wf_rtree_wrap(kids[i], wf_rtree_subtree(kids[i], g->n),
-                               a->root, g->n, abs, len);
+        int np = wf_rtree_subtree_msgs(kids[i], a->root, g->n, abs, len);
         for (int p = 0; p < np; p++)
             wf_plan_send(g->plan, peer, (uint32_t)p,
                          wf_bref(WF_BUF_SEND, (uint64_t)abs[p] * g->blk),
@@ -60,12 +59,11 @@ static void build_root(stree_t *g)
 static void build_inner(stree_t *g, const int *kids, int nk, int parent)
 {
     const wf_coll_args_t *a = g->a;
-    int sz = wf_rtree_subtree(g->vr, g->n), abs[2], len[2], np = 1;
+    int abs[2], len[2];
+    int np = wf_rtree_subtree_msgs(g->vr, a->root, g->n, abs, len);
     int32_t got[2] = {WF_NO_DEP, WF_NO_DEP};
-    g->plan->scratch_bytes = (uint64_t)sz * g->blk;
-    len[0] = sz;
-    if (wf_rtree_parent(g->vr) == 0) /* the root's layout: maybe split */
-        np = wf_rtree_wrap(g->vr, sz, a->root, g->n, abs, len);
+    g->plan->scratch_bytes =
+        (uint64_t)wf_rtree_subtree(g->vr, g->n) * g->blk;
     for (int p = 0, first = 0; p < np; first += len[p], p++)
         got[p] = wf_plan_recv(g->plan, parent, (uint32_t)p,
                               wf_bref(WF_BUF_SCRATCH,
@@ -114,19 +112,11 @@ static bool stree_supports(const wf_coll_args_t *a)
     return a->coll == WF_COLL_SCATTER;
 }
 
-static double stree_cost(const wf_coll_args_t *a)
-{
-    if (a->size == 1)
-        return wf_rtree_single_cost(a);
-    double blk = (double)a->count * (double)a->elem_size;
-    return wf_cost(a, wf_ceil_log2(a->size), (a->size - 1) * blk, 0);
-}
-
 const wf_algo_t wf_algo_scatter_tree = {
     .name = "tree",
     .coll = WF_COLL_SCATTER,
     .id = 26,
     .supports = stree_supports,
-    .cost = stree_cost,
+    .cost = wf_rtree_blocks_cost,
     .build = stree_build,
 };
