@@ -99,10 +99,9 @@ static void bruck_round_recv(bruck_t *g, int k, uint64_t cnt)
 
 static weft_status_t bruck_build(const wf_coll_args_t *a, wf_plan_t *plan)
 {
-    bool done;
-    WEFT_CHECK(wf_unr_build_trivial(a, plan, &done));
-    if (done)
-        return WEFT_OK;
+    weft_status_t st;
+    if (wf_unr_trivial(a, plan, &st))
+        return st;
     bruck_t g = {.a = a, .plan = plan};
     g.block = (uint64_t)a->count * a->elem_size;
     wf_unr_trace_init(&g.trace);

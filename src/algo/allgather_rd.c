@@ -162,10 +162,9 @@ static void rd_main(rd_t *g)
 
 static weft_status_t rd_build(const wf_coll_args_t *a, wf_plan_t *plan)
 {
-    bool done;
-    WEFT_CHECK(wf_unr_build_trivial(a, plan, &done));
-    if (done)
-        return WEFT_OK;
+    weft_status_t st;
+    if (wf_unr_trivial(a, plan, &st))
+        return st;
     rd_t g = {.a = a, .plan = plan, .f = wf_unr_fold(a)};
     g.cuts = wf_unr_vcuts(&g.f, wf_unr_grid(a));
     wf_unr_trace_init(&g.trace);

@@ -62,10 +62,9 @@ static void agring_steps(const wf_coll_args_t *a, wf_plan_t *plan,
 
 static weft_status_t agring_build(const wf_coll_args_t *a, wf_plan_t *plan)
 {
-    bool done;
-    WEFT_CHECK(wf_unr_build_trivial(a, plan, &done));
-    if (done)
-        return WEFT_OK;
+    weft_status_t st;
+    if (wf_unr_trivial(a, plan, &st))
+        return st;
     uint64_t block = (uint64_t)a->count * a->elem_size;
     uint64_t grid = wf_unr_grid(a);
     uint64_t nchunks = (block + grid - 1) / grid;

@@ -32,12 +32,13 @@
 #include "algo/allreduce_tree.h"
 #include "algo/allreduce_util.h"
 #include "algo/cost.h"
+#include "algo/unrooted_util.h"
 #include "common.h"
 
 static weft_status_t dbtree_build(const wf_coll_args_t *a, wf_plan_t *plan)
 {
     weft_status_t st;
-    if (wf_arutil_trivial(a, plan, &st))
+    if (wf_unr_trivial(a, plan, &st))
         return st;
     wf_artree_t t[2] = {{0}, {0}};
     size_t half = a->count / 2;

@@ -21,6 +21,7 @@
 #include "algo/allreduce_util.h"
 #include "algo/cost.h"
 #include "algo/linear_util.h"
+#include "algo/unrooted_util.h"
 #include "common.h"
 
 static void linear_peer(const wf_coll_args_t *a, wf_plan_t *plan,
@@ -42,7 +43,7 @@ static void linear_peer(const wf_coll_args_t *a, wf_plan_t *plan,
 static weft_status_t linear_build(const wf_coll_args_t *a, wf_plan_t *plan)
 {
     weft_status_t st;
-    if (wf_arutil_trivial(a, plan, &st))
+    if (wf_unr_trivial(a, plan, &st))
         return st;
     size_t chunk = wf_arutil_chunk_elems(a);
     size_t nchunks = (a->count + chunk - 1) / chunk;

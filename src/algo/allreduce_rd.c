@@ -40,6 +40,7 @@
  */
 #include "algo/allreduce_util.h"
 #include "algo/cost.h"
+#include "algo/unrooted_util.h"
 #include "common.h"
 
 typedef struct {
@@ -94,7 +95,7 @@ static void rd_participant(rd_t *g)
 static weft_status_t rd_build(const wf_coll_args_t *a, wf_plan_t *plan)
 {
     weft_status_t st;
-    if (wf_arutil_trivial(a, plan, &st))
+    if (wf_unr_trivial(a, plan, &st))
         return st;
     rd_t g;
     g.chunk = wf_arutil_chunk_elems(a);

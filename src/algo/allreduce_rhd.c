@@ -51,6 +51,7 @@
 
 #include "algo/allreduce_util.h"
 #include "algo/cost.h"
+#include "algo/unrooted_util.h"
 #include "common.h"
 
 typedef struct {
@@ -178,7 +179,7 @@ static void rhd_run(rhd_t *g)
 static weft_status_t rhd_build(const wf_coll_args_t *a, wf_plan_t *plan)
 {
     weft_status_t st;
-    if (wf_arutil_trivial(a, plan, &st))
+    if (wf_unr_trivial(a, plan, &st))
         return st;
     rhd_t g = {.x = {.a = a, .plan = plan}};
     wf_arfold_init(&g.f, a->rank, a->size);

@@ -30,7 +30,9 @@
 #include <stdlib.h>
 
 #include "algo/algo.h"
+#include "algo/allreduce_util.h"
 #include "algo/cost.h"
+#include "algo/unrooted_util.h"
 #include "common.h"
 
 /* Scratch slots of one chunk each (see above). */
@@ -58,8 +60,6 @@ static uint64_t chunk_len(const ring_t *g, size_t len, size_t c)
     return WF_MIN(g->chunk_elems, len - first);
 }
 
-static int mod(int x, int n) { return ((x % n) + n) % n; }
-
 /* Reduce-scatter; fills `owned[c]` (the step that finalises each chunk of
  * the owned segment) and `rs_send[s * max_chunks + c]`.
  * prev_red[c]: the reduce of chunk c in the previous step (what its send in
@@ -84,7 +84,7 @@ static void reduce_scatter(ring_t *g, int32_t *owned, int32_t *rs_send)
         slot_user[k] = WF_NO_DEP;
     for (int s = 0; s < a->size - 1; s++) {
         size_t start, len;
-        int seg = mod(a->rank - s, a->size);
+        int seg = wf_unr_mod(a->rank - s, a->size);
         size_t n = seg_chunks(g, seg, &start, &len);
         for (size_t c = 0; c < n; c++) {
             uint64_t off = (start + c * g->chunk_elems) * es;
@@ -95,7 +95,7 @@ static void reduce_scatter(ring_t *g, int32_t *owned, int32_t *rs_send)
                              s == 0 ? WF_NO_DEP : prev_red[c], WF_NO_DEP,
                              WF_NO_DEP);
         }
-        seg = mod(a->rank - s - 1, a->size);
+        seg = wf_unr_mod(a->rank - s - 1, a->size);
         n = seg_chunks(g, seg, &start, &len);
         for (size_t c = 0; c < n; c++) {
             uint64_t off = (start + c * g->chunk_elems) * es;
@@ -131,7 +131,7 @@ static void allgather(ring_t *g, const int32_t *owned, const int32_t *rs_send)
         prev[c] = owned[c];
     for (int t = 0; t < a->size - 1; t++) {
         size_t start, len;
-        int seg = mod(a->rank + 1 - t, a->size);
+        int seg = wf_unr_mod(a->rank + 1 - t, a->size);
         size_t n = seg_chunks(g, seg, &start, &len);
         for (size_t c = 0; c < n; c++)
             wf_plan_send(g->plan, g->right, g->send_tag++,
@@ -139,7 +139,7 @@ static void allgather(ring_t *g, const int32_t *owned, const int32_t *rs_send)
                                  (start + c * g->chunk_elems) * es),
                          chunk_len(g, len, c) * es, prev[c], WF_NO_DEP,
                          WF_NO_DEP);
-        seg = mod(a->rank - t, a->size);
+        seg = wf_unr_mod(a->rank - t, a->size);
         n = seg_chunks(g, seg, &start, &len);
         /* Out of place, reduce-scatter step 0 sent from the send buffer:
          * nothing to wait for before overwriting the receive buffer. */
@@ -155,32 +155,15 @@ static void allgather(ring_t *g, const int32_t *owned, const int32_t *rs_send)
     free(prev);
 }
 
-/* Zero elements: one empty message around the ring, so that a rank whose
- * count differs is still told (the signature carries the count). */
-static weft_status_t build_empty(ring_t *g)
-{
-    wf_plan_send(g->plan, g->right, 0, wf_bref(WF_BUF_SEND, 0), 0, WF_NO_DEP,
-                 WF_NO_DEP, WF_NO_DEP);
-    wf_plan_recv(g->plan, g->left, 0, wf_bref(WF_BUF_RECV, 0), 0, WF_NO_DEP,
-                 WF_NO_DEP, WF_NO_DEP);
-    return g->plan->failed ? WEFT_ERR_NO_MEMORY : WEFT_OK;
-}
-
 static weft_status_t ring_build(const wf_coll_args_t *a, wf_plan_t *plan)
 {
+    weft_status_t st;
+    if (wf_unr_trivial(a, plan, &st))
+        return st;
     ring_t g = {.a = a, .plan = plan};
-    g.right = mod(a->rank + 1, a->size);
-    g.left = mod(a->rank - 1, a->size);
-    g.chunk_elems = WF_MAX((size_t)1, a->chunk_bytes / a->elem_size);
-    if (a->size == 1) {
-        if (!a->in_place && a->count)
-            wf_plan_copy(plan, wf_bref(WF_BUF_RECV, 0), wf_bref(WF_BUF_SEND, 0),
-                         a->count * a->elem_size, WF_NO_DEP, WF_NO_DEP,
-                         WF_NO_DEP);
-        return plan->failed ? WEFT_ERR_NO_MEMORY : WEFT_OK;
-    }
-    if (a->count == 0)
-        return build_empty(&g);
+    g.right = wf_unr_mod(a->rank + 1, a->size);
+    g.left = wf_unr_mod(a->rank - 1, a->size);
+    g.chunk_elems = wf_arutil_chunk_elems(a);
     size_t max_seg = (a->count + (size_t)a->size - 1) / (size_t)a->size;
     g.max_chunks = (max_seg + g.chunk_elems - 1) / g.chunk_elems;
     int32_t *owned = malloc(g.max_chunks * sizeof(*owned));

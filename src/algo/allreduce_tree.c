@@ -39,6 +39,7 @@
 #include "algo/allreduce_tree.h"
 #include "algo/allreduce_util.h"
 #include "algo/cost.h"
+#include "algo/unrooted_util.h"
 #include "common.h"
 
 /* ------------------------------------------------------------------ */
@@ -205,7 +206,7 @@ void wf_artree_chunk(wf_artree_t *t, size_t c)
 static weft_status_t tree_build(const wf_coll_args_t *a, wf_plan_t *plan)
 {
     weft_status_t st;
-    if (wf_arutil_trivial(a, plan, &st))
+    if (wf_unr_trivial(a, plan, &st))
         return st;
     wf_artree_node_t node;
     wf_artree_t t;

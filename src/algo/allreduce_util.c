@@ -7,32 +7,6 @@
 
 #include "common.h"
 
-bool wf_arutil_trivial(const wf_coll_args_t *a, wf_plan_t *plan,
-                       weft_status_t *st)
-{
-    *st = WEFT_OK;
-    if (a->size == 1) {
-        if (!a->in_place && a->count)
-            wf_plan_copy(plan, wf_bref(WF_BUF_RECV, 0),
-                         wf_bref(WF_BUF_SEND, 0), a->count * a->elem_size,
-                         WF_NO_DEP, WF_NO_DEP, WF_NO_DEP);
-    } else if (a->count == 0) {
-        /* The message carries the signature (with the count): a rank that
-         * called with a non-zero count gets a mismatch, not a hang. */
-        wf_plan_send(plan, (a->rank + 1) % a->size, 0,
-                     wf_bref(WF_BUF_SEND, 0), 0, WF_NO_DEP, WF_NO_DEP,
-                     WF_NO_DEP);
-        wf_plan_recv(plan, (a->rank + a->size - 1) % a->size, 0,
-                     wf_bref(WF_BUF_RECV, 0), 0, WF_NO_DEP, WF_NO_DEP,
-                     WF_NO_DEP);
-    } else {
-        return false;
-    }
-    if (plan->failed)
-        *st = WEFT_ERR_NO_MEMORY;
-    return true;
-}
-
 size_t wf_arutil_chunk_elems(const wf_coll_args_t *a)
 {
     return WF_MAX((size_t)1, a->chunk_bytes / a->elem_size);

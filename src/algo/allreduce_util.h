@@ -1,8 +1,9 @@
 /*
- * allreduce_util.h - pieces shared by the allreduce algorithms rhd, rd,
- * tree and dbtree: trivial plans, the non-power-of-two fold and per-unit
- * data-flow tracking for the exchange algorithms.  The pipelined binary
- * tree is in allreduce_tree.h.
+ * allreduce_util.h - pieces shared by the allreduce algorithms: the chunk
+ * size, the non-power-of-two fold and per-unit data-flow tracking for the
+ * exchange algorithms.  The trivial plans are every unrooted collective's
+ * (wf_unr_trivial in unrooted_util.h); the pipelined binary tree is in
+ * allreduce_tree.h.
  */
 #ifndef WF_ALLREDUCE_UTIL_H
 #define WF_ALLREDUCE_UTIL_H
@@ -12,12 +13,6 @@
 #include <stdint.h>
 
 #include "algo/algo.h"
-
-/* Size 1 (a copy unless in place) and count 0 (one empty message to the
- * right neighbour, so that a rank whose count differs is told).  Returns
- * true when the plan is complete; *st then says whether building worked. */
-bool wf_arutil_trivial(const wf_coll_args_t *a, wf_plan_t *plan,
-                       weft_status_t *st);
 
 /* Elements per pipelined chunk (WEFT_CHUNK_SIZE, at least one). */
 size_t wf_arutil_chunk_elems(const wf_coll_args_t *a);

@@ -88,10 +88,9 @@ static void a2a_settle(a2a_t *g)
 
 static weft_status_t a2a_build(const wf_coll_args_t *a, wf_plan_t *plan)
 {
-    bool done;
-    WEFT_CHECK(wf_unr_build_trivial(a, plan, &done));
-    if (done)
-        return WEFT_OK;
+    weft_status_t st;
+    if (wf_unr_trivial(a, plan, &st))
+        return st;
     a2a_t g = {.a = a, .plan = plan};
     g.block = (uint64_t)a->count * a->elem_size;
     g.grid = wf_unr_grid(a);

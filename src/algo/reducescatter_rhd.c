@@ -291,10 +291,9 @@ static void rhd_layout(rhd_t *g)
 
 static weft_status_t rhd_build(const wf_coll_args_t *a, wf_plan_t *plan)
 {
-    bool done;
-    WEFT_CHECK(wf_unr_build_trivial(a, plan, &done));
-    if (done)
-        return WEFT_OK;
+    weft_status_t st;
+    if (wf_unr_trivial(a, plan, &st))
+        return st;
     rhd_t g = {.a = a, .plan = plan, .f = wf_unr_fold(a)};
     g.cuts = wf_unr_vcuts(&g.f, wf_unr_grid(a));
     wf_unr_trace_init(&g.prev);

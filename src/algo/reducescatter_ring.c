@@ -108,10 +108,9 @@ static void rsring_recv(rsring_t *g, int s, uint32_t *tag)
 
 static weft_status_t rsring_build(const wf_coll_args_t *a, wf_plan_t *plan)
 {
-    bool done;
-    WEFT_CHECK(wf_unr_build_trivial(a, plan, &done));
-    if (done)
-        return WEFT_OK;
+    weft_status_t st;
+    if (wf_unr_trivial(a, plan, &st))
+        return st;
     rsring_t g = {.a = a, .plan = plan};
     g.block = (uint64_t)a->count * a->elem_size;
     g.grid = wf_unr_grid(a);

@@ -7,11 +7,10 @@
 
 #include "common.h"
 
-weft_status_t wf_unr_build_trivial(const wf_coll_args_t *a, wf_plan_t *plan,
-                                   bool *done)
+bool wf_unr_trivial(const wf_coll_args_t *a, wf_plan_t *plan,
+                    weft_status_t *st)
 {
     uint64_t bytes = (uint64_t)a->count * a->elem_size;
-    *done = true;
     if (a->size == 1) {
         /* Rank 0's block sits at offset 0 of both buffers. */
         if (!a->in_place && bytes)
@@ -26,9 +25,10 @@ weft_status_t wf_unr_build_trivial(const wf_coll_args_t *a, wf_plan_t *plan,
                      wf_bref(WF_BUF_RECV, 0), 0, WF_NO_DEP, WF_NO_DEP,
                      WF_NO_DEP);
     } else {
-        *done = false;
+        return false;
     }
-    return plan->failed ? WEFT_ERR_NO_MEMORY : WEFT_OK;
+    *st = plan->failed ? WEFT_ERR_NO_MEMORY : WEFT_OK;
+    return true;
 }
 
 /* The first break point after x, or UINT64_MAX. */

@@ -1,6 +1,7 @@
 /*
  * unrooted_util.h - helpers shared by the unrooted collectives (allgather,
- * reduce-scatter, alltoall, barrier): the trivial cases, cutting byte
+ * reduce-scatter, alltoall, barrier; allreduce for the trivial cases and
+ * its ring neighbours): the trivial cases, cutting byte
  * ranges into messages, tracking which step last wrote a range, and
  * joining many dependencies into the three a step can hold.
  *
@@ -45,13 +46,14 @@ static inline uint64_t wf_unr_grid(const wf_coll_args_t *a)
 }
 
 /*
- * The cases every unrooted collective treats alike: one rank (copy the
- * block unless in place) and zero elements on several ranks (one empty
- * message to the right neighbour, so a rank whose count differs is told:
- * the signature carries the count).  Sets *done when it built the plan.
+ * The cases every unrooted collective (allreduce included) treats alike:
+ * one rank (copy the block, or the vector, unless in place) and zero
+ * elements on several ranks (one empty message to the right neighbour, so
+ * a rank whose count differs is told: the signature carries the count).
+ * True when the plan is complete; *st then says whether it was built.
  */
-weft_status_t wf_unr_build_trivial(const wf_coll_args_t *a, wf_plan_t *plan,
-                                   bool *done);
+bool wf_unr_trivial(const wf_coll_args_t *a, wf_plan_t *plan,
+                    weft_status_t *st);
 
 /* Break points b0 + i * step for 0 <= i < nbreaks (none when 0). */
 typedef struct {
