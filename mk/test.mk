@@ -37,9 +37,9 @@ TEST_TIMEOUT_MULT ?= $(if $(TSAN),6,$(if $(ASAN),4,1))
 # TSAN=1 leaves out, reported as skipped with the reason: the unit tests of
 # plans, simulators, reductions and the CUDA kernels run on the CPU (one
 # thread each, nothing for TSan to check, and a third of its run time);
-# the larger allreduce_procs_nN and the
-# tty progress line of weft-bench (processes running the code that the
-# threaded tests already cover: four minutes of TSan time for no new
+# the larger coll_allreduce_procs_nN, the netns fault tests and the tty
+# progress line of weft-bench (processes running the code that the
+# threaded tests already cover: minutes of TSan time for no new
 # interleavings).
 TSAN_ONE_THREAD := single-threaded unit test: nothing for TSan to check
 TSAN_SKIPS := algo_ reduce_ plan_ cuda_kernels_ cuda_layer_
