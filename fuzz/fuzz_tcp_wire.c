@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "fuzz_quiet.h"
-#include "tcp/tcp.h"
+#include "tcp/tcp_wire.h"
 
 static const uint8_t secret[32] = "fuzz data-plane secret 32 bytes";
 

@@ -196,6 +196,7 @@ static void world_init(fake_world_t *w, char *staging)
         w->peers[r].rank = r;
         snprintf(w->peers[r].desc, sizeof(w->peers[r].desc), "peer %d", r);
     }
+    wf_ib_match_open(&w->ctx);
     p->state = WF_IB_UP;
     p->nqp = nqp;
     wf_ib_qp_slots(nqp, &p->nrecv, &p->nsend);
@@ -241,7 +242,7 @@ static void transfer(int qps, unsigned n, char *staging, char *msg,
     ASSERT_OK(wf_ib_isend(&w.ctx, 1, 7, NULL, msg, len, NULL, &req));
     while (st == WEFT_INPROGRESS && rounds++ < MAX_ROUNDS) {
         ASSERT_TRUE(wf_ib_progress(&w.ctx) >= 0);
-        st = wf_ib_test(&w.ctx, req, &info);
+        st = wf_match_test(&w.ctx, req, &info);
     }
     if (st == WEFT_INPROGRESS)
         wf_test_fail(__FILE__, __LINE__,
@@ -256,6 +257,7 @@ static void transfer(int qps, unsigned n, char *staging, char *msg,
     ASSERT_EQ(info.len, len);
     ASSERT_EQ(fake_posted, FRAGS);
     ASSERT_TRUE(grants > 0);
+    wf_ib_xfer_free_all(&w.ctx);
 }
 
 WF_TEST(transport_ib_credit_write_between_reads, 60)

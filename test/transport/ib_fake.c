@@ -417,6 +417,7 @@ weft_status_t fk_pair_open_rails(fk_pair_t *w, const int qps[2],
             snprintf(w->peers[s][r].desc, sizeof(w->peers[s][r].desc),
                      "peer %d", r);
         }
+        wf_ib_match_open(c);
         side_creating = s;
         p->state = WF_IB_EXCHANGE;
         ASSERT_OK(wf_ib_qp_create(c, p, wf_ib_pair_qps(qps[s], p->nrails)));

@@ -41,7 +41,7 @@ static weft_status_t wait_req(fk_pair_t *w, int s, wf_treq_t *req,
                               wf_treq_info_t *info)
 {
     for (int i = 0; i < 200000; i++) {
-        weft_status_t st = wf_ib_test(&w->ctx[s], req, info);
+        weft_status_t st = wf_match_test(&w->ctx[s], req, info);
         if (st != WEFT_INPROGRESS)
             return st;
         spin(w, 1);
@@ -97,9 +97,9 @@ WF_TEST(transport_ib_rndv_claimed_before_reads, 20)
     fk_hold_reads = true;
     ASSERT_OK(wf_ib_isend(&w.ctx[0], 1, 10, NULL, a, BIG, NULL, &sa));
     ASSERT_OK(wf_ib_isend(&w.ctx[0], 1, 11, NULL, b, SMALL, NULL, &sb));
-    for (int i = 0; i < 10000 && w.ctx[1].unexp_arrivals < 2; i++)
+    for (int i = 0; i < 10000 && w.ctx[1].m.unexp_arrivals < 2; i++)
         spin(&w, 1);
-    ASSERT_EQ(w.ctx[1].unexp_arrivals, 2);
+    ASSERT_EQ(w.ctx[1].m.unexp_arrivals, 2);
     ASSERT_EQ(w.peers[1][0].qp[0].reads_out, WF_IB_READS_PER_QP);
     ASSERT_OK(wf_ib_irecv(&w.ctx[1], 0, 11, rb, SMALL, NULL, &qb));
     fk_hold_reads = false;
@@ -151,10 +151,10 @@ WF_TEST(transport_ib_rndv_read_fails, 20)
     /* The sender learns through its bootstrap connection (ib_conn.c);
      * here directly.  Its send, waiting for a FIN, fails. */
     spin(&w, 100);
-    ASSERT_TRUE(wf_ib_test(&w.ctx[0], sr, &info) == WEFT_INPROGRESS);
+    ASSERT_TRUE(wf_match_test(&w.ctx[0], sr, &info) == WEFT_INPROGRESS);
     wf_ib_peer_fail(&w.ctx[0], &w.peers[0][1], WEFT_ERR_REMOTE,
                     "the peer's bootstrap connection broke");
-    ASSERT_STATUS(wf_ib_test(&w.ctx[0], sr, &info), WEFT_ERR_REMOTE);
+    ASSERT_STATUS(wf_match_test(&w.ctx[0], sr, &info), WEFT_ERR_REMOTE);
     ASSERT_EQ(fk_regs(&w, 0), 0); /* released with the request */
     fk_pair_close(&w);
     fk_zcopy_min = 0;
@@ -185,8 +185,8 @@ WF_TEST(transport_ib_rndv_fail_while_awaiting, 20)
     ASSERT_EQ(s2->frags_out, 1); /* RTS posted, not completed */
     wf_ib_peer_fail(&w.ctx[0], &w.peers[0][1], WEFT_ERR_REMOTE,
                     "the peer's bootstrap connection broke");
-    ASSERT_STATUS(wf_ib_test(&w.ctx[0], s2, &info), WEFT_ERR_REMOTE);
-    ASSERT_STATUS(wf_ib_test(&w.ctx[0], s1, &info), WEFT_ERR_REMOTE);
+    ASSERT_STATUS(wf_match_test(&w.ctx[0], s2, &info), WEFT_ERR_REMOTE);
+    ASSERT_STATUS(wf_match_test(&w.ctx[0], s1, &info), WEFT_ERR_REMOTE);
     ASSERT_EQ(fk_regs(&w, 0), 0);
     fk_pair_close(&w);
     fk_zcopy_min = 0;

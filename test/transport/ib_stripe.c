@@ -146,7 +146,7 @@ static bool run_traffic(fk_pair_t *w)
                 wf_treq_info_t info;
                 weft_status_t st = WEFT_INPROGRESS;
                 if (!d[dir].sdone[m] &&
-                    (st = wf_ib_test(&w->ctx[dir], d[dir].sreq[m], &info)) !=
+                    (st = wf_match_test(&w->ctx[dir], d[dir].sreq[m], &info)) !=
                         WEFT_INPROGRESS) {
                     ASSERT_OK(st);
                     ASSERT_EQ(info.len, sizes[m]);
@@ -154,7 +154,7 @@ static bool run_traffic(fk_pair_t *w)
                     left--;
                 }
                 if (d[dir].rreq[m] && !d[dir].rdone[m]) {
-                    weft_status_t st = wf_ib_test(
+                    weft_status_t st = wf_match_test(
                         &w->ctx[1 - dir], d[dir].rreq[m], &d[dir].rinfo[m]);
                     if (st == WEFT_INPROGRESS)
                         continue;

@@ -151,16 +151,16 @@ WF_TEST(transport_tcp_cma_used, 30)
     ASSERT_EQ(buffered_from(&g, 1), 1);
     /* Its buffer went back to the pool (it was malloc'ed and freed per
      * message before), and the next unexpected message reads into it. */
-    ASSERT_EQ(g.ctx[1]->nspare, 1);
+    ASSERT_EQ(g.ctx[1]->m.nspare, 1);
     tg_fill(sbuf, big, 9);
     ASSERT_OK(g.ops->isend(g.ctx[0], 1, 55, NULL, sbuf, big, NULL, &sr));
     ASSERT_OK(tg_wait(&g, 0, sr, &info));
-    ASSERT_EQ(g.ctx[1]->nspare, 0);
+    ASSERT_EQ(g.ctx[1]->m.nspare, 0);
     ASSERT_OK(g.ops->irecv(g.ctx[1], 0, 55, rbuf, big, NULL, &rr));
     ASSERT_OK(tg_wait(&g, 1, rr, &info));
     ASSERT_TRUE(info.len == big && tg_check(rbuf, big, 9));
     ASSERT_EQ(buffered_from(&g, 1), 2);
-    ASSERT_EQ(g.ctx[1]->nspare, 1);
+    ASSERT_EQ(g.ctx[1]->m.nspare, 1);
 
     /* Truncated: only what fits is read, the length is the message's. */
     tg_fill(sbuf, big, 8);

@@ -213,11 +213,11 @@ WF_TEST(transport_tcp_hot_peer_leaves_others_to_epoll, 20)
     g.ops->progress(g.ctx[1]);
     ASSERT_EQ(g.ctx[1]->nhot, 1);
     for (int round = 0; round < 10; round++) {
-        uint64_t before = g.ctx[1]->unexp_arrivals;
+        uint64_t before = g.ctx[1]->m.unexp_arrivals;
         send_to_rank1(&g, 2, 50 + (uint64_t)round, (unsigned)round);
         for (int k = 0; k < WF_TCP_EPOLL_EVERY; k++)
             g.ops->progress(g.ctx[1]);
-        ASSERT_EQ(g.ctx[1]->unexp_arrivals, before + 1);
+        ASSERT_EQ(g.ctx[1]->m.unexp_arrivals, before + 1);
         /* Delivered at once from the unexpected list. */
         ASSERT_OK(g.ops->irecv(g.ctx[1], 2, 50 + (uint64_t)round, in,
                                sizeof(in), NULL, &rr));
@@ -251,10 +251,10 @@ WF_TEST(transport_tcp_busy_hot_peer_leaves_others_to_epoll, 20)
     /* Nothing awaited: this call asks epoll and resets its counts. */
     g.ops->progress(g.ctx[1]);
     ASSERT_EQ(g.ctx[1]->nhot, 0);
-    uint64_t before = g.ctx[1]->unexp_arrivals;
+    uint64_t before = g.ctx[1]->m.unexp_arrivals;
     send_to_rank1(&g, 2, 50, 77);
     int calls = 0;
-    for (int i = 0; i < FRAMES && g.ctx[1]->unexp_arrivals == before; i++) {
+    for (int i = 0; i < FRAMES && g.ctx[1]->m.unexp_arrivals == before; i++) {
         ASSERT_OK(g.ops->irecv(g.ctx[1], 0, 100 + (uint64_t)i, in[i],
                                sizeof(in[i]), NULL, &rr[i]));
         send_to_rank1(&g, 0, 100 + (uint64_t)i, (unsigned)i);
@@ -267,7 +267,7 @@ WF_TEST(transport_tcp_busy_hot_peer_leaves_others_to_epoll, 20)
         ASSERT_TRUE(tg_check(in[i], sizeof(in[i]), (unsigned)i));
     }
     printf("peer 2's message noticed after %d calls\n", calls);
-    ASSERT_EQ(g.ctx[1]->unexp_arrivals, before + 1);
+    ASSERT_EQ(g.ctx[1]->m.unexp_arrivals, before + 1);
     ASSERT_EQ(calls, WF_TCP_EPOLL_MAX_SKIP);
     ASSERT_OK(g.ops->irecv(g.ctx[1], 2, 50, late_in, sizeof(late_in), NULL,
                            &late));

@@ -352,7 +352,7 @@ WF_TEST(transport_tcp_unexpected_buffers_reused, 30)
             ASSERT_OK(tg_wait(&g, 0, sr[i], &info));
         tg_spin(&g, 50);
         /* Round 0: nothing kept yet; round 1: all three kept buffers taken. */
-        ASSERT_EQ(g.ctx[1]->nspare, 0);
+        ASSERT_EQ(g.ctx[1]->m.nspare, 0);
         for (int i = 0; i < NMSG; i++) {
             ASSERT_OK(wf_tcp_transport.irecv(g.ctx[1], 0, 100 + (uint64_t)i,
                                              rbuf[i], MLEN, NULL, &rr[i]));
@@ -360,17 +360,17 @@ WF_TEST(transport_tcp_unexpected_buffers_reused, 30)
             ASSERT_EQ(info.len, MLEN);
             ASSERT_TRUE(tg_check(rbuf[i], MLEN, (unsigned)(10 * round + i)));
         }
-        ASSERT_EQ(g.ctx[1]->nspare, NMSG); /* handed back for the next ones */
+        ASSERT_EQ(g.ctx[1]->m.nspare, NMSG); /* handed back for the next ones */
     }
     tg_close(&g);
 }
 
-/* The pool keeps at most WF_TCP_SPARE_BYTES: of nine delivered 4 MiB
+/* The pool keeps at most WF_MATCH_SPARE_BYTES: of nine delivered 4 MiB
  * messages it keeps eight, and frees the ninth. */
 WF_TEST(transport_tcp_unexpected_pool_bounded, 30)
 {
     enum { NMSG = 9 };
-    const size_t mlen = WF_TCP_SPARE_MAX;
+    const size_t mlen = WF_MATCH_SPARE_MAX;
     uint8_t *sbuf = malloc(mlen), *rbuf = malloc(mlen);
     wf_treq_t *sr[NMSG], *rr;
     wf_treq_info_t info;
@@ -393,8 +393,8 @@ WF_TEST(transport_tcp_unexpected_pool_bounded, 30)
         ASSERT_OK(tg_wait(&g, 1, rr, &info));
         ASSERT_TRUE(info.len == mlen && tg_check(rbuf, mlen, 5));
     }
-    ASSERT_EQ(g.ctx[1]->nspare, WF_TCP_SPARE_BYTES / WF_TCP_SPARE_MAX);
-    ASSERT_EQ(g.ctx[1]->spare_bytes, WF_TCP_SPARE_BYTES);
+    ASSERT_EQ(g.ctx[1]->m.nspare, WF_MATCH_SPARE_BYTES / WF_MATCH_SPARE_MAX);
+    ASSERT_EQ(g.ctx[1]->m.spare_bytes, WF_MATCH_SPARE_BYTES);
     tg_close(&g);
     free(sbuf);
     free(rbuf);

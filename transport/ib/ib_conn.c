@@ -60,26 +60,17 @@ void wf_ib_peer_fail(wf_tctx_t *ctx, wf_ib_peer_t *p, weft_status_t st,
     if (p->state == WF_IB_FAILED)
         return;
     va_start(ap, fmt);
-    vsnprintf(p->fail_msg, sizeof(p->fail_msg), fmt, ap);
+    wf_match_fail_note(&ctx->m, &p->m, st, fmt, ap);
     va_end(ap);
-    if (p->fail_unreported)
-        WEFT_DEBUG(NET, "ib: %s: %s", p->desc, p->fail_msg);
-    else
-        WEFT_WARN(NET, "ib: %s: %s", p->desc, p->fail_msg);
     if (p->state == WF_IB_EXCHANGE || p->state == WF_IB_WAIT_READY)
         ctx->connecting--;
     p->state = WF_IB_FAILED;
-    p->fail_status = st;
-    wf_ib_xfer_fail(ctx, p);
-}
-
-weft_status_t wf_ib_peer_failed(wf_ib_peer_t *p)
-{
-    if (p->fail_unreported) {
-        WEFT_WARN(NET, "ib: %s: %s", p->desc, p->fail_msg);
-        p->fail_unreported = false;
-    }
-    return p->fail_status;
+    /* Sends waiting for a FIN first: finishing a request clears its next
+     * link, and one whose RTS is still in a staging slot would cut the
+     * list of those waiting (transport_ib_rndv_fail_while_awaiting). */
+    wf_ib_rndv_fail(ctx, p, st);
+    wf_ib_send_fail(p, st);
+    wf_ib_recv_fail(ctx, p, st);
 }
 
 /* Final status of a bootstrap request, or INPROGRESS; clears *req when
@@ -210,7 +201,7 @@ weft_status_t wf_ib_connect(wf_tctx_t *ctx, int peer, const void *addr,
     if (p->state == WF_IB_IDLE)
         return connect_start(ctx, p, addr, len);
     if (p->state == WF_IB_FAILED)
-        return wf_ib_peer_failed(p);
+        return wf_match_peer_failed(&ctx->m, &p->m);
     return p->state == WF_IB_UP ? WEFT_OK : WEFT_INPROGRESS;
 }
 
@@ -252,7 +243,7 @@ static void advance(wf_tctx_t *ctx, wf_ib_peer_t *p)
 
 static bool peer_idle(const wf_ib_peer_t *p)
 {
-    if (p->sendq || p->posted || p->rx_busy || p->nheld ||
+    if (p->sendq || p->m.posted || p->rx_busy || p->nheld ||
         !wf_ib_rndv_idle(p))
         return false;
     for (int i = 0; i < p->nqp; i++)
@@ -274,7 +265,7 @@ static void watch_live(wf_tctx_t *ctx, wf_ib_peer_t *p)
         return;
     if (st == WEFT_OK) {
         /* Leaving on purpose is news only if this side still waits. */
-        p->fail_unreported = peer_idle(p);
+        p->m.fail_unreported = peer_idle(p);
         wf_ib_peer_fail(ctx, p, WEFT_ERR_REMOTE, "the peer closed its "
                                                  "context");
     } else {

@@ -38,6 +38,26 @@ static weft_status_t check_config(const wf_tconfig_t *cfg)
     return WEFT_OK;
 }
 
+void wf_ib_match_open(wf_tctx_t *ctx)
+{
+    wf_match_init(&ctx->m, "ib", ctx->cfg.rank, ctx->cfg.size,
+                  sizeof(wf_mmsg_t));
+    ctx->m.release = wf_ib_req_release;
+    WF_MATCH_PEERS(&ctx->m, ctx->peers, m);
+    for (int i = 0; i < ctx->cfg.size; i++)
+        ctx->peers[i].m.desc = ctx->peers[i].desc;
+}
+
+void wf_ib_xfer_free_all(wf_tctx_t *ctx)
+{
+    for (int i = 0; ctx->peers && i < ctx->cfg.size; i++) {
+        /* Before the unexpected list its pulls point into. */
+        wf_ib_rndv_free(ctx, &ctx->peers[i]);
+        wf_ib_recv_free(ctx, &ctx->peers[i]);
+    }
+    wf_match_fini(&ctx->m);
+}
+
 static weft_status_t epoll_add(wf_tctx_t *ctx, int fd)
 {
     struct epoll_event e = {.events = EPOLLIN, .data.fd = fd};
@@ -209,6 +229,7 @@ static weft_status_t open_context(wf_tctx_t *ctx)
         snprintf(ctx->peers[i].desc, sizeof(ctx->peers[i].desc), "peer %d",
                  i);
     }
+    wf_ib_match_open(ctx);
     WEFT_CHECK(open_boot(ctx, &family));
     WEFT_CHECK(open_rails(ctx, family));
     WEFT_CHECK(boot_address(ctx));

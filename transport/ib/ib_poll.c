@@ -202,20 +202,10 @@ static bool ib_peer_linked(wf_tctx_t *ctx, int peer)
     return st != WF_IB_IDLE || ctx->boot_ops->peer_linked(ctx->boot, peer);
 }
 
-static uint64_t ib_scan_unexpected(wf_tctx_t *ctx,
-                                   bool (*visit)(void *arg, int peer,
-                                                 uint64_t tag,
-                                                 const uint64_t sig[2]),
-                                   void *arg)
-{
-    if (!ctx)
-        return 0;
-    for (int r = 0; visit && r < ctx->cfg.size; r++)
-        for (wf_ib_umsg_t *m = ctx->peers[r].unexp; m; m = m->next)
-            if (!m->waiter && visit(arg, r, m->tag, m->sig))
-                return ctx->unexp_arrivals;
-    return ctx->unexp_arrivals;
-}
+/* The matching layer's test() and scan_unexpected() take the context as
+ * they find it: the layer's state comes first. */
+_Static_assert(offsetof(struct wf_tctx, m) == 0, "match state first");
+_Static_assert(offsetof(struct wf_treq, m) == 0, "request head first");
 
 const wf_transport_ops_t wf_ib_transport = {
     .size = sizeof(wf_transport_ops_t),
@@ -230,10 +220,10 @@ const wf_transport_ops_t wf_ib_transport = {
     .mem_dereg = wf_ib_mem_dereg,
     .isend = wf_ib_isend,
     .irecv = wf_ib_irecv,
-    .test = wf_ib_test,
+    .test = wf_match_test,
     .progress = wf_ib_progress,
     .get_fd = wf_ib_get_fd,
     .peer_describe = wf_ib_peer_describe,
     .peer_linked = ib_peer_linked,
-    .scan_unexpected = ib_scan_unexpected,
+    .scan_unexpected = wf_match_scan_unexpected,
 };

@@ -1,108 +1,50 @@
 /*
- * ib_recv.c - the receive side of a verbs peer: tag matching, unexpected
- * messages, and fragments that arrive on any of the peer's QPs, placed by
- * their offset (the protocol is described in ib.h).
+ * ib_recv.c - the receive side of a verbs peer: irecv, and fragments that
+ * arrive on any of the peer's QPs, placed by their offset into posted
+ * receives or unexpected messages (the protocol is described in
+ * ib_wire.h).
  *
- * Matching follows the TCP transport's rules: per peer, posted receives and
- * unexpected messages are FIFO lists, and for a given tag at most one of
- * the two is non-empty, so the first match in either is the oldest.
- * Headers all arrive on QP 0, in send order, so matching is decided in
- * send order whatever the QP count.
+ * Matching is the matching layer's (transport/match.h), with the TCP
+ * transport's rules.  Headers all arrive on QP 0, in send order, so
+ * matching is decided in send order whatever the QP count.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "ib.h"
 
-/* ---- matching ---------------------------------------------------------- */
-
-void wf_ib_recv_finish(wf_treq_t *r, size_t len, const uint64_t sig[2])
+weft_status_t wf_ib_irecv(wf_tctx_t *ctx, int peer, uint64_t tag, void *buf,
+                          size_t cap, void *mh, wf_treq_t **req)
 {
-    r->info.len = len;
-    r->info.sig[0] = sig[0];
-    r->info.sig[1] = sig[1];
-    r->info.truncated = len > r->len;
-    wf_ib_req_finish(r, WEFT_OK);
+    wf_ib_peer_t *p;
+    wf_mreq_t *r = NULL;
+
+    (void)mh;
+    if (!ctx || !req || (!buf && cap))
+        return WEFT_ERR_INVALID_ARG;
+    WEFT_CHECK(wf_ib_peer_get(ctx, peer, &p));
+    weft_status_t st = wf_match_irecv(&ctx->m, &p->m,
+                                      p->state == WF_IB_FAILED,
+                                      sizeof(wf_treq_t), peer, tag, buf, cap,
+                                      &r);
+    if (st < 0)
+        return st;
+    *req = (wf_treq_t *)r;
+    return WEFT_OK;
 }
 
-void wf_ib_unexp_deliver(wf_treq_t *r, wf_ib_umsg_t *m)
+/* Keeps a message that no receive wants yet, with a buffer for all of
+ * it (fragments land anywhere); NULL (peer failed) when out of memory. */
+static wf_mmsg_t *unexp_new(wf_tctx_t *ctx, wf_ib_peer_t *p, uint64_t tag,
+                            const uint64_t sig[2], size_t len)
 {
-    if (m->len && r->len)
-        memcpy(r->buf, m->data, WF_MIN(m->len, r->len));
-    wf_ib_recv_finish(r, m->len, m->sig);
-    free(m);
-}
+    wf_mmsg_t *m = wf_match_unexp_new(&ctx->m, &p->m, tag, sig, len, len);
 
-/* Removes and returns the oldest posted receive for `tag`. */
-static wf_treq_t *posted_take(wf_ib_peer_t *p, uint64_t tag)
-{
-    wf_treq_t **link = &p->posted, *prev = NULL;
-
-    for (; *link; prev = *link, link = &(*link)->next) {
-        wf_treq_t *r = *link;
-        if (r->tag != tag)
-            continue;
-        *link = r->next;
-        if (p->posted_tail == r)
-            p->posted_tail = prev;
-        r->next = NULL;
-        return r;
-    }
-    return NULL;
-}
-
-/* Removes and returns the oldest unexpected message for `tag`. */
-wf_ib_umsg_t *wf_ib_unexp_take(wf_ib_peer_t *p, uint64_t tag)
-{
-    wf_ib_umsg_t **link = &p->unexp, *prev = NULL;
-
-    for (; *link; prev = *link, link = &(*link)->next) {
-        wf_ib_umsg_t *m = *link;
-        if (m->tag != tag)
-            continue;
-        *link = m->next;
-        if (p->unexp_tail == m)
-            p->unexp_tail = prev;
-        m->next = NULL;
-        return m;
-    }
-    return NULL;
-}
-
-void wf_ib_unexp_unlink(wf_ib_peer_t *p, wf_ib_umsg_t *m)
-{
-    wf_ib_umsg_t **link = &p->unexp, *prev = NULL;
-
-    while (*link && *link != m) {
-        prev = *link;
-        link = &(*link)->next;
-    }
-    if (!*link)
-        return;
-    *link = m->next;
-    if (p->unexp_tail == m)
-        p->unexp_tail = prev;
-    m->next = NULL;
-}
-
-/* Keeps a message that no receive wants yet; NULL (peer failed) when out
- * of memory. */
-static wf_ib_umsg_t *unexp_new(wf_tctx_t *ctx, wf_ib_peer_t *p, uint64_t tag,
-                               const uint64_t sig[2], size_t len)
-{
-    wf_ib_umsg_t *m = malloc(sizeof(*m) + len);
-
-    if (!m) {
+    if (!m)
         wf_ib_peer_fail(ctx, p, WEFT_ERR_NO_MEMORY,
                         "out of memory for an unexpected message of %zu "
                         "bytes",
                         len);
-        return NULL;
-    }
-    *m = (wf_ib_umsg_t){.tag = tag, .sig = {sig[0], sig[1]}, .len = len};
-    *(p->unexp_tail ? &p->unexp_tail->next : &p->unexp) = m;
-    p->unexp_tail = m;
-    ctx->unexp_arrivals++;
     return m;
 }
 
@@ -127,15 +69,9 @@ weft_status_t wf_ib_xfer_open(wf_tctx_t *ctx, wf_ib_peer_t *p)
     return WEFT_OK;
 }
 
-static void rx_done(wf_ib_peer_t *p, wf_ib_rx_t *rx)
+static void rx_done(wf_tctx_t *ctx, wf_ib_peer_t *p, wf_ib_rx_t *rx)
 {
-    if (rx->req) {
-        wf_ib_recv_finish(rx->req, rx->len, rx->sig);
-    } else if (rx->umsg) {
-        rx->umsg->complete = true;
-        if (rx->umsg->waiter)
-            wf_ib_unexp_deliver(rx->umsg->waiter, rx->umsg);
-    }
+    wf_match_arrived(&ctx->m, rx->req, rx->umsg, rx->len, rx->sig);
     memset(rx, 0, sizeof(*rx));
     p->rx_busy--;
 }
@@ -172,7 +108,7 @@ static wf_ib_rx_t *rx_begin(wf_tctx_t *ctx, wf_ib_peer_t *p, uint32_t seq,
                        .len = (size_t)len};
     p->rx_next++;
     p->rx_busy++;
-    rx->req = posted_take(p, rx->tag);
+    rx->req = wf_match_take_posted(&p->m, rx->tag);
     if (rx->req) {
         rx->dst = rx->req->buf;
         rx->dst_len = WF_MIN(rx->len, rx->req->len);
@@ -203,7 +139,7 @@ static bool rx_place(wf_tctx_t *ctx, wf_ib_peer_t *p, wf_ib_rx_t *rx,
         memcpy(rx->dst + off, data, WF_MIN(len, rx->dst_len - (size_t)off));
     rx->got += len;
     if (rx->got == rx->len)
-        rx_done(p, rx);
+        rx_done(ctx, p, rx);
     return true;
 }
 
@@ -237,7 +173,7 @@ static bool rts_begin(wf_tctx_t *ctx, wf_ib_peer_t *p, uint32_t seq,
     for (int i = 0; i < WF_IB_RAILS_MAX; i++)
         pl->rkey[i] = wf_ib_get32(h + WF_IB_HDR_LEN + 8 + 4 * i);
     p->rx_next++;
-    pl->req = posted_take(p, pl->tag);
+    pl->req = wf_match_take_posted(&p->m, pl->tag);
     if (!pl->req) {
         /* A receive that claims it before its reads begin gets it
          * directly (ib_rndv.c); this buffer's pages are then never
@@ -366,30 +302,32 @@ void wf_ib_on_recv(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi, unsigned slot,
         release_held(ctx, p, before);
 }
 
-/* ---- failure ----------------------------------------------------------- */
+/* ---- failure and teardown ---------------------------------------------- */
 
-/* A message in progress is lost; its receive fails, its unexpected
- * buffer goes (complete ones stay deliverable). */
-static void rx_fail(wf_ib_peer_t *p, wf_ib_rx_t *rx, weft_status_t st)
+void wf_ib_recv_fail(wf_tctx_t *ctx, wf_ib_peer_t *p, weft_status_t st)
 {
-    if (rx->req)
-        wf_ib_req_finish(rx->req, st);
-    if (rx->umsg) {
-        wf_ib_umsg_t *m = rx->umsg;
-        if (m->waiter)
-            wf_ib_req_finish(m->waiter, st); /* claimed: in no list */
-        else
-            wf_ib_unexp_unlink(p, m);
-        free(m);
+    wf_match_fail_posted(&p->m, st);
+    /* A message in progress is lost: its receive fails, its unexpected
+     * buffer goes (complete ones stay deliverable). */
+    for (unsigned i = 0; p->rx && i < p->rx_cap; i++) {
+        wf_ib_rx_t *rx = &p->rx[i];
+        if (rx->in_msg)
+            wf_match_drop(&ctx->m, &p->m, rx->req, rx->umsg, st);
+        memset(rx, 0, sizeof(*rx));
     }
-    memset(rx, 0, sizeof(*rx));
-}
-
-void wf_ib_rx_fail_all(wf_ib_peer_t *p, weft_status_t st)
-{
-    for (unsigned i = 0; p->rx && i < p->rx_cap; i++)
-        if (p->rx[i].in_msg)
-            rx_fail(p, &p->rx[i], st);
     p->rx_busy = 0;
     p->nheld = 0;
+}
+
+void wf_ib_recv_free(wf_tctx_t *ctx, wf_ib_peer_t *p)
+{
+    /* A claimed, incomplete message is in no list. */
+    for (unsigned k = 0; p->rx && k < p->rx_cap; k++)
+        if (p->rx[k].umsg && p->rx[k].umsg->waiter)
+            wf_match_msg_free(&ctx->m, p->rx[k].umsg);
+    free(p->rx);
+    free(p->held);
+    p->rx = NULL;
+    p->held = NULL;
+    p->rx_busy = p->nheld = 0;
 }

@@ -37,19 +37,21 @@
 void wf_ib_rndv_send_prepare(wf_tctx_t *ctx, wf_ib_peer_t *p, wf_treq_t *r,
                              void *mh)
 {
-    if (!ctx->zcopy_min || r->len < ctx->zcopy_min)
+    if (!ctx->zcopy_min || r->m.len < ctx->zcopy_min)
         return;
     if (mh) {
         ((wf_ib_reg_t *)mh)->refs++; /* the caller's registration */
         r->mh = mh;
-    } else if (wf_ib_mem_reg(ctx, r->buf, r->len, WF_MEM_HOST, &r->mh) < 0) {
+    } else if (wf_ib_mem_reg(ctx, r->m.buf, r->m.len, WF_MEM_HOST,
+                             &r->mh) < 0) {
         /* Logged by mem_reg; the copy path still works. */
         WEFT_DEBUG(NET, "ib: %s: a %zu-byte send goes through the staging "
                         "slots: its buffer could not be registered",
-                   p->desc, r->len);
+                   p->desc, r->m.len);
         r->mh = NULL;
         return;
     }
+    r->m.holds = true; /* the registration goes with the request */
     r->rndv = true;
 }
 
@@ -57,7 +59,7 @@ void wf_ib_rndv_rts_put(const wf_treq_t *r, uint8_t *dst)
 {
     const wf_ib_reg_t *reg = r->mh;
 
-    wf_ib_put64(dst, (uint64_t)(uintptr_t)r->buf);
+    wf_ib_put64(dst, (uint64_t)(uintptr_t)r->m.buf);
     for (int i = 0; i < WF_IB_RAILS_MAX; i++)
         wf_ib_put32(dst + 8 + 4 * i, reg->mr[i] ? reg->mr[i]->rkey : 0);
 }
@@ -70,11 +72,11 @@ void wf_ib_rndv_await(wf_ib_peer_t *p, wf_treq_t *r)
 
 void wf_ib_send_maybe_done(wf_treq_t *r)
 {
-    if (r->status != WEFT_INPROGRESS || r->frags_out || r->staged != r->len ||
-        (r->rndv && !r->fin))
+    if (r->m.status != WEFT_INPROGRESS || r->frags_out ||
+        r->staged != r->m.len || (r->rndv && !r->fin))
         return;
-    r->info.len = r->len;
-    wf_ib_req_finish(r, WEFT_OK);
+    r->next = NULL;
+    wf_match_sent(&r->m);
 }
 
 void wf_ib_rndv_on_fin(wf_tctx_t *ctx, wf_ib_peer_t *p, uint32_t seq)
@@ -134,13 +136,7 @@ static void pull_finish(wf_tctx_t *ctx, wf_ib_peer_t *p, wf_ib_pull_t *pl)
     pull_unlink(p, pl);
     if (pl->mh)
         wf_ib_mem_dereg(ctx, pl->mh);
-    if (pl->req) {
-        wf_ib_recv_finish(pl->req, pl->len, pl->sig);
-    } else {
-        pl->umsg->complete = true;
-        if (pl->umsg->waiter)
-            wf_ib_unexp_deliver(pl->umsg->waiter, pl->umsg);
-    }
+    wf_match_arrived(&ctx->m, pl->req, pl->umsg, pl->len, pl->sig);
     fin_queue(ctx, p, pl->seq);
     free(pl);
 }
@@ -171,12 +167,12 @@ static weft_status_t window_next(wf_tctx_t *ctx, wf_ib_peer_t *p,
 }
 
 /* Chooses where the bytes go. */
-static void pull_start(wf_ib_pull_t *pl)
+static void pull_start(wf_tctx_t *ctx, wf_ib_pull_t *pl)
 {
     if (!pl->req && pl->umsg->waiter) {
         /* Claimed before its reads began: straight into the receive. */
         pl->req = pl->umsg->waiter;
-        free(pl->umsg);
+        wf_match_msg_free(&ctx->m, pl->umsg);
         pl->umsg = NULL;
     }
     pl->dst = pl->req ? pl->req->buf : pl->umsg->data;
@@ -246,7 +242,7 @@ void wf_ib_rndv_progress(wf_tctx_t *ctx, wf_ib_peer_t *p)
     while (pl && p->state != WF_IB_FAILED) {
         wf_ib_pull_t *next = pl->next;
         if (!pl->started) {
-            pull_start(pl);
+            pull_start(ctx, pl);
             if (!pl->dst_len) {
                 pull_finish(ctx, p, pl);
                 pl = next;
@@ -278,7 +274,7 @@ weft_status_t wf_ib_rndv_pull_add(wf_tctx_t *ctx, wf_ib_peer_t *p,
     *(p->pulls_tail ? &p->pulls_tail->next : &p->pulls) = pl;
     p->pulls_tail = pl;
     wf_ib_rndv_progress(ctx, p);
-    return p->state == WF_IB_FAILED ? p->fail_status : WEFT_OK;
+    return p->state == WF_IB_FAILED ? p->m.fail_status : WEFT_OK;
 }
 
 void wf_ib_rndv_on_read(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi,
@@ -304,16 +300,8 @@ void wf_ib_rndv_fail(wf_tctx_t *ctx, wf_ib_peer_t *p, weft_status_t st)
     while (p->pulls) {
         wf_ib_pull_t *pl = p->pulls;
         p->pulls = pl->next;
-        if (pl->req)
-            wf_ib_req_finish(pl->req, st);
-        if (pl->umsg) {
-            /* Incomplete: never deliverable. */
-            if (pl->umsg->waiter)
-                wf_ib_req_finish(pl->umsg->waiter, st);
-            else
-                wf_ib_unexp_unlink(p, pl->umsg);
-            free(pl->umsg);
-        }
+        /* Incomplete: never deliverable. */
+        wf_match_drop(&ctx->m, &p->m, pl->req, pl->umsg, st);
         if (pl->mh)
             wf_ib_mem_dereg(ctx, pl->mh);
         free(pl);
@@ -338,7 +326,7 @@ void wf_ib_rndv_free(wf_tctx_t *ctx, wf_ib_peer_t *p)
         p->pulls = pl->next;
         /* An unclaimed one is in the unexpected list, freed with it. */
         if (pl->umsg && pl->umsg->waiter)
-            free(pl->umsg);
+            wf_match_msg_free(&ctx->m, pl->umsg);
         if (pl->mh)
             wf_ib_mem_dereg(ctx, pl->mh);
         free(pl);

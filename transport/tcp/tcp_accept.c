@@ -20,6 +20,9 @@
 #include "auth.h"
 #include "tcp.h"
 
+/* How long accepting pauses when the process is out of fds. */
+#define WF_TCP_ACCEPT_PAUSE_MS 200
+
 void wf_tcp_pending_close(wf_tctx_t *ctx, wf_tcp_pending_t *pc)
 {
     wf_tcp_pending_t **pp = &ctx->pending;

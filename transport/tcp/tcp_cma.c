@@ -162,13 +162,13 @@ bool wf_tcp_send_pulled(wf_tctx_t *ctx, int peer, size_t len)
 bool wf_tcp_cma_queue(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_treq_t *r,
                       const uint64_t sig[2])
 {
-    if (!wf_tcp_cma_sends(ctx, p, r->len))
+    if (!wf_tcp_cma_sends(ctx, p, r->m.len))
         return false;
     r->cma_seq = p->cma_send_seq++;
-    wf_tcp_put64(r->cma_trailer, (uint64_t)(uintptr_t)r->buf);
+    wf_tcp_put64(r->cma_trailer, (uint64_t)(uintptr_t)r->m.buf);
     wf_tcp_put64(r->cma_trailer + 8, r->cma_seq);
-    wf_tcp_unit_init(&r->unit0, r, WF_TCP_CMA_RTS_MAGIC, r->tag,
-                     sig ? sig[0] : 0, sig ? sig[1] : 0, r->len,
+    wf_tcp_unit_init(&r->unit0, r, WF_TCP_CMA_RTS_MAGIC, r->m.tag,
+                     sig ? sig[0] : 0, sig ? sig[1] : 0, r->m.len,
                      (const char *)r->cma_trailer, WF_TCP_CMA_TRAILER);
     r->units_left = 1;
     r->cma_wait = true;
@@ -244,69 +244,71 @@ static bool rts_received(wf_tctx_t *ctx, wf_tcp_stream_t *s)
                            "peer this side never offered it");
         return false;
     }
-    wf_treq_t *r = wf_tcp_take_posted(p, rx->tag);
+    wf_mreq_t *r = wf_match_take_posted(&p->m, rx->tag);
     if (r) {
         if (!rts_read(ctx, p, r->buf, WF_MIN(len, r->len), addr, seq)) {
-            wf_tcp_req_done(r, p->fail_status);
+            wf_match_done(r, p->m.fail_status);
             return false;
         }
-        wf_tcp_msg_done(r, NULL, len, rx->sig);
+        wf_match_complete(r, len, rx->sig);
         return true;
     }
-    rx->len = len;
-    wf_tcp_umsg_t *m = wf_tcp_umsg_new_empty(ctx, p, rx);
+    wf_tcp_umsg_t *m = (wf_tcp_umsg_t *)wf_match_unexp_new_remote(
+        &ctx->m, &p->m, rx->tag, rx->sig, len);
     if (!m) {
         wf_tcp_peer_fail(ctx, p, WEFT_ERR_NO_MEMORY,
                          "out of memory for an unexpected single-copy "
                          "message of %zu bytes", len);
         return false;
     }
-    m->cma_pending = true;
     m->cma_addr = addr;
     m->cma_seq = seq;
     ctx->cma_pending++;
     return true;
 }
 
-void wf_tcp_cma_claim(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_tcp_umsg_t *m,
-                      wf_treq_t *r)
+void wf_tcp_cma_claim(wf_match_t *mt, wf_mmsg_t *msg, wf_mreq_t *r)
 {
+    wf_tctx_t *ctx = (wf_tctx_t *)(void *)mt;
+    wf_tcp_peer_t *p = &ctx->peers[r->peer];
+    wf_tcp_umsg_t *m = (wf_tcp_umsg_t *)msg;
+
     if (p->state == WF_TCP_FAILED) {
         /* Its payload never arrived: the peer is gone or unsafe to read. */
-        wf_tcp_req_done(r, p->fail_status);
-    } else if (rts_read(ctx, p, r->buf, WF_MIN(m->len, r->len), m->cma_addr,
-                        m->cma_seq)) {
-        wf_tcp_msg_done(r, NULL, m->len, m->sig);
+        wf_match_done(r, p->m.fail_status);
+    } else if (rts_read(ctx, p, r->buf, WF_MIN(msg->len, r->len),
+                        m->cma_addr, m->cma_seq)) {
+        wf_match_complete(r, msg->len, msg->sig);
         /* The FIN now, not on the next progress(): the sender waits. */
         wf_tcp_flush(ctx, &p->streams[0]);
     } else {
-        wf_tcp_req_done(r, p->fail_status);
+        wf_match_done(r, p->m.fail_status);
     }
     if (ctx->cma_pending)
         ctx->cma_pending--;
-    wf_tcp_umsg_free(m);
+    wf_match_msg_free(mt, msg);
 }
 
 /* Reads the pending message m of peer p into an unexpected buffer (one
  * the context keeps when it has one that large); false when the peer
  * failed (m is then unlinked and freed). */
-static bool pending_read(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_tcp_umsg_t *m,
-                         wf_tcp_umsg_t *prev)
+static bool pending_read(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_tcp_umsg_t *m)
 {
-    m->data = wf_tcp_unexp_buffer(ctx, m->len, &m->cap);
-    if (!m->data) {
+    m->m.data = wf_match_buffer(&ctx->m, m->m.len, &m->m.cap);
+    if (!m->m.data) {
         wf_tcp_peer_fail(ctx, p, WEFT_ERR_NO_MEMORY,
                          "out of memory for an unexpected single-copy "
-                         "message of %zu bytes", m->len);
-    } else if (rts_read(ctx, p, m->data, m->len, m->cma_addr, m->cma_seq)) {
-        m->cma_pending = false;
-        m->complete = true;
+                         "message of %zu bytes", m->m.len);
+    } else if (rts_read(ctx, p, m->m.data, m->m.len, m->cma_addr,
+                        m->cma_seq)) {
+        m->m.remote = false;
+        m->m.complete = true;
         p->cma_buffered++;
         return true;
     }
     /* Never complete: a receive must not find and wait on it. */
-    wf_tcp_unlink_unexp(p, m, prev);
-    wf_tcp_umsg_free(m);
+    wf_match_unexp_unlink(&p->m, &m->m);
+    wf_match_msg_free(&ctx->m, &m->m);
     return false;
 }
 
@@ -314,18 +316,13 @@ void wf_tcp_cma_flush(wf_tctx_t *ctx)
 {
     for (int i = 0; ctx->cma_pending && i < ctx->cfg.size; i++) {
         wf_tcp_peer_t *p = &ctx->peers[i];
-        wf_tcp_umsg_t *prev = NULL, *next;
-        for (wf_tcp_umsg_t *m = p->unexp; m; m = next) {
+        wf_mmsg_t *next;
+        for (wf_mmsg_t *m = p->m.unexp; m; m = next) {
             next = m->next;
-            if (!m->cma_pending) {
-                prev = m;
-            } else if (p->state != WF_TCP_UP) {
-                prev = m; /* a failed peer's: a receive gets its failure */
-            } else if (pending_read(ctx, p, m, prev)) {
-                prev = m;
-            } else {
-                break; /* the peer failed; prev is still m's */
-            }
+            /* A failed peer's stays: a receive gets its failure. */
+            if (m->remote && p->state == WF_TCP_UP &&
+                !pending_read(ctx, p, (wf_tcp_umsg_t *)m))
+                break; /* the peer failed */
         }
     }
     /* What is left belongs to peers that are not up (failed, or with
@@ -352,17 +349,17 @@ static bool fin_received(wf_tctx_t *ctx, wf_tcp_stream_t *s, const uint8_t *h)
         return false;
     }
     *pp = r->next;
+    r->next = NULL;
     r->cma_wait = false;
     if (err) {
-        wf_tcp_req_done(r, WEFT_ERR_REMOTE);
+        wf_match_done(&r->m, WEFT_ERR_REMOTE);
         wf_tcp_peer_fail(ctx, p, WEFT_ERR_REMOTE,
                          "the peer could not read a single-copy message of "
                          "%zu bytes: %s",
-                         r->len, wf_errno_str((int)err));
+                         r->m.len, wf_errno_str((int)err));
         return false;
     }
-    r->info.len = r->len;
-    wf_tcp_req_done(r, WEFT_OK);
+    wf_match_sent(&r->m);
     return true;
 }
 
@@ -404,7 +401,8 @@ void wf_tcp_cma_fail(wf_tcp_peer_t *p, weft_status_t st)
         wf_treq_t *r = p->cma_sends;
         p->cma_sends = r->next;
         r->cma_wait = false;
-        wf_tcp_req_done(r, st);
+        r->next = NULL;
+        wf_match_done(&r->m, st);
     }
 }
 

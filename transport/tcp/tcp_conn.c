@@ -84,12 +84,8 @@ void wf_tcp_peer_fail(wf_tctx_t *ctx, wf_tcp_peer_t *p, weft_status_t st,
     if (p->state == WF_TCP_FAILED)
         return;
     va_start(ap, fmt);
-    vsnprintf(p->fail_msg, sizeof(p->fail_msg), fmt, ap);
+    wf_match_fail_note(&ctx->m, &p->m, st, fmt, ap);
     va_end(ap);
-    if (p->fail_unreported)
-        WEFT_DEBUG(NET, "tcp: %s: %s", p->desc, p->fail_msg);
-    else
-        WEFT_WARN(NET, "tcp: %s: %s", p->desc, p->fail_msg);
     /* One stream gone fails them all: a message may have pieces on
      * every stream. */
     for (int k = 0; k < ctx->max_streams; k++) {
@@ -97,8 +93,8 @@ void wf_tcp_peer_fail(wf_tctx_t *ctx, wf_tcp_peer_t *p, weft_status_t st,
         p->streams[k].state = WF_TCP_FAILED;
     }
     p->state = WF_TCP_FAILED;
-    p->fail_status = st;
-    wf_tcp_xfer_fail(ctx, p);
+    wf_tcp_send_fail(ctx, p);
+    wf_tcp_recv_fail(ctx, p);
 }
 
 void wf_tcp_stream_fail(wf_tctx_t *ctx, wf_tcp_stream_t *s, weft_status_t st,
@@ -116,15 +112,6 @@ void wf_tcp_stream_fail(wf_tctx_t *ctx, wf_tcp_stream_t *s, weft_status_t st,
         wf_tcp_peer_fail(ctx, s->peer, st, "stream %d of %d (%s): %s", s->idx,
                          s->peer->nstreams, s->where[0] ? s->where : "?",
                          msg);
-}
-
-weft_status_t wf_tcp_peer_failed(wf_tcp_peer_t *p)
-{
-    if (p->fail_unreported) {
-        WEFT_WARN(NET, "tcp: %s: %s", p->desc, p->fail_msg);
-        p->fail_unreported = false;
-    }
-    return p->fail_status;
 }
 
 /* ---- timers ------------------------------------------------------------ */
@@ -536,8 +523,8 @@ static weft_status_t peer_addr(wf_tcp_peer_t *p, const void *addr, size_t len)
  * such read first. */
 static bool left_messages(const wf_tcp_peer_t *p)
 {
-    for (const wf_tcp_umsg_t *m = p->unexp; m; m = m->next)
-        if (m->complete && !m->cma_pending)
+    for (const wf_mmsg_t *m = p->m.unexp; m; m = m->next)
+        if (m->complete && !m->remote)
             return true;
     return false;
 }
@@ -573,6 +560,7 @@ weft_status_t wf_tcp_connect(wf_tctx_t *ctx, int peer, const void *addr,
     /* A peer that sent its part and left before this side first used the
      * connection: its messages (its goodbye among them) are still here. */
     if (p->state == WF_TCP_FAILED)
-        return left_messages(p) ? WEFT_OK : wf_tcp_peer_failed(p);
+        return left_messages(p) ? WEFT_OK
+                                : wf_match_peer_failed(&ctx->m, &p->m);
     return p->state == WF_TCP_UP ? WEFT_OK : WEFT_INPROGRESS;
 }

@@ -17,6 +17,12 @@
 #include "tcp.h"
 #include "topo/topo.h"
 
+/* A dial over a topology-chosen address that has not connected after
+ * this long (at most a quarter of the connect timeout) falls back. */
+#define WF_TCP_PROBE_MS 2000
+/* Striped messages are cut in pieces of at least this many bytes. */
+#define WF_TCP_STRIPE_DEFAULT (64u << 10)
+
 #define WF_TCP_SCRATCH_LEN (64 * 1024)
 
 void wf_tcp_format_addr(const struct sockaddr *sa, char *out, size_t size)
@@ -251,12 +257,16 @@ static weft_status_t open_context(wf_tctx_t *ctx)
     ctx->scratch = wf_topo_mem_alloc(ctx->scratch_len, ctx->cfg.topo_numa);
     if (!ctx->peers || !streams || !ctx->scratch) {
         free(streams);
+        free(ctx->peers);
+        ctx->peers = NULL;
         WEFT_WARN(NET, "tcp: out of memory for %d peers", ctx->cfg.size);
         return WEFT_ERR_NO_MEMORY;
     }
+    WF_MATCH_PEERS(&ctx->m, ctx->peers, m);
     for (int i = 0; i < ctx->cfg.size; i++) {
         wf_tcp_peer_t *p = &ctx->peers[i];
         p->rank = i;
+        p->m.desc = p->desc;
         p->streams = streams + (size_t)i * (size_t)ctx->max_streams;
         p->nstreams = ctx->streams_fixed ? ctx->max_streams : 0;
         snprintf(p->desc, sizeof(p->desc), "peer %d", i);
@@ -292,6 +302,10 @@ weft_status_t wf_tcp_init(const wf_tconfig_t *cfg, wf_tctx_t **out)
         WEFT_WARN(NET, "tcp: out of memory for a context");
         return WEFT_ERR_NO_MEMORY;
     }
+    wf_match_init(&ctx->m, "tcp", cfg->rank, cfg->size,
+                  sizeof(wf_tcp_umsg_t));
+    ctx->m.release = wf_tcp_req_release;
+    ctx->m.claim_remote = wf_tcp_cma_claim;
     ctx->cfg = *cfg;
     ctx->cfg.ifname[sizeof(ctx->cfg.ifname) - 1] = '\0';
     ctx->cfg.bind_hint[sizeof(ctx->cfg.bind_hint) - 1] = '\0';
@@ -357,7 +371,11 @@ void wf_tcp_fini(wf_tctx_t *ctx)
             free(s->ahead);
         }
     }
-    wf_tcp_xfer_free_all(ctx);
+    for (int i = 0; ctx->peers && i < ctx->cfg.size; i++) {
+        wf_tcp_send_free(&ctx->peers[i], ctx->max_streams);
+        wf_tcp_recv_free(ctx, &ctx->peers[i]);
+    }
+    wf_match_fini(&ctx->m);
     for (int i = 0; i <= WF_TCP_IF_MAX; i++)
         close_fd(&ctx->listen[i].fd);
     close_fd(&ctx->timer_fd);
@@ -366,7 +384,6 @@ void wf_tcp_fini(wf_tctx_t *ctx)
         free(ctx->peers[0].streams);
     free(ctx->peers);
     wf_topo_mem_free(ctx->scratch, ctx->scratch_len);
-    wf_tcp_spares_free(ctx);
     free(ctx);
 }
 

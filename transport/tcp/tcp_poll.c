@@ -100,7 +100,7 @@ static bool awaited(const wf_tcp_peer_t *p)
 {
     const wf_tcp_rx_t *rx = &p->streams[0].rx;
     return p->state == WF_TCP_UP && p->streams[0].state == WF_TCP_UP &&
-           (p->posted || rx->in_payload || rx->hdr_got);
+           (p->m.posted || rx->in_payload || rx->hdr_got);
 }
 
 /* Drops the peers nothing waits on any more; true when one is left. */
@@ -177,7 +177,7 @@ int wf_tcp_progress(wf_tctx_t *ctx)
         n++;
     }
     if (ctx->cma_pending) {
-        bool idle = n == 0 && ctx->posts == ctx->posts_seen;
+        bool idle = n == 0 && ctx->m.posts == ctx->posts_seen;
         ctx->idle_calls = idle ? ctx->idle_calls + 1 : 0;
         if (ctx->idle_calls >= WF_TCP_CMA_IDLE_CALLS) {
             wf_tcp_cma_flush(ctx);
@@ -185,7 +185,7 @@ int wf_tcp_progress(wf_tctx_t *ctx)
             n++;
         }
     }
-    ctx->posts_seen = ctx->posts;
+    ctx->posts_seen = ctx->m.posts;
     /* Work left for the next call: the caller must not sleep in poll()
      * while unclaimed single-copy messages wait to be read. */
     return ctx->cma_pending && !n ? 1 : n;
@@ -231,20 +231,10 @@ static bool tcp_peer_linked(wf_tctx_t *ctx, int peer)
     return st != WF_TCP_IDLE && st != WF_TCP_FAILED;
 }
 
-static uint64_t tcp_scan_unexpected(wf_tctx_t *ctx,
-                                    bool (*visit)(void *arg, int peer,
-                                                  uint64_t tag,
-                                                  const uint64_t sig[2]),
-                                    void *arg)
-{
-    if (!ctx)
-        return 0;
-    for (int r = 0; visit && r < ctx->cfg.size; r++)
-        for (wf_tcp_umsg_t *m = ctx->peers[r].unexp; m; m = m->next)
-            if (!m->waiter && visit(arg, r, m->tag, m->sig))
-                return ctx->unexp_arrivals;
-    return ctx->unexp_arrivals;
-}
+/* The matching layer's test() and scan_unexpected() take the context as
+ * they find it: the layer's state comes first. */
+_Static_assert(offsetof(struct wf_tctx, m) == 0, "match state first");
+_Static_assert(offsetof(struct wf_treq, m) == 0, "request head first");
 
 const wf_transport_ops_t wf_tcp_transport = {
     .size = sizeof(wf_transport_ops_t),
@@ -259,11 +249,11 @@ const wf_transport_ops_t wf_tcp_transport = {
     .mem_dereg = tcp_mem_dereg,
     .isend = wf_tcp_isend,
     .irecv = wf_tcp_irecv,
-    .test = wf_tcp_test,
+    .test = wf_match_test,
     .progress = wf_tcp_progress,
     .get_fd = wf_tcp_get_fd,
     .peer_describe = tcp_peer_describe,
     .peer_linked = tcp_peer_linked,
-    .scan_unexpected = tcp_scan_unexpected,
+    .scan_unexpected = wf_match_scan_unexpected,
     .send_pulled = wf_tcp_send_pulled,
 };

@@ -59,12 +59,12 @@ bool wf_tcp_stripe_queue(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_treq_t *r,
 {
     uint64_t s0 = sig ? sig[0] : 0, s1 = sig ? sig[1] : 0;
     uint64_t rates[WF_TCP_STREAMS_MAX];
-    size_t len = r->len, piece[WF_TCP_STREAMS_MAX];
+    size_t len = r->m.len, piece[WF_TCP_STREAMS_MAX];
     int n = wf_tcp_nstreams(p);
 
     if (n == 1 || len < ctx->stripe_min) {
-        wf_tcp_unit_init(&r->unit0, r, WF_TCP_FRAME_MAGIC, r->tag, s0, s1, len,
-                  r->buf, len);
+        wf_tcp_unit_init(&r->unit0, r, WF_TCP_FRAME_MAGIC, r->m.tag, s0, s1,
+                         len, r->m.buf, len);
         r->units_left = 1;
         wf_tcp_unit_queue(&p->streams[0], &r->unit0);
         return true;
@@ -81,9 +81,10 @@ bool wf_tcp_stripe_queue(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_treq_t *r,
                   p->desc);
         return false;
     }
+    r->m.holds = true; /* the pieces go with the request */
     uint64_t seq = p->send_seq++;
-    wf_tcp_unit_init(&r->unit0, r, WF_TCP_STRIPE_MAGIC, r->tag, s0, s1, len, NULL,
-              0);
+    wf_tcp_unit_init(&r->unit0, r, WF_TCP_STRIPE_MAGIC, r->m.tag, s0, s1, len,
+                     NULL, 0);
     wf_tcp_unit_queue(&p->streams[0], &r->unit0);
     int units = 1;
     size_t off = 0;
@@ -91,7 +92,7 @@ bool wf_tcp_stripe_queue(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_treq_t *r,
         if (!piece[i])
             continue; /* this stream's share rounded to nothing */
         wf_tcp_unit_init(&r->pieces[i], r, WF_TCP_PIECE_MAGIC, seq, off,
-                         piece[i], 0, r->buf + off, piece[i]);
+                         piece[i], 0, r->m.buf + off, piece[i]);
         wf_tcp_unit_queue(&p->streams[i], &r->pieces[i]);
         units++;
     }
@@ -99,7 +100,7 @@ bool wf_tcp_stripe_queue(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_treq_t *r,
     return true;
 }
 
-static void smsg_complete(wf_tcp_peer_t *p, wf_tcp_smsg_t *m)
+static void smsg_complete(wf_tctx_t *ctx, wf_tcp_peer_t *p, wf_tcp_smsg_t *m)
 {
     wf_tcp_smsg_t **pp = &p->smsgs;
 
@@ -107,7 +108,7 @@ static void smsg_complete(wf_tcp_peer_t *p, wf_tcp_smsg_t *m)
         pp = &(*pp)->next;
     if (*pp)
         *pp = m->next;
-    wf_tcp_msg_done(m->req, m->umsg, m->len, m->sig);
+    wf_match_arrived(&ctx->m, m->req, m->umsg, m->len, m->sig);
     free(m);
 }
 
@@ -156,13 +157,13 @@ bool wf_tcp_piece_start(wf_tctx_t *ctx, wf_tcp_stream_t *s)
     return bound >= 0;
 }
 
-void wf_tcp_piece_done(wf_tcp_stream_t *s)
+void wf_tcp_piece_done(wf_tctx_t *ctx, wf_tcp_stream_t *s)
 {
     wf_tcp_smsg_t *m = s->rx.smsg;
 
     m->left -= s->rx.len;
     if (m->left == 0)
-        smsg_complete(s->peer, m);
+        smsg_complete(ctx, s->peer, m);
 }
 
 /* Streams whose piece waited for this header read on. */
@@ -187,7 +188,7 @@ bool wf_tcp_stripe_header(wf_tctx_t *ctx, wf_tcp_stream_t *s)
     m->len = m->left = rx->len;
     m->sig[0] = rx->sig[0];
     m->sig[1] = rx->sig[1];
-    m->req = wf_tcp_take_posted(p, rx->tag);
+    m->req = wf_match_take_posted(&p->m, rx->tag);
     if (m->req) {
         m->dst = m->req->buf;
         m->cap = WF_MIN(m->len, m->req->len);
@@ -195,7 +196,8 @@ bool wf_tcp_stripe_header(wf_tctx_t *ctx, wf_tcp_stream_t *s)
         /* Pieces land anywhere, so the whole buffer is needed now; the
          * peer proved the job secret, and striping needs several streams
          * (a single-stream fuzzer never gets here). */
-        m->umsg = wf_tcp_umsg_new(ctx, p, rx, m->len);
+        m->umsg = wf_match_unexp_new(&ctx->m, &p->m, rx->tag, rx->sig,
+                                     m->len, m->len);
         if (!m->umsg) {
             free(m);
             goto err_nomem;
@@ -206,7 +208,7 @@ bool wf_tcp_stripe_header(wf_tctx_t *ctx, wf_tcp_stream_t *s)
     m->next = p->smsgs;
     p->smsgs = m;
     if (m->left == 0)
-        smsg_complete(p, m);
+        smsg_complete(ctx, p, m);
     else
         wake_waiting(ctx, p);
     return true;
@@ -217,23 +219,12 @@ err_nomem:
     return false;
 }
 
-void wf_tcp_stripe_fail(wf_tcp_peer_t *p, weft_status_t st)
+void wf_tcp_stripe_fail(wf_tctx_t *ctx, wf_tcp_peer_t *p, weft_status_t st)
 {
     while (p->smsgs) {
         wf_tcp_smsg_t *m = p->smsgs;
         p->smsgs = m->next;
-        if (m->req) {
-            wf_tcp_req_done(m->req, st);
-        } else if (m->umsg && m->umsg->waiter) {
-            wf_tcp_req_done(m->umsg->waiter, st); /* claimed: in no list */
-            wf_tcp_umsg_free(m->umsg);
-        } else if (m->umsg) {
-            wf_tcp_umsg_t *prev = NULL;
-            for (wf_tcp_umsg_t *u = p->unexp; u && u != m->umsg; u = u->next)
-                prev = u;
-            wf_tcp_unlink_unexp(p, m->umsg, prev);
-            wf_tcp_umsg_free(m->umsg);
-        }
+        wf_match_drop(&ctx->m, &p->m, m->req, m->umsg, st);
         free(m);
     }
 }

@@ -1,53 +1,26 @@
 /*
- * ib_xfer.c - moving messages over a peer's QPs: isend/irecv/test, cutting
- * messages into fragments striped over the QPs, credits, failure and
- * teardown (the protocol is described in ib.h; the receive side is in
- * ib_recv.c).
+ * ib_send.c - the sending direction over a peer's QPs: isend, cutting
+ * messages into fragments striped over the QPs, and the credits that
+ * let a sender post (the protocol is described in ib_wire.h; the receive
+ * side is in ib_recv.c, matching in transport/match.h).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "ib.h"
 
-/* ---- requests ---------------------------------------------------------- */
-
-static wf_treq_t *req_new(wf_tctx_t *ctx, wf_ib_req_kind_t kind, int peer,
-                          uint64_t tag, const void *buf, size_t len)
+void wf_ib_req_release(wf_match_t *m, wf_mreq_t *r)
 {
-    wf_treq_t *r = calloc(1, sizeof(*r));
+    wf_treq_t *t = (wf_treq_t *)r;
 
-    if (!r) {
-        WEFT_WARN(NET, "ib: out of memory for a request to %s",
-                  ctx->peers[peer].desc);
-        return NULL;
-    }
-    *r = (wf_treq_t){.kind = kind, .peer = peer, .tag = tag,
-                     .buf = (char *)buf, .len = len,
-                     .status = WEFT_INPROGRESS, .all_next = ctx->all};
-    if (ctx->all)
-        ctx->all->all_prev = r;
-    ctx->all = r;
-    return r;
-}
-
-static void req_release(wf_tctx_t *ctx, wf_treq_t *r)
-{
     /* A rendezvous send's registration lives as long as its request. */
-    if (r->mh)
-        wf_ib_mem_dereg(ctx, r->mh);
-    *(r->all_prev ? &r->all_prev->all_next : &ctx->all) = r->all_next;
-    if (r->all_next)
-        r->all_next->all_prev = r->all_prev;
-    free(r);
+    wf_ib_mem_dereg((wf_tctx_t *)(void *)m, t->mh);
+    t->mh = NULL;
 }
 
-static weft_status_t peer_get(wf_tctx_t *ctx, int peer, wf_ib_peer_t **out)
+weft_status_t wf_ib_peer_get(wf_tctx_t *ctx, int peer, wf_ib_peer_t **out)
 {
-    if (peer < 0 || peer >= ctx->cfg.size || peer == ctx->cfg.rank) {
-        WEFT_WARN(NET, "ib: invalid peer %d (rank %d of %d)", peer,
-                  ctx->cfg.rank, ctx->cfg.size);
-        return WEFT_ERR_INVALID_ARG;
-    }
+    WEFT_CHECK(wf_match_peer_check(&ctx->m, peer));
     *out = &ctx->peers[peer];
     if ((*out)->state == WF_IB_IDLE) {
         WEFT_WARN(NET, "ib: %s used before connect()", (*out)->desc);
@@ -65,10 +38,11 @@ weft_status_t wf_ib_isend(wf_tctx_t *ctx, int peer, uint64_t tag,
 
     if (!ctx || !req || (!buf && len))
         return WEFT_ERR_INVALID_ARG;
-    WEFT_CHECK(peer_get(ctx, peer, &p));
+    WEFT_CHECK(wf_ib_peer_get(ctx, peer, &p));
     if (p->state == WF_IB_FAILED)
-        return wf_ib_peer_failed(p);
-    r = req_new(ctx, WF_IB_REQ_SEND, peer, tag, buf, len);
+        return wf_match_peer_failed(&ctx->m, &p->m);
+    r = (wf_treq_t *)wf_match_req_new(&ctx->m, sizeof(*r), peer, tag, buf,
+                                      len);
     if (!r)
         return WEFT_ERR_NO_MEMORY;
     r->sig[0] = sig ? sig[0] : 0;
@@ -80,53 +54,6 @@ weft_status_t wf_ib_isend(wf_tctx_t *ctx, int peer, uint64_t tag,
         wf_ib_pump(ctx, p);
     *req = r;
     return WEFT_OK;
-}
-
-weft_status_t wf_ib_irecv(wf_tctx_t *ctx, int peer, uint64_t tag, void *buf,
-                          size_t cap, void *mh, wf_treq_t **req)
-{
-    wf_ib_peer_t *p;
-    wf_ib_umsg_t *m;
-    wf_treq_t *r;
-
-    (void)mh;
-    if (!ctx || !req || (!buf && cap))
-        return WEFT_ERR_INVALID_ARG;
-    WEFT_CHECK(peer_get(ctx, peer, &p));
-    /* Messages that arrived before the peer failed are still delivered. */
-    m = wf_ib_unexp_take(p, tag);
-    if (!m && p->state == WF_IB_FAILED)
-        return wf_ib_peer_failed(p);
-    r = req_new(ctx, WF_IB_REQ_RECV, peer, tag, buf, cap);
-    if (!r) {
-        free(m);
-        return WEFT_ERR_NO_MEMORY;
-    }
-    if (m && m->complete) {
-        wf_ib_unexp_deliver(r, m);
-    } else if (m) {
-        m->waiter = r; /* the rest of it is still arriving */
-    } else {
-        *(p->posted_tail ? &p->posted_tail->next : &p->posted) = r;
-        p->posted_tail = r;
-    }
-    *req = r;
-    return WEFT_OK;
-}
-
-weft_status_t wf_ib_test(wf_tctx_t *ctx, wf_treq_t *req, wf_treq_info_t *info)
-{
-    weft_status_t st;
-
-    if (!ctx || !req)
-        return WEFT_ERR_INVALID_ARG;
-    st = req->status;
-    if (st == WEFT_INPROGRESS)
-        return st;
-    if (st == WEFT_OK && info)
-        *info = req->info;
-    req_release(ctx, req);
-    return st;
 }
 
 /* ---- sending ----------------------------------------------------------- */
@@ -170,10 +97,10 @@ static size_t stage(wf_ib_peer_t *p, wf_ib_qp_t *q, wf_treq_t *r,
         r->seq = p->tx_seq++;
         flags = WF_IB_FRAG_FIRST;
         wf_ib_put64(dst + n, WF_IB_FRAME_MAGIC);
-        wf_ib_put64(dst + n + 8, r->tag);
+        wf_ib_put64(dst + n + 8, r->m.tag);
         wf_ib_put64(dst + n + 16, r->sig[0]);
         wf_ib_put64(dst + n + 24, r->sig[1]);
-        wf_ib_put64(dst + n + 32, r->len);
+        wf_ib_put64(dst + n + 32, r->m.len);
         n += WF_IB_HDR_LEN;
         r->started = true;
     }
@@ -181,11 +108,11 @@ static size_t stage(wf_ib_peer_t *p, wf_ib_qp_t *q, wf_treq_t *r,
         flags |= WF_IB_FRAG_RNDV;
         wf_ib_rndv_rts_put(r, dst + n);
         n += WF_IB_RTS_LEN;
-        r->staged = r->len; /* the peer reads the payload */
+        r->staged = r->m.len; /* the peer reads the payload */
     } else {
-        chunk = WF_MIN(r->len - r->staged, WF_IB_SLOT_LEN - n);
+        chunk = WF_MIN(r->m.len - r->staged, WF_IB_SLOT_LEN - n);
         if (chunk)
-            memcpy(dst + n, r->buf + r->staged, chunk);
+            memcpy(dst + n, r->m.buf + r->staged, chunk);
         r->staged += chunk;
         n += chunk;
     }
@@ -289,7 +216,7 @@ void wf_ib_pump(wf_tctx_t *ctx, wf_ib_peer_t *p)
         p->tx_next = (qi + 1) % p->nqp;
         q->slot_req[slot] = r;
         r->frags_out++;
-        if (r->staged < r->len)
+        if (r->staged < r->m.len)
             continue;
         /* Staged in full: it completes when its last fragment does (and a
          * rendezvous send when the peer's FIN came too). */
@@ -358,7 +285,7 @@ void wf_ib_credit_flush(wf_tctx_t *ctx, wf_ib_peer_t *p, int qi)
     q->credit_writes++;
 }
 
-/* ---- failure and teardown ---------------------------------------------- */
+/* ---- failure ----------------------------------------------------------- */
 
 static void fail_list(wf_treq_t *r, weft_status_t st)
 {
@@ -369,50 +296,18 @@ static void fail_list(wf_treq_t *r, weft_status_t st)
     }
 }
 
-void wf_ib_xfer_fail(wf_tctx_t *ctx, wf_ib_peer_t *p)
+void wf_ib_send_fail(wf_ib_peer_t *p, weft_status_t st)
 {
-    weft_status_t st = p->fail_status;
-
-    /* Sends waiting for a FIN first: finishing a request clears its next
-     * link, and one whose RTS is still in a staging slot would cut the
-     * list of those waiting (transport_ib_rndv_fail_while_awaiting). */
-    wf_ib_rndv_fail(ctx, p, st);
     fail_list(p->sendq, st);
     p->sendq = p->sendq_tail = NULL;
     for (int i = 0; i < p->nqp; i++) {
         wf_ib_qp_t *q = &p->qp[i];
         for (unsigned s = 0; s < WF_IB_SEND_SLOTS; s++) {
             /* A striped send owns several slots: finish it once. */
-            if (q->slot_req[s] && q->slot_req[s]->status == WEFT_INPROGRESS)
+            if (q->slot_req[s] &&
+                q->slot_req[s]->m.status == WEFT_INPROGRESS)
                 wf_ib_req_finish(q->slot_req[s], st);
             q->slot_req[s] = NULL;
         }
     }
-    fail_list(p->posted, st);
-    p->posted = p->posted_tail = NULL;
-    wf_ib_rx_fail_all(p, st);
-}
-
-void wf_ib_xfer_free_all(wf_tctx_t *ctx)
-{
-    for (int i = 0; ctx->peers && i < ctx->cfg.size; i++) {
-        wf_ib_peer_t *p = &ctx->peers[i];
-        wf_ib_rndv_free(ctx, p); /* before the unexpected list it points into */
-        for (unsigned k = 0; p->rx && k < p->rx_cap; k++)
-            if (p->rx[k].umsg && p->rx[k].umsg->waiter)
-                free(p->rx[k].umsg);
-        while (p->unexp) {
-            wf_ib_umsg_t *m = p->unexp;
-            p->unexp = m->next;
-            free(m);
-        }
-        p->unexp_tail = NULL;
-        free(p->rx);
-        free(p->held);
-        p->rx = NULL;
-        p->held = NULL;
-        p->rx_busy = p->nheld = 0;
-    }
-    while (ctx->all)
-        req_release(ctx, ctx->all);
 }
