@@ -131,15 +131,7 @@ static weft_status_t open_transport(wf_comm_impl_t *c,
     memcpy(tc.secret, c->secret, sizeof(tc.secret));
     tc.timeout_ms = c->cfg.timeout_ms;
     wf_strlcpy(tc.ifname, c->cfg.socket_ifname, sizeof(tc.ifname));
-    tc.tcp_streams = (int)c->cfg.tcp_streams;
-    tc.tcp_sndbuf = (size_t)c->cfg.tcp_sndbuf;
-    tc.tcp_stripe_min = (size_t)c->cfg.tcp_stripe_min;
-    tc.tcp_cma_min = (size_t)c->cfg.tcp_cma_min;
-    wf_strlcpy(tc.ib_hca, c->cfg.ib_hca, sizeof(tc.ib_hca));
-    tc.ib_gid_index = c->cfg.ib_gid_index;
-    tc.ib_gid_set = c->cfg.ib_gid_index >= 0;
-    tc.ib_qps = c->cfg.ib_qps;
-    tc.ib_zcopy_min = (size_t)c->cfg.ib_zcopy_min;
+    tc.knobs = &c->cfg; /* each transport reads its own */
     tc.topo_numa = -1; /* until wf_comm_topo_steer chooses */
     if (strncmp(c->cfg.rendezvous, "mem://", 6) == 0)
         wf_strlcpy(tc.bind_hint, "127.0.0.1", sizeof(tc.bind_hint));

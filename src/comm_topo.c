@@ -78,12 +78,13 @@ void wf_comm_place(wf_comm_impl_t *c, bool *pin, int *cpu)
 
 /* Whether some NIC of the topology has a name the transport could take
  * in place of the user's (netdev for TCP, verbs for ib). */
-static bool can_steer(const wf_topo_t *t, const wf_tconfig_t *tc)
+static bool can_steer(const wf_topo_t *t, const wf_tconfig_t *tc,
+                      const char *ib_hca)
 {
     for (int i = 0; t && i < t->ndevs; i++) {
         const wf_topo_dev_t *d = &t->devs[i];
         if (d->kind == WF_TOPO_NIC && ((!*tc->ifname && *d->netdev) ||
-                                       (!*tc->ib_hca && *d->verbs)))
+                                       (!*ib_hca && *d->verbs)))
             return true;
     }
     return false;
@@ -121,7 +122,7 @@ weft_status_t wf_comm_topo_steer(wf_comm_impl_t *c, wf_tconfig_t *tc)
 {
     const wf_topo_t *t = topo_get(c->cfg.topo_file);
     int lr = 0, ls = 1;
-    bool want = can_steer(t, tc);
+    bool want = can_steer(t, tc, c->cfg.ib_hca);
     c->staging_numa = tc->topo_numa = -1;
     wf_strlcpy(c->staging_why, "staging memory not bound: no topology",
                sizeof(c->staging_why));
@@ -144,7 +145,7 @@ weft_status_t wf_comm_topo_steer(wf_comm_impl_t *c, wf_tconfig_t *tc)
     if (!*tc->ifname)
         wf_topo_nic_names(t, &ch, false, tc->topo_ifname,
                           sizeof(tc->topo_ifname));
-    if (!*tc->ib_hca)
+    if (!*c->cfg.ib_hca)
         wf_topo_nic_names(t, &ch, true, tc->topo_hca, sizeof(tc->topo_hca));
     if (ch.gpu >= 0)
         snprintf(tc->topo_why, sizeof(tc->topo_why), "nearest NIC(s) to "

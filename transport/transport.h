@@ -74,7 +74,10 @@
 #define WF_TCAP_RDMA (1u << 2)       /* supports one-sided writes */
 
 /* What a transport needs to know; filled by the core from the config
- * snapshot.  Strings are empty when unset. */
+ * snapshot.  Strings are empty when unset.  A transport's own knobs
+ * (WEFT_TCP_*, WEFT_IB_*: transport/<name>/<name>_params.def) are not
+ * here: it reads them from `knobs`. */
+struct wf_config;
 typedef struct wf_tconfig {
     int rank;             /* this process's index among the peers */
     int size;             /* number of peers, including this one */
@@ -89,7 +92,7 @@ typedef struct wf_tconfig {
                             * for this rank, comma separated; TCP uses them
                             * when ifname is empty (docs/topology.md) */
     char topo_hca[128];   /* verbs names of those NICs; ib uses them when
-                           * ib_hca is empty */
+                           * WEFT_IB_HCA is empty */
     char topo_why[128];   /* why those NICs, for the transport's log line */
     int topo_numa;        /* OS index of the NUMA node the topology chose
                            * for this rank's staging memory
@@ -97,20 +100,12 @@ typedef struct wf_tconfig {
     int port_min;         /* WEFT_PORT_RANGE, 0 0 for any */
     int port_max;
     int64_t timeout_ms;   /* connection establishment deadline */
-    char ib_hca[128];     /* WEFT_IB_HCA: verbs device[:port] list, ^ excludes */
-    int ib_gid_index;     /* WEFT_IB_GID_INDEX when ib_gid_set */
-    bool ib_gid_set;      /* false: the verbs transport picks the GID */
-    int ib_qps;           /* WEFT_IB_QPS: RC QPs per verbs peer; 0 means 1 */
-    size_t ib_zcopy_min;  /* WEFT_IB_ZCOPY_MIN: verbs messages of this many
-                           * bytes or more go by zero-copy rendezvous;
-                           * 0: never */
-    int tcp_streams;      /* WEFT_TCP_STREAMS: connections per peer (0: 1) */
-    size_t tcp_sndbuf;     /* WEFT_TCP_SNDBUF: SO_SNDBUF of each data
-                            * connection; 0: the kernel's autotuning */
-    size_t tcp_cma_min;    /* WEFT_TCP_CMA_MIN: single copy between ranks
-                            * on one machine from this size; 0: never */
-    size_t tcp_stripe_min; /* WEFT_TCP_STRIPE_MIN: striped from this size
-                            * (0: the transport's default) */
+    /* The communicator's config snapshot (src/config.h), read during
+     * init() only: a transport copies the knobs it needs.  NULL: every
+     * knob of the transport as if 0 or empty (TCP: one stream per
+     * interface, no single copy, the kernel's send buffer; verbs: one
+     * QP, no zero copy, automatic device and GID). */
+    const struct wf_config *knobs;
 } wf_tconfig_t;
 
 typedef struct wf_tdev_attr {

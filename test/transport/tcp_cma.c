@@ -33,7 +33,7 @@ WF_TEST(transport_tcp_cma_probe, 10)
 
 static void set_cma_min(wf_tconfig_t *cfg, int rank, void *mins)
 {
-    cfg->tcp_cma_min = ((const size_t *)mins)[rank];
+    tg_knobs(cfg)->tcp_cma_min = ((const size_t *)mins)[rank];
 }
 
 /* Only Yama's scope 1 is lifted for the peers; 0 needs nothing, 2 and 3
@@ -317,7 +317,7 @@ static int child_receive(int addr_out, int addr_in, size_t len)
     bool readable, ok;
 
     tg_make_cfg(&cfg, 1, 2, "lo", 10000);
-    cfg.tcp_cma_min = 64 << 10;
+    tg_knobs(&cfg)->tcp_cma_min = 64 << 10;
     if (!buf || wf_tcp_transport.init(&cfg, &ctx) != WEFT_OK ||
         wf_tcp_transport.get_address(ctx, addr, &alen) != WEFT_OK ||
         write(addr_out, &alen, sizeof(alen)) != sizeof(alen) ||
@@ -362,7 +362,7 @@ WF_TEST(transport_tcp_cma_two_processes, 30)
     if (child == 0)
         _exit(child_receive(to_parent[1], to_child[0], len));
     tg_make_cfg(&cfg, 0, 2, "lo", 10000);
-    cfg.tcp_cma_min = 64 << 10;
+    tg_knobs(&cfg)->tcp_cma_min = 64 << 10;
     ASSERT_OK(wf_tcp_transport.init(&cfg, &ctx));
     ASSERT_EQ(read(to_parent[0], &alen, sizeof(alen)), sizeof(alen));
     ASSERT_EQ(read(to_parent[0], addr, alen), alen);

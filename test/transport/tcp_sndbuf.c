@@ -15,7 +15,7 @@
 static void set_sndbuf(wf_tconfig_t *cfg, int rank, void *arg)
 {
     (void)rank;
-    cfg->tcp_sndbuf = *(const size_t *)arg;
+    tg_knobs(cfg)->tcp_sndbuf = *(const size_t *)arg;
 }
 
 static int sndbuf_of(int fd)

@@ -51,9 +51,19 @@ const uint8_t tg_secret[32] = "tgroup test secret, 32 bytes...";
 int tg_tcp_streams = 1;
 size_t tg_tcp_cma_min;
 
+/* The snapshot each rank's cfg.knobs points at. */
+static wf_config_t tg_knob_store[TG_MAXR];
+
+wf_config_t *tg_knobs(wf_tconfig_t *cfg)
+{
+    return (wf_config_t *)cfg->knobs;
+}
+
 void tg_make_cfg(wf_tconfig_t *cfg, int rank, int size, const char *ifname,
                  int64_t timeout_ms)
 {
+    ASSERT_TRUE(rank >= 0 && rank < TG_MAXR);
+    wf_config_t *k = &tg_knob_store[rank];
     memset(cfg, 0, sizeof(*cfg));
     cfg->rank = rank;
     cfg->size = size;
@@ -66,15 +76,16 @@ void tg_make_cfg(wf_tconfig_t *cfg, int rank, int size, const char *ifname,
      * make test-rdma runs the suite with WEFT_IB_QPS=2 and 4, with
      * several WEFT_IB_ZCOPY_MIN thresholds and over two rails
      * (WEFT_IB_HCA=rxe0,rxe1) as well. */
-    wf_config_t c;
-    if (wf_config_load(&c, NULL) == WEFT_OK) {
-        cfg->ib_qps = (int)c.ib_qps;
-        cfg->ib_zcopy_min = (size_t)c.ib_zcopy_min;
-        wf_strlcpy(cfg->ib_hca, c.ib_hca, sizeof(cfg->ib_hca));
-    }
-    cfg->tcp_streams = tg_tcp_streams;
-    cfg->tcp_stripe_min = tg_tcp_streams > 1 ? TG_STRIPE_MIN : 0;
-    cfg->tcp_cma_min = tg_tcp_cma_min;
+    if (wf_config_load(k, NULL) != WEFT_OK)
+        memset(k, 0, sizeof(*k));
+    k->ib_gid_index = -1; /* the transport picks the GID */
+    /* The TCP knobs are the test's: no send buffer bound unless a test
+     * asks (tcp_sndbuf.c), streams and single copy as the pass says. */
+    k->tcp_sndbuf = 0;
+    k->tcp_streams = tg_tcp_streams;
+    k->tcp_stripe_min = tg_tcp_streams > 1 ? TG_STRIPE_MIN : 0;
+    k->tcp_cma_min = tg_tcp_cma_min;
+    cfg->knobs = k;
     cfg->topo_numa = -1; /* no topology: staging memory unbound */
 }
 

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "test.h"
 #include "transport.h"
 
@@ -45,9 +46,15 @@ void tg_log_capture(void *ctx, weft_log_level_t level, const char *subsys,
 const char *tg_log_text(void);
 void tg_log_clear(void);
 
-/* A config for `rank` of `size` with the test keys. */
+/* A config for `rank` (below TG_MAXR) of `size` with the test keys; its
+ * knobs are the environment's (make test-rdma sets the verbs ones) but
+ * for the TCP ones, which tg_tcp_streams and tg_tcp_cma_min set. */
 void tg_make_cfg(wf_tconfig_t *cfg, int rank, int size, const char *ifname,
                  int64_t timeout_ms);
+/* The knobs snapshot of a cfg from tg_make_cfg, to change before the
+ * context is created (one per rank: the next tg_make_cfg of that rank
+ * overwrites it). */
+wf_config_t *tg_knobs(wf_tconfig_t *cfg);
 /* Creates context `r` from `cfg` and fetches its address. */
 void tg_open_one(tg_group_t *g, int r, const wf_tconfig_t *cfg);
 /* Creates `n` contexts on `ifname` with a connection timeout. */

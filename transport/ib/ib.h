@@ -250,6 +250,9 @@ struct wf_tctx {
     wf_match_t m; /* first: requests, matching, the unexpected pool */
     wf_tconfig_t cfg;
     const struct wf_ibv *v; /* the verbs (ib_calls.h, ib_load.c) */
+    /* The verbs knobs (ib_params.def), read from the snapshot at init. */
+    char hca[256];         /* WEFT_IB_HCA: device[:port] list, ^ excludes */
+    int gid_index;         /* WEFT_IB_GID_INDEX; -1: automatic */
     int nqp;               /* QPs per peer (WEFT_IB_QPS) */
     size_t zcopy_min;      /* WEFT_IB_ZCOPY_MIN: rendezvous from; 0: never */
     uint8_t rd_atom;       /* RDMA READs in flight per QP the device takes */

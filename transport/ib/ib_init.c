@@ -17,6 +17,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "ib.h"
 
 /* Completions one progress() call takes from the CQ at a time. */
@@ -24,18 +25,36 @@
 
 static weft_status_t check_config(const wf_tconfig_t *cfg)
 {
+    const wf_config_t *k = cfg->knobs;
+
     if (cfg->size < 1 || cfg->rank < 0 || cfg->rank >= cfg->size) {
         WEFT_WARN(NET, "ib: invalid rank %d for size %d", cfg->rank,
                   cfg->size);
         return WEFT_ERR_INVALID_ARG;
     }
     /* 0 (a caller that left it unset) means one QP. */
-    if (cfg->ib_qps < 0 || cfg->ib_qps > WF_IB_QPS_MAX) {
-        WEFT_WARN(NET, "ib: WEFT_IB_QPS=%d is outside 1-%d", cfg->ib_qps,
-                  WF_IB_QPS_MAX);
+    if (k && (k->ib_qps < 0 || k->ib_qps > WF_IB_QPS_MAX)) {
+        WEFT_WARN(NET, "ib: WEFT_IB_QPS=%lld is outside 1-%d",
+                  (long long)k->ib_qps, WF_IB_QPS_MAX);
         return WEFT_ERR_INVALID_ARG;
     }
     return WEFT_OK;
+}
+
+/* The verbs knobs (ib_params.def) from the snapshot; without one, one
+ * QP, no zero copy, automatic device and GID. */
+static void knobs_read(wf_tctx_t *ctx, const wf_config_t *k)
+{
+    ctx->gid_index = -1;
+    ctx->nqp = 1;
+    if (!k)
+        return;
+    wf_strlcpy(ctx->hca, k->ib_hca, sizeof(ctx->hca));
+    if (k->ib_gid_index >= 0)
+        ctx->gid_index = (int)k->ib_gid_index;
+    if (k->ib_qps > 0)
+        ctx->nqp = (int)k->ib_qps;
+    ctx->zcopy_min = (size_t)k->ib_zcopy_min;
 }
 
 void wf_ib_match_open(wf_tctx_t *ctx)
@@ -189,11 +208,9 @@ static weft_status_t open_rails(wf_tctx_t *ctx, int family)
     struct ibv_context *dev[WF_IB_RAILS_MAX];
     wf_ib_port_t port[WF_IB_RAILS_MAX];
 
-    WEFT_CHECK(wf_ib_dev_open(ctx->v, ctx->cfg.ib_hca, ctx->cfg.topo_hca,
-                              ctx->cfg.topo_why,
-                              ctx->cfg.ib_gid_set ? ctx->cfg.ib_gid_index : -1,
-                              family, WF_IB_RAILS_MAX, dev, port,
-                              &ctx->nrails));
+    WEFT_CHECK(wf_ib_dev_open(ctx->v, ctx->hca, ctx->cfg.topo_hca,
+                              ctx->cfg.topo_why, ctx->gid_index, family,
+                              WF_IB_RAILS_MAX, dev, port, &ctx->nrails));
     for (int i = 0; i < ctx->nrails; i++) {
         size_t used = strlen(ctx->rails_str);
         ctx->rail[i].dev = dev[i];
@@ -275,12 +292,13 @@ weft_status_t wf_ib_init(const wf_tconfig_t *cfg, wf_tctx_t **out)
         WEFT_WARN(NET, "ib: out of memory for a context");
         return WEFT_ERR_NO_MEMORY;
     }
+    /* The snapshot stays in ctx->cfg for the bootstrap context's init,
+     * which reads the TCP knobs from it; never after. */
     ctx->cfg = *cfg;
-    ctx->cfg.ib_hca[sizeof(ctx->cfg.ib_hca) - 1] = '\0';
     ctx->epfd = ctx->timer_fd = -1;
-    ctx->nqp = cfg->ib_qps > 0 ? cfg->ib_qps : 1;
-    ctx->zcopy_min = cfg->ib_zcopy_min;
+    knobs_read(ctx, cfg->knobs);
     WEFT_CHECK_GOTO(open_context(ctx), st, err_fini);
+    ctx->cfg.knobs = NULL;
     pair_qps = wf_ib_pair_qps(ctx->nqp, ctx->nrails);
     WEFT_DEBUG(NET, "ib: rank %d on %s (%d rail%s; rail 0: %s, mtu %s, gid "
                "index %d; %d QP%s per peer, zero-copy from %zu bytes), "

@@ -238,11 +238,13 @@ struct wf_tctx {
     wf_match_t m; /* first: requests, matching, the unexpected pool */
     wf_tconfig_t cfg;
     int epfd;
+    /* The TCP knobs (tcp_params.def), read from the snapshot at init. */
     int max_streams;    /* allocated per peer: WEFT_TCP_STREAMS, else the
                          * local interfaces (wf_tcp_pair_streams) */
     bool streams_fixed; /* WEFT_TCP_STREAMS set: every pair uses it */
     size_t stripe_min;  /* messages of this size and more are striped */
     size_t cma_min;     /* single copy on one machine from this size, 0 off */
+    size_t sndbuf;      /* SO_SNDBUF of each data connection, 0: kernel's */
     uint64_t cma_cookie; /* read by peers to prove they can (tcp_cma.c) */
     size_t cma_pending;  /* unexpected RTS the flush may still read */
     uint64_t posts_seen; /* m.posts when the last progress() returned */

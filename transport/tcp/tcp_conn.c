@@ -47,8 +47,8 @@ void wf_tcp_socket_options(const wf_tctx_t *ctx, int fd)
      * for 4-5 GB/s over a 100 us round trip, and WEFT_TCP_STREAMS
      * multiplies it.  Best effort: without it the kernel keeps
      * autotuning. */
-    if (ctx->cfg.tcp_sndbuf) {
-        int bytes = (int)WF_MIN(ctx->cfg.tcp_sndbuf, (size_t)INT32_MAX / 2);
+    if (ctx->sndbuf) {
+        int bytes = (int)WF_MIN(ctx->sndbuf, (size_t)INT32_MAX / 2);
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
     }
 }

@@ -14,6 +14,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "tcp.h"
 #include "topo/topo.h"
 
@@ -197,11 +198,28 @@ bool wf_tcp_blob_decode(const void *blob, size_t len,
     return true;
 }
 
-static weft_status_t check_config(const wf_tconfig_t *cfg)
+/* The TCP knobs (tcp_params.def) from the snapshot; 0 without one. */
+typedef struct tcp_knobs {
+    int64_t streams;
+    uint64_t stripe_min, sndbuf, cma_min;
+} tcp_knobs_t;
+
+static tcp_knobs_t knobs_read(const wf_config_t *k)
 {
-    if (cfg->tcp_streams < 0 || cfg->tcp_streams > WF_TCP_STREAMS_MAX) {
-        WEFT_WARN(NET, "tcp: WEFT_TCP_STREAMS=%d is not in 1-%d",
-                  cfg->tcp_streams, WF_TCP_STREAMS_MAX);
+    if (!k)
+        return (tcp_knobs_t){0};
+    return (tcp_knobs_t){.streams = k->tcp_streams,
+                         .stripe_min = k->tcp_stripe_min,
+                         .sndbuf = k->tcp_sndbuf,
+                         .cma_min = k->tcp_cma_min};
+}
+
+static weft_status_t check_config(const wf_tconfig_t *cfg,
+                                  const tcp_knobs_t *k)
+{
+    if (k->streams < 0 || k->streams > WF_TCP_STREAMS_MAX) {
+        WEFT_WARN(NET, "tcp: WEFT_TCP_STREAMS=%lld is not in 1-%d",
+                  (long long)k->streams, WF_TCP_STREAMS_MAX);
         return WEFT_ERR_INVALID_ARG;
     }
     if (cfg->size < 1 || cfg->rank < 0 || cfg->rank >= cfg->size) {
@@ -296,7 +314,8 @@ weft_status_t wf_tcp_init(const wf_tconfig_t *cfg, wf_tctx_t **out)
 
     if (!cfg || !out)
         return WEFT_ERR_INVALID_ARG;
-    WEFT_CHECK(check_config(cfg));
+    tcp_knobs_t k = knobs_read(cfg->knobs);
+    WEFT_CHECK(check_config(cfg, &k));
     ctx = calloc(1, sizeof(*ctx));
     if (!ctx) {
         WEFT_WARN(NET, "tcp: out of memory for a context");
@@ -307,6 +326,7 @@ weft_status_t wf_tcp_init(const wf_tconfig_t *cfg, wf_tctx_t **out)
     ctx->m.release = wf_tcp_req_release;
     ctx->m.claim_remote = wf_tcp_cma_claim;
     ctx->cfg = *cfg;
+    ctx->cfg.knobs = NULL; /* valid during init only */
     ctx->cfg.ifname[sizeof(ctx->cfg.ifname) - 1] = '\0';
     ctx->cfg.bind_hint[sizeof(ctx->cfg.bind_hint) - 1] = '\0';
     ctx->epfd = ctx->timer_fd = -1;
@@ -316,11 +336,12 @@ weft_status_t wf_tcp_init(const wf_tconfig_t *cfg, wf_tctx_t **out)
     ctx->probe_ms = cfg->timeout_ms > 0
                         ? (int)WF_MIN(WF_TCP_PROBE_MS, cfg->timeout_ms / 4)
                         : WF_TCP_PROBE_MS;
-    ctx->streams_fixed = cfg->tcp_streams > 0;
-    ctx->max_streams = ctx->streams_fixed ? cfg->tcp_streams : 1;
-    ctx->stripe_min = cfg->tcp_stripe_min ? cfg->tcp_stripe_min
-                                          : WF_TCP_STRIPE_DEFAULT;
-    ctx->cma_min = cfg->tcp_cma_min;
+    ctx->streams_fixed = k.streams > 0;
+    ctx->max_streams = ctx->streams_fixed ? (int)k.streams : 1;
+    ctx->stripe_min = k.stripe_min ? (size_t)k.stripe_min
+                                   : WF_TCP_STRIPE_DEFAULT;
+    ctx->cma_min = (size_t)k.cma_min;
+    ctx->sndbuf = (size_t)k.sndbuf;
     WEFT_CHECK_GOTO(wf_tcp_cma_init(ctx), st, err_fini);
     WEFT_CHECK_GOTO(open_context(ctx), st, err_fini);
     /* Info, not debug: which interface carries the data is the first
