@@ -84,21 +84,9 @@ static bool agring_supports(const wf_coll_args_t *a)
     return a->coll == WF_COLL_ALLGATHER;
 }
 
-static void agring_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
-{
-    double n = a->size, block = (double)a->count * (double)a->elem_size;
-    /* Every rank sends n-1 blocks, each in chunks: its own at once, the
-     * others as they arrive. */
-    double per_block = wf_msgs(block, (double)wf_unr_grid(a));
-    *t = (wf_cost_terms_t){.rounds = n - 1, .path_sent = (n - 1) * block,
-                           .messages = n * (n - 1) * per_block,
-                           .bytes = n * (n - 1) * block,
-                           .waits = n * (n - 2) * per_block};
-}
-
 static double agring_cost(const wf_coll_args_t *a)
 {
-    return wf_cost_of_terms(a, agring_terms);
+    return wf_cost_of_terms(a, wf_unr_ring_terms);
 }
 
 const wf_algo_t wf_algo_allgather_ring = {
@@ -107,6 +95,6 @@ const wf_algo_t wf_algo_allgather_ring = {
     .id = 40,
     .supports = agring_supports,
     .cost = agring_cost,
-    .cost_terms = agring_terms,
+    .cost_terms = wf_unr_ring_terms,
     .build = agring_build,
 };

@@ -205,6 +205,16 @@ static inline double wf_cost_of_terms(const wf_coll_args_t *a,
     return wf_cost_of_terms_between(a, terms, NULL);
 }
 
+/* The terms of a reduction whose data moves as its mirror's does (the
+ * reduce tree, chain and linear as the broadcast's, the ring
+ * reduce-scatter as the ring allgather's), from the mirror's terms: every
+ * byte sent is reduced once where it lands, on the critical path too. */
+static inline void wf_cost_terms_reduce_sent(wf_cost_terms_t *t)
+{
+    t->path_reduced = t->path_sent;
+    t->reduced = t->bytes;
+}
+
 /* Between machines a log-round allreduce's (rhd, rd) bytes cost
  * WF_COST_FAR_FACTOR more than a ring's.  On four hosts joined by 1 Gbit/s
  * links (make bench-netns) the ring was ahead of rhd or level in every

@@ -53,7 +53,8 @@ static bool linear_supports(const wf_coll_args_t *a)
 static void linear_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 {
     wf_linear_rooted_terms(a, t);
-    t->path_reduced = t->reduced = t->own_reduced = t->bytes;
+    wf_cost_terms_reduce_sent(t);
+    t->own_reduced = t->own_bytes;
 }
 
 /* Priced only where every rank shares one machine and the ranks outnumber

@@ -51,8 +51,7 @@ static bool ring_supports(const wf_coll_args_t *a)
 static void ring_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 {
     wf_chain_terms(a, t);
-    t->path_reduced = t->path_sent;
-    t->reduced = t->bytes; /* every byte sent was reduced first */
+    wf_cost_terms_reduce_sent(t);
 }
 
 static double ring_cost(const wf_coll_args_t *a)

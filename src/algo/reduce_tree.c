@@ -46,8 +46,7 @@ static bool tree_supports(const wf_coll_args_t *a)
 static void tree_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 {
     wf_rtree_terms(a, t);
-    t->path_reduced = t->path_sent;
-    t->reduced = t->bytes;
+    wf_cost_terms_reduce_sent(t);
     t->waits = (double)(a->size / 2 - 1) * wf_rtree_cost_chunks(a);
 }
 

@@ -143,18 +143,13 @@ static bool rsring_supports(const wf_coll_args_t *a)
     return a->coll == WF_COLL_REDUCE_SCATTER;
 }
 
+/* The ring allgather's terms (wf_unr_ring_terms), with every block
+ * received reduced: step 0 sends input, every later step what the step
+ * before received and reduced. */
 static void rsring_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 {
-    double n = a->size, block = (double)a->count * (double)a->elem_size;
-    double per_block = wf_msgs(block, (double)wf_unr_grid(a));
-    /* Step 0 sends input; every later step what the step before
-     * received and reduced. */
-    *t = (wf_cost_terms_t){.rounds = n - 1, .path_sent = (n - 1) * block,
-                           .path_reduced = (n - 1) * block,
-                           .messages = n * (n - 1) * per_block,
-                           .bytes = n * (n - 1) * block,
-                           .reduced = n * (n - 1) * block,
-                           .waits = n * (n - 2) * per_block};
+    wf_unr_ring_terms(a, t);
+    wf_cost_terms_reduce_sent(t);
 }
 
 static double rsring_cost(const wf_coll_args_t *a)

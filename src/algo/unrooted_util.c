@@ -31,6 +31,16 @@ bool wf_unr_trivial(const wf_coll_args_t *a, wf_plan_t *plan,
     return true;
 }
 
+void wf_unr_ring_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
+{
+    double n = a->size, block = (double)a->count * (double)a->elem_size;
+    double per_block = wf_msgs(block, (double)wf_unr_grid(a));
+    *t = (wf_cost_terms_t){.rounds = n - 1, .path_sent = (n - 1) * block,
+                           .messages = n * (n - 1) * per_block,
+                           .bytes = n * (n - 1) * block,
+                           .waits = n * (n - 2) * per_block};
+}
+
 /* The first break point after x, or UINT64_MAX. */
 static uint64_t next_break(const wf_unr_cuts_t *c, uint64_t x)
 {

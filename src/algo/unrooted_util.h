@@ -45,6 +45,13 @@ static inline uint64_t wf_unr_grid(const wf_coll_args_t *a)
     return (elems ? elems : 1) * a->elem_size;
 }
 
+/* The cost terms of a ring that passes whole blocks on, in chunks of the
+ * grid: the ring allgather's, to which the ring reduce-scatter adds a
+ * reduction of everything it sends.  n - 1 rounds; every rank sends n - 1
+ * blocks, its own (or its input) in the first step at once, the others
+ * as they arrive. */
+void wf_unr_ring_terms(const wf_coll_args_t *a, wf_cost_terms_t *t);
+
 /*
  * The cases every unrooted collective (allreduce included) treats alike:
  * one rank (copy the block, or the vector, unless in place) and zero
