@@ -207,7 +207,10 @@ const char *wf_transport_names(void);
  * one line for weft-info --doctor. */
 void wf_transport_gpudirect(char *out, size_t len);
 
-extern const wf_transport_ops_t wf_tcp_transport;
-extern const wf_transport_ops_t wf_ib_transport;
+/* Every compiled-in transport's ops table, from the one list. */
+#include "transport_list.h"
+#define WF_TRANSPORT_EXTERN_(name, ops, probe) extern const wf_transport_ops_t ops;
+WF_TRANSPORT_LIST(WF_TRANSPORT_EXTERN_)
+#undef WF_TRANSPORT_EXTERN_
 
 #endif /* WF_TRANSPORT_H */

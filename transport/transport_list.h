@@ -5,8 +5,14 @@
  * a function `bool probe(char *why, size_t why_len)` that says whether it
  * can run on this host, and if not why (NULL when it always can, like
  * TCP).  "auto" picks the first entry whose probe passes, so faster
- * transports go first.  A transport that depends on an optional library is
- * wrapped in the Makefile's WF_HAVE_* define here.
+ * transports go first.  transport.h declares every `ops` from this list,
+ * and registry.c builds the registry from it.
+ *
+ * A transport is a folder transport/<name>/ (built by wildcard) and its
+ * line here.  One that depends on an optional library is wrapped in the
+ * WF_HAVE_* define its folder's transport.mk sets when the library is
+ * there.  Its knobs, if any, are a <name>_params.def in its folder,
+ * included from src/params.def where they stand in the table.
  */
 #ifndef WF_TRANSPORT_LIST_H
 #define WF_TRANSPORT_LIST_H
