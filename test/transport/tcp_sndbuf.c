@@ -4,7 +4,8 @@
  * is asked for at net.core.wmem_max, 208 KiB on a stock kernel, and
  * reports twice that, its bookkeeping included); 0 leaves the kernel's
  * autotuning, which grows the buffer with the congestion window
- * (docs/performance.md, "Bounded send buffers").
+ * (bench/results/2026-12-01-root-copy-and-bounded-send-buffers.md,
+ * "Bounded send buffers").
  */
 #include <stdio.h>
 #include <sys/socket.h>

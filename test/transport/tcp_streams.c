@@ -324,8 +324,9 @@ WF_TEST(transport_tcp_stripe_cut_follows_the_rates, 10)
 
 /* Unexpected messages of 128 KiB and more hand their buffers to the
  * context's pool when delivered, and the next ones take them instead of
- * fresh memory (docs/performance.md: back-to-back collectives faulted
- * fresh pages in for every early chunk); every byte still arrives. */
+ * fresh memory (back-to-back collectives faulted fresh pages in for
+ * every early chunk: bench/results/2026-11-24-1mib-64mib-and-bbr.md);
+ * every byte still arrives. */
 WF_TEST(transport_tcp_unexpected_buffers_reused, 30)
 {
     /* More than the 8 buffers the pool was first limited to: 4 ranks at
