@@ -332,7 +332,7 @@ WF_TEST(algo_rooted_reduce_closed_form, 60)
 
 /* rsg's last reduce-scatter step receives a large segment into 16 slots
  * of one chunk, reduced while they are in cache, as the reduce-scatters
- * do (docs/algorithms.md, "Reduce-scatter receives into chunk slots");
+ * do (bench/results/2026-11-28-reducescatter-chunk-slots.md);
  * the root out of place still receives straight into its buffer. */
 WF_TEST(algo_rooted_rsg_chunk_slots, 30)
 {

@@ -260,8 +260,8 @@ WF_TEST(algo_unrooted_rounds, 120)
 
 /* Out of place, every allgather's first send reads the caller's send
  * buffer and waits for nothing: a first round that waited for the
- * own-block copy made rd 6-18% slower than Bruck on 4 ranks from
- * 256 KiB (docs/algorithms.md). */
+ * own-block copy made rd slower than Bruck on 4 ranks from 256 KiB
+ * (bench/results/2026-11-27-sweeps-in-one-job.md). */
 WF_TEST(algo_unrooted_first_send_waits_for_nothing, 60)
 {
     const wf_algo_t *algos[] = {&wf_algo_allgather_ring,
@@ -324,9 +324,11 @@ static uint64_t scratch_of(const wf_algo_t *algo, int size, int rank,
 
 /* Large reduce-scatters receive into 16 slots of one chunk, reduced while
  * they are in cache; receiving into a whole block (ring) or half the
- * vector (rhd) made both 1.17-1.27x slower on 2 ranks at 64-256 MiB
- * (docs/algorithms.md).  Only the partial sums the ring forwards and
- * rhd's running sums of the kept half still take blocks. */
+ * vector (rhd) made both slower, a chunk having gone out to memory by
+ * the time it was reduced
+ * (bench/results/2026-11-28-reducescatter-chunk-slots.md).  Only the
+ * partial sums the ring forwards and rhd's running sums of the kept half
+ * still take blocks. */
 WF_TEST(algo_unrooted_reducescatter_chunk_slots, 30)
 {
     const uint64_t chunk = 1 << 18, block = 32 * chunk; /* 32 chunks */

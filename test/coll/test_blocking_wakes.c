@@ -5,12 +5,12 @@
  * Every blocking form but allreduce and send/recv used to go through its
  * non-blocking twin, which writes the engine's wake-up fd on every call:
  * a third thread woken per call per rank, on cores the ranks share
- * (broadcast on 3 ranks of a 2-core machine ran twice as slowly at 4 KiB,
- * docs/performance.md).  Here each blocking collective runs ITERS times
- * on 2 thread-ranks, its results checked against values computed here,
- * and the engine's count of wake-ups may not grow by more than a few; the
- * same calls in their non-blocking forms must wake it once each, which
- * shows that the count counts.
+ * (bench/results/2026-11-27-blocking-collectives-no-wake.md).  Here each
+ * blocking collective runs ITERS times on 2 thread-ranks, its results
+ * checked against values computed here, and the engine's count of
+ * wake-ups may not grow by more than a few; the same calls in their
+ * non-blocking forms must wake it once each, which shows that the count
+ * counts.
  */
 #include <stdint.h>
 #include <string.h>

@@ -12,11 +12,12 @@
 #      per interface both ends listen on.
 # With RATE (e.g. 200mbit) every NIC's egress is shaped with tc tbf and the
 # bus bandwidth of both runs is printed: two NICs should give about twice
-# one (the measurement in docs/performance.md).
+# one (bench/results/2026-11-24-tcp-streams-and-two-nics.md).
 # With RATE "uneven", eth0 is shaped to 200 Mbit/s and eth1 to 50 Mbit/s
 # and only the default run is made: pieces in proportion to what each
 # stream delivers must reach at least 60% of the 250 Mbit/s together
-# (equal halves stop at 100 Mbit/s, twice the slower link: measured 91).
+# (equal halves stop at 100 Mbit/s, twice the slower link; the same
+# record, "Two NICs of different speed").
 # Everything lives in namespaces created here and deleted by an EXIT trap.
 # Exits 0 when all pass, 1 on a failure, 77 (skip) without root, ip or
 # namespaces.

@@ -2,9 +2,9 @@
  * test_plan_order.c - where a plan puts its local work.  The engine runs
  * the steps that are ready together in plan order, a copy or reduction
  * inline, so one that waits for nothing and comes first holds back every
- * transfer behind it: a broadcast root's 64 MiB copy made it start sending
- * 6.5 ms late over 5 Gbit/s links (docs/performance.md, "The broadcast
- * root's copy").
+ * transfer behind it: a broadcast root's 64 MiB copy held back its first
+ * send (bench/results/2026-12-01-root-copy-and-bounded-send-buffers.md,
+ * "The broadcast root's copy").
  */
 #include <stdlib.h>
 

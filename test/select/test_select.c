@@ -237,9 +237,10 @@ WF_TEST(select_chain_broadcast_rounds_per_hop_between_machines, 10)
 
 /* More ranks on a machine than it has cores: the estimate counts the CPU
  * work of every message there (8 ranks over 2 cores, 8 bytes: the linear
- * allreduce's 2(p-1) messages took 145-189 us, recursive doubling's
- * p log p 211-261, docs/algorithms.md); with a core per rank on separate
- * machines, the path alone. */
+ * allreduce's 2(p-1) messages beat recursive doubling's p log p;
+ * docs/algorithms.md, "The cost model", and
+ * bench/results/2026-11-27-linear-allreduce.md); with a core per rank on
+ * separate machines, the path alone. */
 WF_TEST(select_counts_cpu_work_when_ranks_outnumber_cores, 10)
 {
     wf_coll_args_t a = {.coll = WF_COLL_ALLREDUCE, .count = 2,
@@ -266,7 +267,10 @@ WF_TEST(select_counts_cpu_work_when_ranks_outnumber_cores, 10)
 
 /* The linear algorithms (the root handles n - 1 messages in a row) are
  * priced only where the ranks of one machine outnumber its cores, where
- * they were measured fastest for small messages (docs/algorithms.md):
+ * they were measured fastest for small messages (docs/algorithms.md,
+ * "The cost model"; bench/results/2026-11-27-linear-allreduce.md,
+ * 2026-11-28-linear-broadcast-written-inputs.md and
+ * 2026-11-28-linear-reduce.md):
  * elsewhere their estimate is infinite, so auto never takes them there,
  * while WEFT_ALGO still runs them anywhere. */
 static void expect_linear_priced_only_where_ranks_outnumber_cores(
