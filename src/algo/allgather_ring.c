@@ -30,10 +30,9 @@
 #include "common.h"
 
 static void agring_steps(const wf_coll_args_t *a, wf_plan_t *plan,
-                         int32_t *prev, uint64_t nchunks)
+                         int32_t *prev, uint64_t block, uint64_t grid,
+                         uint64_t nchunks)
 {
-    uint64_t block = (uint64_t)a->count * a->elem_size;
-    uint64_t grid = wf_unr_grid(a);
     int right = wf_unr_mod(a->rank + 1, a->size);
     int left = wf_unr_mod(a->rank - 1, a->size);
     uint32_t send_tag = 0, recv_tag = 0;
@@ -65,16 +64,15 @@ static weft_status_t agring_build(const wf_coll_args_t *a, wf_plan_t *plan)
     weft_status_t st;
     if (wf_unr_trivial(a, plan, &st))
         return st;
-    uint64_t block = (uint64_t)a->count * a->elem_size;
-    uint64_t grid = wf_unr_grid(a);
-    uint64_t nchunks = (block + grid - 1) / grid;
+    uint64_t block, grid;
+    uint64_t nchunks = wf_unr_block_chunks(a, &block, &grid);
     int32_t *prev = malloc(nchunks * sizeof(*prev));
     if (!prev) {
         WEFT_WARN(COLL, "out of memory building a ring allgather of %zu "
                   "elements", a->count);
         return WEFT_ERR_NO_MEMORY;
     }
-    agring_steps(a, plan, prev, nchunks);
+    agring_steps(a, plan, prev, block, grid, nchunks);
     free(prev);
     return plan->failed ? WEFT_ERR_NO_MEMORY : WEFT_OK;
 }

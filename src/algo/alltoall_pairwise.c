@@ -92,9 +92,7 @@ static weft_status_t a2a_build(const wf_coll_args_t *a, wf_plan_t *plan)
     if (wf_unr_trivial(a, plan, &st))
         return st;
     a2a_t g = {.a = a, .plan = plan};
-    g.block = (uint64_t)a->count * a->elem_size;
-    g.grid = wf_unr_grid(a);
-    g.nchunks = (g.block + g.grid - 1) / g.grid;
+    g.nchunks = wf_unr_block_chunks(a, &g.block, &g.grid);
     size_t cells = (size_t)a->size * g.nchunks;
     g.rv = malloc(2 * cells * sizeof(*g.rv));
     if (!g.rv) {

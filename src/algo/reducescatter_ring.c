@@ -112,9 +112,7 @@ static weft_status_t rsring_build(const wf_coll_args_t *a, wf_plan_t *plan)
     if (wf_unr_trivial(a, plan, &st))
         return st;
     rsring_t g = {.a = a, .plan = plan};
-    g.block = (uint64_t)a->count * a->elem_size;
-    g.grid = wf_unr_grid(a);
-    g.nchunks = (g.block + g.grid - 1) / g.grid;
+    g.nchunks = wf_unr_block_chunks(a, &g.block, &g.grid);
     g.red = malloc(3 * g.nchunks * sizeof(*g.red));
     if (!g.red) {
         WEFT_WARN(COLL, "out of memory building a ring reduce-scatter of "

@@ -45,6 +45,18 @@ static inline uint64_t wf_unr_grid(const wf_coll_args_t *a)
     return (elems ? elems : 1) * a->elem_size;
 }
 
+/* One rank's block as the ring allgather, the ring reduce-scatter and the
+ * pairwise alltoall move it: *block bytes, cut at the chunk grid (*grid
+ * bytes, wf_unr_grid) into the chunks it returns the number of, every
+ * one but the last a whole grid long. */
+static inline uint64_t wf_unr_block_chunks(const wf_coll_args_t *a,
+                                           uint64_t *block, uint64_t *grid)
+{
+    *block = (uint64_t)a->count * a->elem_size;
+    *grid = wf_unr_grid(a);
+    return (*block + *grid - 1) / *grid;
+}
+
 /* The cost terms of a ring that passes whole blocks on, in chunks of the
  * grid: the ring allgather's, to which the ring reduce-scatter adds a
  * reduction of everything it sends.  n - 1 rounds; every rank sends n - 1
