@@ -67,7 +67,7 @@ static void bruck_round_send(bruck_t *g, int k, uint64_t cnt)
     uint64_t pos, len;
     uint32_t tag = 0;
     while (wf_unr_next(&it, &pos, &len)) {
-        wf_unr_deps_t d = wf_unr_deps_none();
+        wf_deps_t d = wf_deps_none();
         wf_bref_t src;
         if (k == 0 && !a->in_place) {
             src = wf_bref(WF_BUF_SEND, pos); /* own block, from the caller */

@@ -89,7 +89,7 @@ static void send_range(rd_t *g, int peer, uint64_t lo, uint64_t hi,
     uint64_t own = vbyte(g, g->a->rank), x, len;
     bool from_send = !g->a->in_place && g->a->rank < g->f.p;
     while (wf_unr_next(&it, &x, &len)) {
-        wf_unr_deps_t d = wf_unr_deps_none();
+        wf_deps_t d = wf_deps_none();
         wf_bref_t src;
         if (from_send && x >= own && x + len <= own + g->f.block) {
             src = wf_bref(WF_BUF_SEND, x - own);

@@ -25,6 +25,7 @@
  */
 #include "algo/algo.h"
 #include "algo/cost.h"
+#include "algo/deps.h"
 #include "algo/rtree.h"
 #include "common.h"
 
@@ -61,21 +62,25 @@ static void build_root(gtree_t *g)
 static void build_inner(gtree_t *g, const int *kids, int nk, int parent)
 {
     const wf_coll_args_t *a = g->a;
-    int32_t deps[WF_RTREE_MAX_CHILDREN + 1];
+    int32_t got[WF_RTREE_MAX_CHILDREN];
     int sz = wf_rtree_subtree(g->vr, g->n), abs[2], len[2];
+    wf_bref_t own = wf_bref(WF_BUF_SCRATCH, 0);
     g->plan->scratch_bytes = (uint64_t)sz * g->blk;
     for (int i = 0; i < nk; i++)
-        deps[i + 1] = wf_plan_recv(
+        got[i] = wf_plan_recv(
             g->plan, wf_rtree_rank(kids[i], a->root, g->n), 0,
             wf_bref(WF_BUF_SCRATCH, (uint64_t)(kids[i] - g->vr) * g->blk),
             (uint64_t)wf_rtree_subtree(kids[i], g->n) * g->blk, WF_NO_DEP,
             WF_NO_DEP, WF_NO_DEP);
-    /* After the receives in plan order, so that they are posted first. */
-    deps[0] = wf_plan_copy(g->plan, wf_bref(WF_BUF_SCRATCH, 0),
-                           wf_bref(WF_BUF_SEND, 0), g->blk, WF_NO_DEP,
-                           WF_NO_DEP, WF_NO_DEP);
-    int32_t all = wf_rtree_join(g->plan, deps, nk + 1,
-                                wf_bref(WF_BUF_SCRATCH, 0));
+    /* After the receives in plan order, so that they are posted first;
+     * first among what the send waits for. */
+    wf_deps_t d = wf_deps_none();
+    wf_deps_add(&d, g->plan, own,
+                wf_plan_copy(g->plan, own, wf_bref(WF_BUF_SEND, 0), g->blk,
+                             WF_NO_DEP, WF_NO_DEP, WF_NO_DEP));
+    for (int i = 0; i < nk; i++)
+        wf_deps_add(&d, g->plan, own, got[i]);
+    int32_t all = wf_deps_join(&d, g->plan, own);
     int np = wf_rtree_subtree_msgs(g->vr, a->root, g->n, abs, len);
     for (int p = 0, first = 0; p < np; first += len[p], p++)
         wf_plan_send(g->plan, parent, (uint32_t)p,

@@ -77,7 +77,7 @@ static uint64_t vbyte(const rhd_t *g, int v)
 /* Where round `round` reads this rank's running value of virtual byte x,
  * adding the step that wrote it to *d. */
 static wf_bref_t operand(rhd_t *g, int round, uint64_t x, uint64_t len,
-                         wf_unr_deps_t *d)
+                         wf_deps_t *d)
 {
     wf_bref_t anchor = wf_bref(WF_BUF_SCRATCH, 0);
     if (round > 0) {
@@ -113,9 +113,9 @@ static void rhd_fold_in(rhd_t *g)
 static int32_t rhd_send_piece(rhd_t *g, int round, int peer, uint32_t tag,
                               uint64_t x, uint64_t len, int32_t pace)
 {
-    wf_unr_deps_t d = wf_unr_deps_none();
+    wf_deps_t d = wf_deps_none();
     wf_bref_t src = operand(g, round, x, len, &d);
-    wf_unr_deps_add(&d, g->plan, wf_bref(WF_BUF_SCRATCH, 0), pace);
+    wf_deps_add(&d, g->plan, wf_bref(WF_BUF_SCRATCH, 0), pace);
     return wf_plan_send(g->plan, peer, tag, src, len, d.d[0], d.d[1],
                         d.d[2]);
 }
@@ -137,20 +137,20 @@ static int32_t rhd_recv_piece(rhd_t *g, int round, bool last, int peer,
     const wf_coll_args_t *a = g->a;
     wf_bref_t anchor = wf_bref(WF_BUF_SCRATCH, 0);
     uint64_t own = vbyte(g, a->rank);
-    wf_unr_deps_t war = wf_unr_deps_none(), d = wf_unr_deps_none();
+    wf_deps_t war = wf_deps_none(), d = wf_deps_none();
     wf_bref_t q = wf_bref(WF_BUF_SCRATCH, g->q_off + x - g->base);
     int32_t *slot_user = NULL;
     if (g->slot_bytes) {
         uint64_t slot = g->received++ % RHD_SLOTS;
         q = wf_bref(WF_BUF_SCRATCH, g->q_off + slot * g->slot_bytes);
         slot_user = &g->slot_user[slot];
-        wf_unr_deps_add(&war, g->plan, anchor, *slot_user);
+        wf_deps_add(&war, g->plan, anchor, *slot_user);
     } else if (round > 0) {
         wf_unr_trace_deps(&g->prev, x, len, &war, g->plan, anchor);
     }
     int32_t rv = wf_plan_recv(g->plan, peer, tag, q, len, war.d[0],
                               war.d[1], war.d[2]);
-    wf_unr_deps_add(&d, g->plan, anchor, rv);
+    wf_deps_add(&d, g->plan, anchor, rv);
     wf_bref_t src = operand(g, round, x, len, &d);
     bool result = last && x < own + g->f.block;
     wf_bref_t dst = result ? wf_bref(WF_BUF_RECV, x - own)
@@ -240,7 +240,7 @@ static void rhd_folded(rhd_t *g)
     it = wf_unr_pieces(&g->cuts, mine, mine + g->f.block);
     tag = 0;
     while (wf_unr_next(&it, &x, &len)) {
-        wf_unr_deps_t d = wf_unr_deps_none();
+        wf_deps_t d = wf_deps_none();
         wf_bref_t dst = wf_bref(WF_BUF_RECV, x - mine);
         if (a->in_place) /* the fold sends read these bytes */
             wf_unr_trace_deps(&g->fold, x, len, &d, g->plan, dst);

@@ -100,33 +100,6 @@ void wf_rtree_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
                            .bytes = (n - 1) * bytes};
 }
 
-int32_t wf_rtree_join(wf_plan_t *plan, const int32_t *deps, int n,
-                      wf_bref_t anchor)
-{
-    int32_t live[WF_STEP_MAX_DEPS];
-    int nlive = 0;
-    int32_t joined = WF_NO_DEP;
-    for (int i = 0; i < n; i++) {
-        if (deps[i] == WF_NO_DEP)
-            continue;
-        if (nlive == WF_STEP_MAX_DEPS) {
-            /* An empty copy is a no-op that the engine runs as soon as
-             * its dependencies are done: a join point. */
-            joined = wf_plan_copy(plan, anchor, anchor, 0, live[0], live[1],
-                                  live[2]);
-            live[0] = joined;
-            nlive = 1;
-        }
-        live[nlive++] = deps[i];
-    }
-    if (nlive == 0)
-        return WF_NO_DEP;
-    if (nlive == 1)
-        return live[0];
-    return wf_plan_copy(plan, anchor, anchor, 0, live[0], live[1],
-                        nlive > 2 ? live[2] : WF_NO_DEP);
-}
-
 weft_status_t wf_rtree_build_single(const wf_coll_args_t *a, wf_plan_t *plan,
                                     wf_bref_t dst, wf_bref_t src,
                                     uint64_t bytes)

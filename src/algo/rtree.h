@@ -1,7 +1,7 @@
 /*
  * rtree.h - shared pieces of the rooted collectives (broadcast, reduce,
  * gather, scatter): binomial trees over ranks renumbered relative to the
- * root, the chunk grid, dependency joins, and the trivial plans (one rank,
+ * root, the chunk grid, the cost terms, and the trivial plans (one rank,
  * zero elements).
  *
  * Relative rank vr = (rank - root) mod n, so the root is 0.  In the
@@ -99,13 +99,6 @@ double wf_rtree_cost_chunks(const wf_coll_args_t *a);
  * and every other rank receives (or sends) each chunk once.  The
  * broadcast adds its waits, the reduce its reductions and waits. */
 void wf_rtree_terms(const wf_coll_args_t *a, struct wf_cost_terms *t);
-
-/* One step that completes when all `n` steps in deps are done (WF_NO_DEP
- * entries are ignored): the step itself when there is one, else a chain of
- * empty copies on `anchor`, which must name a buffer that exists on this
- * rank (the engine passes its pointer to memmove, even for 0 bytes). */
-int32_t wf_rtree_join(wf_plan_t *plan, const int32_t *deps, int n,
-                      wf_bref_t anchor);
 
 /* Plans for one rank: the local copy from `src` to `dst` (bytes) unless in
  * place, and nothing else.  Returns the plan's status. */

@@ -66,24 +66,6 @@ bool wf_unr_next(wf_unr_iter_t *it, uint64_t *start, uint64_t *len)
     return true;
 }
 
-void wf_unr_deps_add(wf_unr_deps_t *d, wf_plan_t *plan, wf_bref_t anchor,
-                     int32_t step)
-{
-    if (step == WF_NO_DEP)
-        return;
-    for (int i = 0; i < d->n; i++)
-        if (d->d[i] == step)
-            return;
-    if (d->n == WF_STEP_MAX_DEPS) {
-        /* The copy of nothing completes once all three are done. */
-        int32_t j = wf_plan_copy(plan, anchor, anchor, 0, d->d[0], d->d[1],
-                                 d->d[2]);
-        *d = wf_unr_deps_none();
-        d->d[d->n++] = j;
-    }
-    d->d[d->n++] = step;
-}
-
 void wf_unr_trace_init(wf_unr_trace_t *t)
 {
     t->p = NULL;
@@ -148,7 +130,7 @@ static size_t first_after(const wf_unr_piece_t *p, size_t first, size_t last,
 }
 
 void wf_unr_trace_deps(const wf_unr_trace_t *t, uint64_t lo, uint64_t len,
-                       wf_unr_deps_t *d, wf_plan_t *plan, wf_bref_t anchor)
+                       wf_deps_t *d, wf_plan_t *plan, wf_bref_t anchor)
 {
     uint64_t hi = lo + len;
     for (int b = 0; b < t->nbatch; b++) {
@@ -158,7 +140,7 @@ void wf_unr_trace_deps(const wf_unr_trace_t *t, uint64_t lo, uint64_t len,
             continue;
         for (size_t i = first_after(t->p, first, last, lo);
              i < last && t->p[i].lo < hi; i++)
-            wf_unr_deps_add(d, plan, anchor, t->p[i].step);
+            wf_deps_add(d, plan, anchor, t->p[i].step);
     }
 }
 

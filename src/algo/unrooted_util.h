@@ -1,9 +1,9 @@
 /*
  * unrooted_util.h - helpers shared by the unrooted collectives (allgather,
  * reduce-scatter, alltoall, barrier; allreduce for the trivial cases and
- * its ring neighbours): the trivial cases, cutting byte
- * ranges into messages, tracking which step last wrote a range, and
- * joining many dependencies into the three a step can hold.
+ * its ring neighbours): the trivial cases, cutting byte ranges into
+ * messages, and tracking which step last wrote a range (whose writers a
+ * read waits for, folded into three by deps.h).
  *
  * Cutting: a range [lo, hi) of some logical byte space is cut into pieces
  * at every multiple of the grid (the chunk size, rounded to whole
@@ -28,6 +28,7 @@
 
 #include "algo/algo.h"
 #include "algo/cost.h"
+#include "algo/deps.h"
 
 static inline int wf_unr_mod(int x, int n) { return ((x % n) + n) % n; }
 
@@ -98,25 +99,6 @@ static inline wf_unr_iter_t wf_unr_pieces(const wf_unr_cuts_t *cuts,
 bool wf_unr_next(wf_unr_iter_t *it, uint64_t *start, uint64_t *len);
 
 /*
- * At most three dependencies, folding more into zero-byte copies (a copy
- * of nothing that waits for three steps stands for all three).  `anchor`
- * is any valid, non-NULL buffer reference for those copies.
- */
-typedef struct {
-    int32_t d[WF_STEP_MAX_DEPS];
-    int n;
-} wf_unr_deps_t;
-
-static inline wf_unr_deps_t wf_unr_deps_none(void)
-{
-    wf_unr_deps_t d = {{WF_NO_DEP, WF_NO_DEP, WF_NO_DEP}, 0};
-    return d;
-}
-
-void wf_unr_deps_add(wf_unr_deps_t *d, wf_plan_t *plan, wf_bref_t anchor,
-                     int32_t step);
-
-/*
  * Which step wrote which range: batches of pieces, each batch sorted by
  * position and free of overlaps (a new batch per round or per run).
  * Ranges in different batches may overlap only where the caller queries
@@ -147,7 +129,7 @@ void wf_unr_trace_add(wf_unr_trace_t *t, uint64_t lo, uint64_t len,
                       int32_t step);
 /* Adds every step that wrote part of [lo, lo + len) to *d. */
 void wf_unr_trace_deps(const wf_unr_trace_t *t, uint64_t lo, uint64_t len,
-                       wf_unr_deps_t *d, wf_plan_t *plan, wf_bref_t anchor);
+                       wf_deps_t *d, wf_plan_t *plan, wf_bref_t anchor);
 
 /*
  * The fold used by recursive doubling and halving on a size that is not a
