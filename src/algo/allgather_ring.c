@@ -10,10 +10,12 @@
  * send buffer, so it waits for nothing.  Out of place, each chunk of the
  * own block is copied into the receive buffer after its step-0 send: one
  * copy of the whole block first ran before any transfer was posted, as the
- * broadcast root's did (docs/performance.md, "The broadcast root's
- * copy").  Every receive writes a block nobody has read yet, so receives
- * wait for nothing.  In place (sendbuf == recvbuf + rank * block) the own
- * block already is where it belongs: no copy, and no step writes it.
+ * broadcast root's did
+ * (bench/results/2026-12-01-root-copy-and-bounded-send-buffers.md, "The
+ * broadcast root's copy").  Every receive writes a block nobody has read
+ * yet, so receives wait for nothing.  In place (sendbuf == recvbuf +
+ * rank * block) the own block already is where it belongs: no copy, and
+ * no step writes it.
  *
  * Tags: one running number per direction; both sides enumerate (step,
  * chunk) in the same order and every block has the same chunk count.

@@ -75,15 +75,15 @@ static void linear_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
  * outnumber its cores.  There the CPUs are the bottleneck and the model's
  * CPU term counts rank 0's messages and reductions with everyone's, and a
  * dependent round costs a rank that gives up its core: linear has two,
- * the tree 2 log2(n).  Measured there on 3, 4 and 8 ranks sharing 2 cores
- * (docs/algorithms.md), linear was the fastest allreduce from 8 bytes to
- * 128 KiB, 1.05-1.74x ahead of the best of rd, the tree and dbtree.
- * Elsewhere rank 0's 2(n-1) messages and n-1 reductions, one after the
- * other, are the critical path, and the model has no term for one rank's
- * work: the plain terms took linear on 2 ranks at 128 KiB, where it is
- * 1.6x slower than rd, and at 8 bytes on any number of machines, where
- * rank 0's messages alone would take milliseconds on 1024.  So auto does
- * not choose it there (WEFT_ALGO still can). */
+ * the tree 2 log2(n).  On 3, 4 and 8 ranks sharing 2 cores linear was
+ * measured fastest there from 8 bytes to 128 KiB, ahead of rd, the tree
+ * and dbtree (bench/results/2026-11-27-linear-allreduce.md).  Elsewhere
+ * rank 0's 2(n-1) messages and n-1 reductions, one after the other, are
+ * the critical path, and the model has no term for one rank's work: the
+ * plain terms took linear on 2 ranks at 128 KiB, where rd is faster, and
+ * at 8 bytes on any number of machines, where rank 0's messages alone
+ * would take milliseconds on 1024.  So auto does not choose it there
+ * (WEFT_ALGO still can). */
 static double linear_cost(const wf_coll_args_t *a)
 {
     return wf_linear_cost(a, linear_terms);

@@ -19,8 +19,9 @@
  *    slot per chunk of a segment would do without these waits, but its
  *    scratch, as large as the buffer on 2 ranks, streams through memory
  *    instead of staying in the caches: with one copy per byte on one
- *    machine that made the ring 1.3-1.6x slower than the tree from 8 MiB
- *    up (docs/algorithms.md);
+ *    machine that made the ring slower than the tree on large messages
+ *    (bench/results/2026-11-24-one-host-constants.md, "Two fixes found
+ *    by these sweeps");
  *  - an allgather receive overwrites a segment that a reduce-scatter send
  *    read, so it waits for that send (not in step 0 out of place, whose
  *    sends read the send buffer).

@@ -45,10 +45,10 @@ int wf_arfold_real(const wf_arfold_t *f, int vrank);
  * slot u mod WF_ARX_SLOTS of one unit each: as in the ring, a unit is
  * then reduced while its slot is still in the core's cache, where a
  * receive into half a vector of scratch has gone out to memory by the
- * time it is reduced (rhd on 2 ranks at 64 MiB with the single copy took
- * 1.10-1.22x the ring's time without slots, 0.99-1.06x with them;
- * docs/performance.md).  The helpers below add the dependencies every
- * step needs:
+ * time it is reduced (with the single copy rhd on 2 ranks was slower than
+ * the ring without slots and level with them;
+ * bench/results/2026-11-27-rhd-scratch-slots.md).  The helpers below add
+ * the dependencies every step needs:
  *   writer  - the last step that wrote RECV[unit] (what readers wait for);
  *   reader  - the last send that read RECV[unit] memory since then (what
  *             the next write waits for; in these algorithms a unit that

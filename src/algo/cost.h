@@ -1,7 +1,8 @@
 /*
  * cost.h - the alpha-beta-gamma model every algorithm's cost() uses, with
- * its constants in one place (docs/algorithms.md says how they were
- * measured and how to re-calibrate).
+ * its constants in one place (docs/algorithms.md, "The cost model" and
+ * "How to recalibrate", says how they were measured and how to
+ * re-calibrate).
  *
  *   time = alpha * (sequential message rounds)
  *        + beta  * (bytes a rank sends on its critical path)
@@ -40,7 +41,7 @@ typedef struct {
  * and on the shaped namespaces of make bench-netns). */
 extern const wf_cost_model_t wf_cost_network;
 /* Every rank on one machine: a "link" is the kernel copying memory
- * (calibrated on loopback TCP, docs/algorithms.md). */
+ * (calibrated on loopback TCP, docs/algorithms.md, "The cost model"). */
 extern const wf_cost_model_t wf_cost_one_host;
 /* Every rank on one machine with the transport's single copy: a large
  * message is read once by its receiver rather than copied through the
@@ -119,11 +120,13 @@ typedef struct wf_cost_terms {
      * a linear broadcast or reduce handles n - 1 messages (`own_messages`,
      * `own_bytes`) and reduces n - 1 vectors (`own_reduced`) itself.
      * Spread over the cores with everyone's work it looked cheap, and the
-     * model took the linear reduce on 8 ranks at sizes where it was 2x
-     * slower than the tree; counted on one core it is a floor under the
-     * estimate (wf_cost_terms_eval).  Elsewhere 0: the linear allreduce
-     * leaves them out too, since with them its fitted constants gave up
-     * cells where it was 1.2-1.6x ahead (docs/algorithms.md). */
+     * model took the linear reduce on 8 ranks at sizes where the tree was
+     * faster; since no other rank can take this work over, it is a floor
+     * on one core under the estimate (wf_cost_terms_eval).  Elsewhere 0:
+     * the linear allreduce leaves them out too, since its constants were
+     * fitted without them and with them gave up cells where it was the
+     * fastest (docs/algorithms.md, "The cost model";
+     * bench/results/2026-11-28-linear-reduce.md). */
     double own_messages, own_bytes, own_reduced;
 } wf_cost_terms_t;
 
@@ -133,7 +136,8 @@ typedef struct wf_cost_terms {
  * (they wait for a CPU rather than for the network, and the algorithms
  * that do the least work in all win even with more rounds), and always
  * when every rank shares one machine, where every byte a rank sends is
- * also copied by the CPUs at both ends (docs/algorithms.md). */
+ * also copied by the CPUs at both ends (docs/algorithms.md, "The cost
+ * model"). */
 static inline double wf_cost_terms_eval(const wf_coll_args_t *a,
                                         const wf_cost_terms_t *t)
 {
@@ -216,11 +220,10 @@ static inline void wf_cost_terms_reduce_sent(wf_cost_terms_t *t)
 }
 
 /* Between machines a log-round allreduce's (rhd, rd) bytes cost
- * WF_COST_FAR_FACTOR more than a ring's.  On four hosts joined by 1 Gbit/s
- * links (make bench-netns) the ring was ahead of rhd or level in every
- * cell from 1 to 16 MiB, by up to 7%, and within 2% with CUBIC, while the
- * plain model had them level and took rhd for its two fewer rounds
- * (docs/performance.md, "Shaped links: the ring over rhd"). */
+ * WF_COST_FAR_FACTOR more than a ring's.  On shaped links (make
+ * bench-netns) the ring is ahead of rhd or level, under BBR and CUBIC
+ * alike, but the plain model had them level and took rhd for its two
+ * fewer rounds (bench/results/2026-11-27-shaped-links.md). */
 static inline void wf_cost_far_bytes(const wf_coll_args_t *a,
                                      wf_cost_terms_t *t)
 {

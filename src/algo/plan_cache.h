@@ -7,8 +7,8 @@
  * model picks for them.  Buffers enter a plan only as WF_BUF_SEND/RECV/
  * SCRATCH references, so a training loop that calls the same allreduce
  * every step can run one plan every time.  Choosing, building and indexing
- * it took about 5,000 instructions and eight allocations per call, most of
- * an 8-byte allreduce's user-space work (docs/performance.md).
+ * it on every call was a large share of a small call's user-space work
+ * (bench/results/2026-11-26-small-messages-first-pass.md).
  *
  * A built plan is immutable once published and reference counted: the
  * cache holds one reference, every request running it another, so an

@@ -18,11 +18,14 @@
  * RHD_SLOTS pieces in all, RHD_SLOTS slots of one chunk taken in turn: a
  * piece is then reduced while its slot is still in the core's cache,
  * where a receive into half a vector has gone out to memory by the time
- * it is reduced (as in the rhd allreduce, allreduce_util.h; 8 ranks at
- * 256 MiB took 1.48x the ring's time without slots); F (only on a rank
- * that folds in) the sum of its own and the folded rank's input, indexed
- * by virtual offset.  The caller's send buffer is only read; the last
- * round writes block r of the result straight into the receive buffer.
+ * it is reduced (as in the rhd allreduce, allreduce_util.h; without slots
+ * rhd lost to the ring on 8 ranks at 256 MiB,
+ * bench/results/2026-11-28-constants-on-written-inputs.md, and the slots
+ * came in bench/results/2026-11-28-reducescatter-chunk-slots.md); F (only
+ * on a rank that folds in) the sum of its own and the folded rank's
+ * input, indexed by virtual offset.  The caller's send buffer is only
+ * read; the last round writes block r of the result straight into the
+ * receive buffer.
  *
  * Pieces: every range is cut at the chunk grid (aligned at virtual 0) and
  * at the non-contiguous virtual boundaries, so a piece of a later, nested
@@ -340,7 +343,7 @@ static void rhd_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
      * (rhd_round) are not counted as waits: their data is there and the
      * receiver is busy with the pieces before them, not asleep (counted,
      * the model took the ring on 4 and 8 ranks from 128 MiB where rhd was
-     * up to 1.31x faster; docs/algorithms.md). */
+     * the faster; bench/results/2026-11-29-rhd-reducescatter-paced.md). */
     double upfront = fold_in + first * (f.p - e) / f.p;
     *t = (wf_cost_terms_t){
         .rounds = e > 0 ? lg + 2 : lg,

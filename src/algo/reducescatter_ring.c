@@ -19,8 +19,8 @@
  * chunks than that: a chunk is then reduced while it is still in
  * the core's cache, where a receive into a whole block has gone out to
  * memory by the time it is reduced (as in the rhd allreduce,
- * allreduce_util.h; on 2 ranks the ring took 1.11-1.16x rhd's time at
- * 64-256 MiB without them).
+ * allreduce_util.h; the runs without and with them are in
+ * bench/results/2026-11-28-reducescatter-chunk-slots.md).
  *
  * Dependencies per chunk:
  *  - the send of step s waits for the reduce of step s-1 (step 0 sends the

@@ -202,11 +202,11 @@ void wf_chain_terms(const wf_coll_args_t *a, wf_cost_terms_t *t)
 /* Between machines the first rank posts its chunks back to back and every
  * rank forwards each one as it lands, so a chunk after the first waits
  * for its own bytes on the link, not for a round: the chain pays a round
- * per hop, n - 1, where its terms count n - 2 + C.  On 4 hosts at 1 Gbit/s
- * one broadcast of 1 MiB took 8.73-8.79 ms with 26 chunks or 128, a round
- * (then 25 us) per extra chunk would have added 2.5 ms; and one 64 KiB
- * call took half the time of scatter-allgather's, which the full count had
- * priced 4% cheaper (docs/performance.md, "Shaped links"). */
+ * per hop, n - 1, where its terms count n - 2 + C.  On shaped links one
+ * broadcast of 1 MiB took the same time in 26 chunks or 128, where a round
+ * per extra chunk would have made the small chunks far slower; and one
+ * 64 KiB call of the chain beat scatter-allgather, which the full count
+ * had priced a little cheaper (bench/results/2026-11-27-shaped-links.md). */
 void wf_chain_rounds_per_hop(const wf_coll_args_t *a, wf_cost_terms_t *t)
 {
     t->rounds = a->size - 1;

@@ -124,9 +124,10 @@ bool wf_rtree_trivial(const wf_coll_args_t *a, wf_plan_t *plan, bool down,
  * into its receive buffer (out of place; nothing elsewhere), after `sent`,
  * the root's first send of those bytes.  The root sends out of its send
  * buffer, so nothing waits for the copy; it goes piece by piece behind the
- * sends because one copy of the whole buffer ran before any of them: at
- * 64 MiB over 5 Gbit/s links the chain's root started sending 6.5 ms late,
- * 5% of the call (docs/performance.md, "The broadcast root's copy"). */
+ * sends because one copy of the whole buffer ran before any of them and
+ * delayed the root's first send by the copy's time
+ * (bench/results/2026-12-01-root-copy-and-bounded-send-buffers.md, "The
+ * broadcast root's copy"). */
 void wf_rtree_bcast_root_copy(const wf_coll_args_t *a, wf_plan_t *plan,
                               int32_t sent, uint64_t off, uint64_t len);
 
