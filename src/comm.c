@@ -181,6 +181,7 @@ weft_status_t wf_comm_connect(wf_comm_impl_t *c)
         .rank = c->rank, .size = c->size, .tops = ops, .tctx = tctx,
         .peer_addrs = peer_addrs, .peer_addr_lens = peer_lens,
         .max_inflight = (int)c->cfg.max_inflight,
+        .reg_min = attr.reg_min,
         .timeout_ms = c->cfg.timeout_ms,
         .debug_dump = c->cfg.debug_dump,
         .numa = c->staging_numa,

@@ -117,6 +117,13 @@ typedef struct wf_tdev_attr {
                              * single copy between processes on one
                              * machine where the peer allows it; 0: never
                              * (the cost model's constants follow it) */
+    size_t reg_min;       /* messages of this many bytes or more move
+                           * straight from and to registered memory: the
+                           * engine registers (mem_reg) each host buffer
+                           * of an operation that such a message uses, for
+                           * the operation's life, and passes the handle
+                           * with every transfer on it; 0: the transport
+                           * wants no registration from the engine */
 } wf_tdev_attr_t;
 
 /* Filled by test() when a request completes. */
@@ -146,11 +153,17 @@ typedef struct wf_transport_ops {
     /* Non-blocking, idempotent connect to `peer`; see above. */
     weft_status_t (*connect)(wf_tctx_t *ctx, int peer, const void *addr,
                              size_t len);
-    /* Registers memory for zero-copy use; TCP returns a NULL handle.
-     * `memtype` is where the memory lives (a wf_memtype_t of
-     * cuda/weft_cuda.h): a transport that cannot use device memory
-     * directly returns WEFT_ERR_UNSUPPORTED for it, and the engine stages
-     * such buffers through host memory. */
+    /* Registers memory for zero-copy use until mem_dereg; a transport
+     * that needs none (TCP) returns a NULL handle.  The engine calls it
+     * for host buffers when query() gave a reg_min, and a transfer given
+     * a handle must lie inside the registered range; a transport still
+     * registers what it is not given a handle for (a NULL mh), so a
+     * failed registration costs speed, never correctness.  `memtype` is
+     * where the memory lives (a wf_memtype_t of cuda/weft_cuda.h): the
+     * engine stages device buffers through host memory and registers
+     * host memory only; a transport that cannot register device memory
+     * returns WEFT_ERR_UNSUPPORTED for it (the verbs transport registers
+     * it by GPUDirect where the host allows, ib_gdr.c). */
     weft_status_t (*mem_reg)(wf_tctx_t *ctx, void *buf, size_t len,
                              int memtype, void **mh);
     void (*mem_dereg)(wf_tctx_t *ctx, void *mh);

@@ -104,6 +104,7 @@ typedef struct wf_engine_params {
     const uint8_t *peer_addrs;  /* size * WF_TADDR_MAX bytes */
     const size_t *peer_addr_lens;
     int max_inflight;
+    size_t reg_min;             /* the transport's wf_tdev_attr_t.reg_min */
     int64_t timeout_ms;
     bool debug_dump;            /* WEFT_DEBUG_DUMP: log the history on failure */
     bool pin;                   /* pin the progress thread to progress_cpu */

@@ -41,6 +41,8 @@ struct wf_engine {
     bool *peer_connect_called;
     int *inflight_send, *inflight_recv; /* per peer */
     int max_inflight;
+    size_t reg_min;               /* register buffers with transfers this
+                                   * large (reg.c); 0: never */
     int64_t timeout_ms;
 
     pthread_t thread;

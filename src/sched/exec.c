@@ -146,6 +146,8 @@ weft_status_t wf_exec_start(wf_engine_t *e, struct weft_request *req)
         if (!x->scratch)
             goto err_nomem;
     }
+    if (e->reg_min && !req->stage)
+        wf_exec_register(e, req);
     wf_sig_make(req, x->sig);
     return WEFT_OK;
 err_nomem:
@@ -196,6 +198,7 @@ void wf_exec_free(wf_engine_t *e, struct weft_request *req)
         release_flow_slot(e, req, &x->posted[i]);
         staging_give(e, req, x->posted[i].staging);
     }
+    wf_exec_deregister(e, req);
     if (req->stage) {
         req->stage->release(e, req);
         req->stage->scratch_give(e, x->scratch, x->scratch_cap);
@@ -307,9 +310,10 @@ static int post_transfer(wf_engine_t *e, struct weft_request *req,
                         : staging ? staging : wf_exec_buf(req, s->dst);
     uint64_t tag = wf_exec_step_tag(req, s);
     wf_treq_t *treq = NULL;
+    void *mh = staging ? NULL : x->mh[is_send ? s->src.buf : s->dst.buf];
     st = is_send ? e->tops->isend(e->tctx, s->peer, tag, x->sig, buf,
-                                  s->count, NULL, &treq)
-                 : e->tops->irecv(e->tctx, s->peer, tag, buf, s->count, NULL,
+                                  s->count, mh, &treq)
+                 : e->tops->irecv(e->tctx, s->peer, tag, buf, s->count, mh,
                                   &treq);
     if (st == WEFT_OK)
         st = wf_exec_add_posted(x, (posted_t){i, treq, staging, counted});

@@ -54,6 +54,8 @@ struct wf_exec {
     uint32_t ndone;
     void *scratch;
     uint64_t scratch_cap; /* its size: a kept block may be larger */
+    void *mh[3];          /* the transport's registration of each buffer
+                           * (wf_buf_id_t), or NULL (reg.c) */
     uint64_t sig[2];
 };
 
@@ -63,6 +65,13 @@ void wf_exec_mark_done(struct weft_request *req, uint32_t i);
 uint64_t wf_exec_step_tag(const struct weft_request *req, const wf_step_t *s);
 /* Appends to x->posted, growing it. */
 weft_status_t wf_exec_add_posted(wf_exec_t *x, posted_t p);
+
+/* ---- reg.c: the buffers registered for an operation's life ---------------- */
+/* Registers the request's host buffers that a transfer of at least
+ * e->reg_min bytes uses; a failed registration only leaves its handle
+ * NULL (the transport then registers per message). */
+void wf_exec_register(wf_engine_t *e, struct weft_request *req);
+void wf_exec_deregister(wf_engine_t *e, struct weft_request *req);
 
 /* ---- staging ------------------------------------------------------------
  * How the steps of a request whose buffers the engine cannot touch

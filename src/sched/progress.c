@@ -520,6 +520,7 @@ weft_status_t wf_engine_create(const wf_engine_params_t *p,
     e->size = p->size;
     e->tops = p->tops;
     e->max_inflight = p->max_inflight > 0 ? p->max_inflight : 1;
+    e->reg_min = p->reg_min;
     e->timeout_ms = p->timeout_ms;
     e->error_origin = -1;
     e->debug_dump = p->debug_dump;

@@ -142,11 +142,11 @@ part_conformance() {
 COLLS_DEFAULT="coll_matrix_procs_n3 coll_matrix_procs_n4 coll_matrix_threads_n2
     coll_allreduce_procs_n2 coll_allreduce_procs_n3
     coll_allreduce_nonblocking_overlap coll_allreduce_progress_without_wait
-    coll_sendrecv_ coll_split_ coll_inflight_"
+    coll_sendrecv_ coll_split_ coll_inflight_ coll_registration_"
 part_colls() {
     local sel=${RDMA_COLLS:-$COLLS_DEFAULT} q z
     [[ $sel == all ]] &&
-        sel="coll_allreduce_ coll_matrix_ coll_sendrecv_ coll_split_ coll_inflight_"
+        sel="coll_allreduce_ coll_matrix_ coll_sendrecv_ coll_split_ coll_inflight_ coll_registration_"
     # 2 QPs run twice below with the zero-copy thresholds; with the
     # copy path the fewest and the most QPs are enough (each pass takes
     # 2-3 minutes of CI under emulation).

@@ -243,6 +243,8 @@ typedef struct wf_ib_rail {
 typedef struct wf_ib_mrcache {
     wf_ib_reg_t **regs; /* sorted by addr */
     size_t n, cap;
+    uint64_t made;      /* registrations made (not found in the cache),
+                         * for the tests of the engine's registrations */
 } wf_ib_mrcache_t;
 
 

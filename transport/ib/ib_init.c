@@ -367,6 +367,10 @@ weft_status_t wf_ib_query(wf_tctx_t *ctx, wf_tdev_attr_t *attr)
     wf_strlcpy(attr->name, ctx->rails_str, sizeof(attr->name));
     wf_strlcpy(attr->address, ctx->local_str, sizeof(attr->address));
     attr->caps = WF_TCAP_HOST_MEM | WF_TCAP_RDMA;
+    /* Zero-copy messages are read from and into registered memory: with
+     * the operation's buffers registered once, each message's own
+     * registration is a reference to theirs (ib_mr.c). */
+    attr->reg_min = ctx->zcopy_min;
     for (int i = 0; i < ctx->nrails; i++)
         attr->speed_mbps += ctx->rail[i].port.speed_mbps;
     return WEFT_OK;

@@ -162,6 +162,7 @@ weft_status_t wf_ib_mem_reg(wf_tctx_t *ctx, void *buf, size_t len,
         free(r);
         return st;
     }
+    c->made++;
     if (insert(c, r) < 0) {
         reg_drop(ctx, r);
         free(r);
