@@ -26,7 +26,8 @@ typedef struct wf_algo {
     double (*cost)(const wf_coll_args_t *args);
     /* What cost() evaluates, where the algorithm describes itself that
      * way (the collectives with more than one algorithm; NULL elsewhere):
-     * struct wf_cost_terms in cost.h. */
+     * struct wf_cost_terms in cost.h.  Meaningful from two ranks on;
+     * cost() itself answers for one rank. */
     void (*cost_terms)(const wf_coll_args_t *args,
                        struct wf_cost_terms *terms);
     weft_status_t (*build)(const wf_coll_args_t *args, wf_plan_t *plan);

@@ -158,6 +158,8 @@ wf_unr_fold_t wf_unr_fold(const wf_coll_args_t *a);
 static inline double wf_unr_group_msgs(const wf_unr_fold_t *f, int d,
                                        double bytes, double grid)
 {
+    if (d <= 0) /* one rank: no round */
+        return 0;
     double runs = 2.0 * f->e * d + f->p - (double)d * (f->e / d);
     return wf_unr_runs_msgs(runs, bytes, grid);
 }

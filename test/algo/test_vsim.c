@@ -234,3 +234,39 @@ WF_TEST(algo_cost_terms_waits_stay_within_the_messages, 30)
     ASSERT_EQ(wrong, 0);
     ASSERT_TRUE(checked > 15 * 8 * 40);
 }
+
+/* Every algorithm's cost terms are finite and never negative from two
+ * ranks on, and asking for one rank (which has nothing to model) does
+ * not crash: bench/cost and the tests call them directly, without the
+ * cost() wrapper's shortcut for one rank, and the reduce-scatter's rhd
+ * divided by zero there. */
+WF_TEST(algo_cost_terms_defined_for_every_size, 30)
+{
+    const size_t counts[] = {0, 1, 1000, 1 << 20};
+    size_t nreg;
+    const wf_algo_t *const *reg = wf_algo_registry(&nreg);
+    for (int n = 1; n <= 9; n++) {
+        for (size_t c = 0; c < WF_ARRAY_LEN(counts); c++) {
+            for (size_t i = 0; i < nreg; i++) {
+                const wf_algo_t *algo = reg[i];
+                if (!algo->cost_terms)
+                    continue;
+                wf_coll_args_t a = {.coll = algo->coll, .count = counts[c],
+                                    .dtype = WEFT_FLOAT32, .op = WEFT_SUM,
+                                    .elem_size = 4, .peer = -1, .size = n,
+                                    .root = 0, .chunk_bytes = 256 << 10};
+                wf_cost_terms_t t;
+                algo->cost_terms(&a, &t);
+                if (n == 1)
+                    continue;
+                const double *v = (const double *)&t;
+                for (size_t k = 0; k < sizeof(t) / sizeof(double); k++)
+                    if (!(v[k] >= 0 && v[k] < 1e300))
+                        wf_test_fail(__FILE__, __LINE__, "%s on %d ranks, "
+                                     "count %zu: term %zu is %g", algo->name,
+                                     n, counts[c], k, v[k]);
+            }
+        }
+    }
+}
+
