@@ -4,7 +4,7 @@
 # own packages (scripts/install-compare-deps.sh).
 .PHONY: bench bench-report compare bench-check bench-stalls bench-cpu \
         bench-reduce bench-tcp-floor bench-tcp-levers bench-latency algo-fit \
-        bench-netns
+        bench-netns bench-ab
 
 BENCH_ARGS ?= allreduce -n 4 -b 8 -e 128M -f 4
 bench: deps
@@ -106,6 +106,17 @@ bench-latency: all $(TCP_FLOOR) $(WEFT_HARNESS)
 	$(MAKE) $(COMPARE_DIR)/mpi_allreduce
 	LATENCY_RANKS="$(LATENCY_RANKS)" LATENCY_ROUNDS="$(LATENCY_ROUNDS)" \
 	  LATENCY_ITERS="$(LATENCY_ITERS)" bench/compare/latency.sh $(BUILD)
+
+# Two builds interleaved round by round (bench/compare/ab.sh): did a
+# change move the 8-byte or the 64 MiB allreduce?  BASE=DIR is the other
+# build (e.g. a worktree of the commit before, built with make all
+# DIR/compare/weft_allreduce); AB_RANKS, AB_ROUNDS tune it.
+bench-ab: all $(WEFT_HARNESS)
+	@test -n "$(BASE)" || { echo "bench-ab: set BASE=BUILD_DIR"; exit 2; }
+	@scripts/install-compare-deps.sh
+	$(MAKE) $(COMPARE_DIR)/mpi_allreduce
+	AB_RANKS="$(AB_RANKS)" AB_ROUNDS="$(AB_ROUNDS)" \
+	  bench/compare/ab.sh $(BASE) $(BUILD)
 
 # The cost terms of the library's algorithms, for scripts/algo-fit.py (links
 # the static library: the terms are not public API).
