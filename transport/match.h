@@ -51,9 +51,10 @@
 #else
 #define WF_MATCH_SPARE_REQS 64
 #endif
-/* An unexpected message's buffer below this size is part of the
- * message's own allocation; from this size it is a buffer of its own,
- * taken from the pool when the pool holds one large enough. */
+/* An unexpected message shorter than this whose buffer holds all of it
+ * lives in one allocation with its header; any other buffer is one of
+ * its own, from this size taken from the pool when the pool holds one
+ * large enough. */
 #define WF_MATCH_BLOCK_MAX (64u << 10)
 /* Freed unexpected-message buffers of WF_MATCH_SPARE_MIN to
  * WF_MATCH_SPARE_MAX bytes kept per context for the next ones: at most
