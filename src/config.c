@@ -141,8 +141,8 @@ static bool parse_into(wf_config_t *cfg, const wf_param_desc_t *p,
 static const char *const value_forms[] = {
     [WF_PT_INT] = "an integer",
     [WF_PT_SIZE] = "a size in bytes, suffixes k, m or g",
-    [WF_PT_DURATION] = "a duration with unit ms, s or m; a number without "
-                       "a unit is seconds",
+    [WF_PT_DURATION] = ("a duration with unit ms, s or m; a number "
+                        "without a unit is seconds"),
     [WF_PT_BOOL] = "1/0, yes/no, true/false or on/off",
     [WF_PT_STRING] = "a string of at most 255 bytes"};
 
