@@ -61,9 +61,10 @@
  * WF_MATCH_SPARES of them and WF_MATCH_SPARE_BYTES in all.  Back-to-back
  * collectives read the next call's chunks early, and fresh 128 KiB+
  * blocks are mapped and faulted in anew every time.  Sized by count
- * alone (8) the pool ran dry on 4 ranks at 64 MiB, where 100-300 chunks
- * of 256 KiB a rank and call arrive before their receive
- * (docs/performance.md). */
+ * alone (8) the pool ran dry on 4 ranks at 64 MiB, where many of a call's
+ * chunks arrive before their receive
+ * (bench/results/2026-11-25-pulled-sends-outside-the-window.md, "A larger
+ * pool of unexpected-message buffers"). */
 #define WF_MATCH_SPARES 128
 #define WF_MATCH_SPARE_BYTES (32u << 20)
 #define WF_MATCH_SPARE_MIN (128u << 10)

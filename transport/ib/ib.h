@@ -52,7 +52,7 @@
 #define WF_IB_CTRL_LEN 64
 
 /* RC settings: 4.096 us * 2^16 = 268 ms per try, 7 tries.  Soft-RoCE under
- * emulation has latency tails of 100+ ms; a dead peer is found through the
+ * emulation has long latency tails; a dead peer is found through the
  * bootstrap connection long before this. */
 #define WF_IB_QP_TIMEOUT 16
 #define WF_IB_QP_RETRY 7

@@ -226,10 +226,11 @@ static bool rts_read(wf_tctx_t *ctx, wf_tcp_peer_t *p, char *dst, size_t n,
  * unexpected buffer (wf_tcp_cma_flush), so that the send completes
  * without a receive, as every other send does: two ranks that each wait
  * for their send before posting the receive go on.  Each such read costs
- * a second copy and a fresh buffer.  Reading at once made a 2 MiB ring
- * allreduce on 2 ranks 2x slower; reading on the next call still read
- * about a third of a 3-rank ring's chunks twice, the ones that arrive
- * while all of its scratch slots are busy (docs/transports.md). */
+ * a second copy and a fresh buffer, so reading at once slowed the ring
+ * allreduce down, and reading on the next call still reads twice the
+ * chunks that arrive while all of a ring's scratch slots are busy
+ * (docs/transports.md;
+ * bench/results/2026-11-24-two-fixes-from-the-sweeps.md). */
 static bool rts_received(wf_tctx_t *ctx, wf_tcp_stream_t *s)
 {
     wf_tcp_peer_t *p = s->peer;

@@ -38,10 +38,9 @@ void wf_tcp_socket_options(const wf_tctx_t *ctx, int fd)
      * which CUBIC grows until the path's queues are full: in a ring each
      * host's acknowledgements for its right neighbour queue behind the
      * data from its left one, so the queues' delay comes back into every
-     * flow's round trip.  Over 4 hosts on 5 Gbit/s links the ring
-     * allreduce then reached 81-92% of the link from 16 MiB up, with a
-     * bounded buffer 94.5-94.7% (docs/performance.md, "Bounded send
-     * buffers").
+     * flow's round trip, and the ring's lockstep turns that delay into
+     * idle links (docs/design.md, "Bounded send buffers";
+     * bench/results/2026-12-01-root-copy-and-bounded-send-buffers.md).
      * The cost is a cap on one stream's bytes in flight, about twice this
      * value (Linux caps the request at net.core.wmem_max first): enough
      * for 4-5 GB/s over a 100 us round trip, and WEFT_TCP_STREAMS

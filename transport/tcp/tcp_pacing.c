@@ -5,8 +5,9 @@
  * connection at its estimate of the path's bandwidth.  On loopback the
  * estimate sits near what one message achieved, so a message larger than
  * the congestion window (about 1 MiB at a 64 KiB loopback MSS) is
- * released segment by segment on a timer: a 1 MiB ping-pong took three
- * times as long as 512 KiB (docs/performance.md).  Pacing exists to keep
+ * released segment by segment on a timer, and a message just over the
+ * window takes far longer than one just under it
+ * (bench/results/2026-11-24-1mib-64mib-and-bbr.md).  Pacing exists to keep
  * queues at a bottleneck short; between two sockets of one kernel there
  * is no bottleneck queue, so streams between ranks of one machine run
  * CUBIC, or Reno where CUBIC is not built.  Connections between machines
@@ -17,8 +18,9 @@
  * established, and leaving BBR afterwards does not turn it off: CUBIC is
  * then paced at its own rate (twice, later 1.2 times, cwnd per smoothed
  * RTT), and with more ranks than cores a rank that waits for a CPU
- * inflates the RTT.  An rhd allreduce of 32 MiB on 8 ranks took 82-86 ms
- * that way and 61-66 ms with CUBIC from the start (docs/performance.md).
+ * inflates the RTT, and the pacing rate falls with it (docs/design.md,
+ * "No pacing between ranks on one machine";
+ * bench/results/2026-11-26-pacing-outlived-bbr.md).
  * So every listening and dialing socket leaves BBR before listen() or
  * connect() (wf_tcp_unpace_early; an accepted socket inherits its
  * listener's choice), and once a stream is up (wf_tcp_cc_after_connect)

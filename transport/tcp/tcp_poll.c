@@ -65,9 +65,9 @@ static void dispatch(wf_tctx_t *ctx, const struct epoll_event *e)
  * The hot peer: the one peer a posted receive (or a message half read)
  * waits on.  A waiting caller polls in a loop, and asking epoll_wait
  * whether a socket is readable and then reading it costs two system calls
- * where one read attempt does: a loopback exchange of 48-byte frames took
- * 5.4-5.7 us polled through epoll_wait, 4.4-4.8 us with reads alone
- * (make bench-tcp-floor, docs/performance.md).  So while receives wait on
+ * where one read attempt does (make bench-tcp-floor measures both ways;
+ * bench/results/2026-11-26-small-messages-first-pass.md).  So while
+ * receives wait on
  * exactly one peer, progress() reads that peer's stream 0 first and calls
  * epoll_wait only every WF_TCP_EPOLL_EVERY-th time: everything else (other
  * peers, streams 1.., accepts, EPOLLOUT, the timer) waits at most that
@@ -78,8 +78,8 @@ static void dispatch(wf_tctx_t *ctx, const struct epoll_event *e)
  * so queued output to other peers (EPOLLOUT) still goes every few calls; a
  * hot peer that finishes a message on every call holds the others back at
  * most WF_TCP_EPOLL_MAX_SKIP calls.  With receives on several peers one
- * epoll_wait is cheaper than a read attempt on each (4 ranks on 2 cores
- * lost 8% to them), so every call polls; likewise for a peer with several
+ * epoll_wait is cheaper than a read attempt on each (the same record), so
+ * every call polls; likewise for a peer with several
  * streams, whose pieces come on streams 1 and up.  The epoll set is
  * level-triggered: an event it still reports for bytes read here only
  * costs an EAGAIN.  Up to WF_TCP_HOT awaited peers are tracked, so that

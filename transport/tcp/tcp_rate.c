@@ -10,9 +10,9 @@
  * window of WF_TCP_RATE_WINDOW_US busy time is what the path delivers
  * whatever the application did meanwhile, and a piece per stream in
  * proportion to it keeps the streams finishing together.  (The delivery
- * rate of the last flight, tcpi_delivery_rate, scattered over 0.1 MB/s to
- * 3 GB/s on a shaped 25 MB/s link: a shaper's burst passes at wire
- * speed.)
+ * rate of the last flight, tcpi_delivery_rate, is no measure on a shaped
+ * link, where a shaper's burst passes at wire speed:
+ * bench/results/2026-11-24-tcp-streams-and-two-nics.md.)
  * Rates that differ by less than WF_TCP_RATE_SPREAD are noise between
  * equal paths (the CPU, not the link, limits loopback): pieces stay equal.
  */

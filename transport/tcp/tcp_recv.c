@@ -280,10 +280,9 @@ static size_t ahead_take(wf_tcp_stream_t *s, const struct iovec *iov,
  * What stream 0 asks for is mostly a header or a small payload: then it
  * reads into the read-ahead buffer alone with recv() and copies out what
  * iov wanted.  A recv() costs less than a readv() of the same bytes (no
- * iovec to import, no trip through the VFS read path): in an 8-byte
- * allreduce on 2 ranks a read that returned the frame took 1.5-2.5 us as
- * readv, 0.8-1.1 us as recv (docs/performance.md, "Small messages, second
- * pass"). */
+ * iovec to import, no trip through the VFS read path), and the read that
+ * returns the frame is on every small call's critical path
+ * (bench/results/2026-11-29-small-messages-second-pass.md). */
 static ssize_t read_frames(wf_tcp_stream_t *s, struct iovec *iov, int niov,
                            bool *drained)
 {
