@@ -9,8 +9,9 @@
 # too, as a yardstick of how fast the machine was.
 #
 # Prints one line per round and measurement, then per measurement the
-# medians and the median of the rounds' own new / base ratios (time for
-# 8 B, busbw for 64 MiB).
+# medians and the median of the rounds' own new / base ratios: of times
+# for 8 B (below 1: new is faster), of busbw for 64 MiB (above 1: new is
+# faster).
 #
 # usage: ab.sh BASE_BUILD NEW_BUILD
 # environment: AB_RANKS ("2 4"), AB_ROUNDS (8),
@@ -77,6 +78,7 @@ for ((r = 1; r <= rounds; r++)); do
 done
 echo
 echo "| ranks | what | base (median) | new (median) | mpi-tcp (median) | new / base (median of rounds) | range |"
+echo "# small: µs per call, a ratio below 1 is new faster; large: busbw GB/s, above 1 is new faster" >&2
 echo "|---:|---|---:|---:|---:|---:|---|"
 for n in $ranks; do
     for what in small large; do
