@@ -90,6 +90,7 @@ static weft_status_t build(const wf_coll_args_t *args, const char *algo_spec,
                   b->algo->name, b->plan.nsteps);
         goto err;
     }
+    wf_built_plan_measure(b);
     *out = b;
     return WEFT_OK;
 err:

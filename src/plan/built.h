@@ -24,7 +24,14 @@ typedef struct wf_built_plan {
     uint8_t algo_id;            /* signatures and history */
     wf_plan_t plan;
     wf_plan_index_t deps; /* deps.pending: the counts every run starts from */
+    /* The largest transfer that reads or writes each buffer (wf_buf_id_t),
+     * in bytes: what decides whether the engine registers the buffer for
+     * a run (sched/reg.c), found once per plan rather than per call. */
+    uint64_t transfer_max[3];
 } wf_built_plan_t;
+
+/* Fills built->transfer_max from the plan's steps. */
+void wf_built_plan_measure(wf_built_plan_t *built);
 
 /* Drops one reference; the last frees the plan and its index. */
 void wf_built_plan_release(wf_built_plan_t *built);

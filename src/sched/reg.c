@@ -9,8 +9,9 @@
  * and unpin its pages; registered whole here, each message's own
  * registration finds this one in the transport's cache and takes a
  * reference (transport/ib/ib_mr.c).  Only a buffer that a transfer of at
- * least reg_min bytes uses is registered: one used by small messages
- * alone would pay a registration that no message needs.  The scratch
+ * least reg_min bytes uses is registered (the plan's transfer_max, found
+ * once when it was built): one used by small messages alone would pay a
+ * registration that no message needs.  The scratch
  * area is registered per operation too; it is the engine's, kept between
  * operations, but the transport's cache keeps no registration that
  * nobody holds, so nothing stays pinned behind a freed block.
@@ -26,33 +27,14 @@ static void buffer_bytes(const struct weft_request *req, uint64_t bytes[3])
     bytes[WF_BUF_SCRATCH] = req->plan->scratch_bytes;
 }
 
-/* Which buffers a transfer of at least e->reg_min bytes uses. */
-static unsigned buffers_wanted(const wf_engine_t *e,
-                               const struct weft_request *req)
-{
-    unsigned want = 0;
-    for (uint32_t i = 0; i < req->plan->nsteps; i++) {
-        const wf_step_t *s = &req->plan->steps[i];
-        if (s->count < e->reg_min)
-            continue;
-        if (s->kind == WF_STEP_SEND)
-            want |= 1u << s->src.buf;
-        else if (s->kind == WF_STEP_RECV)
-            want |= 1u << s->dst.buf;
-    }
-    return want;
-}
-
 void wf_exec_register(wf_engine_t *e, struct weft_request *req)
 {
     wf_exec_t *x = req->exec;
+    const uint64_t *largest = req->built->transfer_max;
     uint64_t bytes[3];
-    unsigned want = buffers_wanted(e, req);
-    if (!want)
-        return;
     buffer_bytes(req, bytes);
     for (int b = WF_BUF_SEND; b <= WF_BUF_SCRATCH; b++) {
-        if (!(want & (1u << b)) || !bytes[b])
+        if (largest[b] < e->reg_min || !bytes[b])
             continue;
         wf_bref_t whole = wf_bref((wf_buf_id_t)b, 0);
         if (e->tops->mem_reg(e->tctx, wf_exec_buf(req, whole),
