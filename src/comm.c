@@ -15,18 +15,13 @@
 #include "rdv/launch_env.h"
 #include "transport.h"
 
-static weft_status_t set_int(wf_config_t *cfg, const char *name, long long v)
+/* A number from an API field, with its unit where the knob has one (a
+ * duration without a unit is seconds). */
+static weft_status_t set_number(wf_config_t *cfg, const char *name,
+                                long long v, const char *unit)
 {
     char buf[32];
-    snprintf(buf, sizeof(buf), "%lld", v);
-    return wf_config_set(cfg, name, buf, WF_SOURCE_API);
-}
-
-static weft_status_t set_duration_ms(wf_config_t *cfg, const char *name,
-                                     long long ms)
-{
-    char buf[32];
-    snprintf(buf, sizeof(buf), "%lldms", ms);
+    snprintf(buf, sizeof(buf), "%lld%s", v, unit);
     return wf_config_set(cfg, name, buf, WF_SOURCE_API);
 }
 
@@ -36,11 +31,11 @@ static weft_status_t apply_params(wf_config_t *cfg,
 {
     uint64_t m = p->field_mask;
     if (m & WEFT_COMM_PARAM_RANK)
-        WEFT_CHECK(set_int(cfg, "WEFT_RANK", p->rank));
+        WEFT_CHECK(set_number(cfg, "WEFT_RANK", p->rank, ""));
     if (m & WEFT_COMM_PARAM_SIZE)
-        WEFT_CHECK(set_int(cfg, "WEFT_WORLD_SIZE", p->size));
+        WEFT_CHECK(set_number(cfg, "WEFT_WORLD_SIZE", p->size, ""));
     if ((m & WEFT_COMM_PARAM_TIMEOUT) && p->timeout_ms >= 0)
-        WEFT_CHECK(set_duration_ms(cfg, "WEFT_TIMEOUT", p->timeout_ms));
+        WEFT_CHECK(set_number(cfg, "WEFT_TIMEOUT", p->timeout_ms, "ms"));
     const struct {
         uint64_t bit;
         const char *value, *name;
