@@ -241,17 +241,14 @@ void bench_comm_config(const bench_opts_t *o, char *config, size_t len)
     bool per_coll = strcmp(o->algo, "auto") != 0 && !strchr(o->algo, ':') &&
                     strcmp(o->coll, "sendrecv") != 0 &&
                     strcmp(o->coll, "latency") != 0;
-    int n = 0;
     config[0] = '\0';
     if (o->algo_given)
-        n = snprintf(config, len, "WEFT_ALGO=%s%s%s,",
-                     per_coll ? o->coll : "", per_coll ? ":" : "", o->algo);
-    if (o->transport_given && n >= 0 && (size_t)n < len)
-        snprintf(config + n, len - (size_t)n, "WEFT_TRANSPORT=%s,",
-                 o->transport);
+        snprintf(config, len, "WEFT_ALGO=%s%s%s", per_coll ? o->coll : "",
+                 per_coll ? ":" : "", o->algo);
     size_t used = strlen(config);
-    if (used)
-        config[used - 1] = '\0'; /* the last comma */
+    if (o->transport_given)
+        snprintf(config + used, len - used, "%sWEFT_TRANSPORT=%s",
+                 used ? "," : "", o->transport);
 }
 
 static int run_rank(const bench_opts_t *o)
