@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_util.h"
 #include "comm.h"
 #include "sched/engine_impl.h"
 #include "test.h"
@@ -132,17 +133,16 @@ static record_t snapshot(weft_comm_t comm, int rank)
     return r;
 }
 
-static void allreduce_checked(weft_comm_t comm, int rank, size_t n)
+/* An in-place allreduce of n floats, checked against every rank's
+ * pattern (coll_util.h). */
+static void allreduce_checked(weft_comm_t comm, int rank, int size, size_t n)
 {
     float *v = malloc(n * sizeof(float));
     ASSERT_TRUE(v != NULL);
-    for (size_t i = 0; i < n; i++)
-        v[i] = (float)(rank + 1) + (float)(i % 7);
+    cu_fill(v, n, rank, WEFT_SUM, WEFT_FLOAT32);
     ASSERT_OK(weft_allreduce(v, v, n, WEFT_FLOAT32, WEFT_SUM, comm));
-    for (size_t i = 0; i < n; i++)
-        if (v[i] != 3.0f + 2.0f * (float)(i % 7))
-            wf_test_fail(__FILE__, __LINE__, "element %zu is %g", i,
-                         (double)v[i]);
+    ASSERT_EQ(cu_check_allreduce(v, n, size, WEFT_SUM, WEFT_FLOAT32,
+                                 "allreduce"), 0);
     free(v);
 }
 
@@ -162,7 +162,7 @@ static void registration_rank(int rank, int size, void *arg)
     install_recorder(comm, rank, c->reg_min);
 
     /* Small messages only: nothing to register. */
-    allreduce_checked(comm, rank, 1024);
+    allreduce_checked(comm, rank, size, 1024);
     record_t r = snapshot(comm, rank);
     ASSERT_EQ(r.nregs, 0);
     ASSERT_EQ(r.small_with_handle, 0);
@@ -171,7 +171,7 @@ static void registration_rank(int rank, int size, void *arg)
      * operation (send and receive buffer, the same memory in place, and
      * the ring's scratch), whatever the number of chunks, and released
      * when it ends. */
-    allreduce_checked(comm, rank, 1 << 20);
+    allreduce_checked(comm, rank, size, 1 << 20);
     r = snapshot(comm, rank);
     if (c->reg_min == 0) {
         ASSERT_EQ(r.nregs, 0);
@@ -215,7 +215,7 @@ static uint64_t verbs_regs_made(weft_comm_t comm)
 
 /* Registrations verbs makes for one 4 MiB allreduce in 256 KiB chunks,
  * with the engine registering the operation's buffers or not. */
-static uint64_t verbs_allreduce_regs(weft_comm_t comm, int rank,
+static uint64_t verbs_allreduce_regs(weft_comm_t comm, int rank, int size,
                                      bool engine_registers)
 {
     wf_engine_t *e = comm->impl->engine;
@@ -223,7 +223,7 @@ static uint64_t verbs_allreduce_regs(weft_comm_t comm, int rank,
     e->reg_min = engine_registers ? REG_MIN : 0;
     pthread_mutex_unlock(&e->progress_lock);
     uint64_t before = verbs_regs_made(comm);
-    allreduce_checked(comm, rank, 1 << 20);
+    allreduce_checked(comm, rank, size, 1 << 20);
     return verbs_regs_made(comm) - before;
 }
 
@@ -235,7 +235,7 @@ static void verbs_rank(int rank, int size, void *arg)
                                "WEFT_ALGO=allreduce:ring,WEFT_CHUNK_SIZE=256k",
                                &comm));
     ASSERT_EQ(comm->impl->engine->reg_min, REG_MIN);
-    allreduce_checked(comm, rank, 1 << 20); /* connections, first use */
+    allreduce_checked(comm, rank, size, 1 << 20); /* connections, first use */
     /* On 2 ranks each rank sends 16 chunks by zero copy, each pinning a
      * registration of its own unless it is given the operation's.  A
      * chunk that arrives before its receive is pulled into a buffer of
@@ -243,8 +243,8 @@ static void verbs_rank(int rank, int size, void *arg)
      * certain: with the engine's registrations at least those 16 fewer,
      * less the engine's own (send, receive, scratch). */
     for (int round = 0; round < 3; round++) {
-        uint64_t without = verbs_allreduce_regs(comm, rank, false);
-        uint64_t with = verbs_allreduce_regs(comm, rank, true);
+        uint64_t without = verbs_allreduce_regs(comm, rank, size, false);
+        uint64_t with = verbs_allreduce_regs(comm, rank, size, true);
         if (without < 16 || with + 16 > without + 3)
             wf_test_fail(__FILE__, __LINE__, "rank %d: %llu registrations "
                          "for one allreduce with the engine's, %llu "
