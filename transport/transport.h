@@ -207,6 +207,16 @@ typedef struct wf_transport_ops {
      * it waits for the receiver, so the engine does not count it against
      * its send window.  NULL: every send holds buffers. */
     bool (*send_pulled)(wf_tctx_t *ctx, int peer, size_t len);
+    /* Called under the engine's lock right before it sleeps in poll() on
+     * get_fd(): the transport arms what makes that fd readable (peers of
+     * the shared-memory transport write it only when asked to) and
+     * returns true when progress() has work already, in which case the
+     * engine does not sleep.  NULL: the fd tells the truth by itself. */
+    bool (*wait_prepare)(wf_tctx_t *ctx);
+    /* Whether this context can reach the peer with address blob `addr`
+     * (shm: a process of this machine and network namespace); the
+     * per-peer choice of transports asks it.  NULL: every peer. */
+    bool (*reaches)(wf_tctx_t *ctx, const void *addr, size_t len);
 } wf_transport_ops_t;
 
 /* The registry: transports compiled in, in preference order. */

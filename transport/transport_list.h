@@ -29,8 +29,11 @@ void wf_ib_gdr_describe(char *out, size_t len);
 #define WF_TRANSPORT_IB_(X)
 #endif
 
+bool wf_shm_probe(char *why, size_t why_len);
+
 #define WF_TRANSPORT_LIST(X)                                                   \
     WF_TRANSPORT_IB_(X)                                                        \
-    X(tcp, wf_tcp_transport, NULL)
+    X(tcp, wf_tcp_transport, NULL)                                             \
+    X(shm, wf_shm_transport, wf_shm_probe)
 
 #endif /* WF_TRANSPORT_LIST_H */

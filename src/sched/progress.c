@@ -224,7 +224,17 @@ static int check_deadlines(wf_engine_t *e)
 static void sleep_until_work(wf_engine_t *e, int timeout_ms, bool transport)
 {
     struct pollfd fds[2] = {{.fd = e->wake_fd, .events = POLLIN},
-                            {.fd = e->tops->get_fd(e->tctx), .events = POLLIN}};
+                            {.fd = -1, .events = POLLIN}};
+    if (transport && e->tops->wait_prepare) {
+        /* Under the lock, as every other call into the transport. */
+        pthread_mutex_lock(&e->progress_lock);
+        bool pending = e->tops->wait_prepare(e->tctx);
+        pthread_mutex_unlock(&e->progress_lock);
+        if (pending)
+            return;
+    }
+    if (transport)
+        fds[1].fd = e->tops->get_fd(e->tctx);
     int nfds = transport && fds[1].fd >= 0 ? 2 : 1;
     if (transport && nfds == 1 && timeout_ms > 1)
         timeout_ms = 1; /* a transport without an fd must be polled */

@@ -592,6 +592,10 @@ static void run_ipv6(const wf_transport_ops_t *ops)
     tg_group_t g;
     wf_tdev_attr_t attr;
 
+    if (ops == &wf_shm_transport) {
+        printf("shm has no network address; skipping the IPv6 checks\n");
+        return;
+    }
     tg_open_ex(&g, ops, 2, "::1", 10000);
     ASSERT_OK(ops->query(g.ctx[0], &attr));
     ASSERT_STR_CONTAINS(attr.address, "::1");
@@ -620,7 +624,10 @@ static void run_query(const wf_transport_ops_t *ops)
     ASSERT_OK(ops->query(g.ctx[0], &attr));
     ASSERT_TRUE(attr.caps & WF_TCAP_HOST_MEM);
     ASSERT_TRUE(attr.name[0] != '\0');
-    ASSERT_STR_CONTAINS(attr.address, "127.0.0.1:");
+    /* Where the context listens: an IP and port, or shm's process and
+     * abstract socket. */
+    ASSERT_STR_CONTAINS(attr.address,
+                        ops == &wf_shm_transport ? "pid " : "127.0.0.1:");
     ASSERT_STATUS(ops->get_address(g.ctx[0], small, &len),
                   WEFT_ERR_INVALID_ARG);
     ASSERT_EQ(len, sizeof(small));
@@ -669,6 +676,10 @@ static void run_get_fd(const wf_transport_ops_t *ops)
     ASSERT_TRUE(!tg_fd_readable(fd0, 0));
     ASSERT_TRUE(!tg_fd_readable(fd1, 0));
     ASSERT_OK(ops->irecv(g.ctx[1], 0, 2, &b, 1, NULL, &rr));
+    /* The engine's order: wait_prepare, where there is one, finds
+     * nothing to do, and the message arriving after it wakes the fd. */
+    if (ops->wait_prepare)
+        ASSERT_TRUE(!ops->wait_prepare(g.ctx[1]));
     ASSERT_OK(ops->isend(g.ctx[0], 1, 2, NULL, "z", 1, NULL, &sr));
     ASSERT_TRUE(tg_fd_readable(fd1, 5000));
     ASSERT_OK(tg_wait(&g, 0, sr, &info));

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "tcp/tcp.h"
+#include "cma.h"
 #include "tgroup.h"
 
 WF_TEST(transport_tcp_cma_probe, 10)
@@ -19,16 +20,16 @@ WF_TEST(transport_tcp_cma_probe, 10)
     static volatile uint64_t cookie = 0x1234567890abcdefull;
     uint64_t addr = (uint64_t)(uintptr_t)&cookie;
 
-    ASSERT_EQ(wf_tcp_cma_probe(getpid(), addr, cookie), 0);
+    ASSERT_EQ(wf_cma_probe(getpid(), addr, cookie), 0);
     /* Another value at that address: not the process that offered it. */
-    ASSERT_EQ(wf_tcp_cma_probe(getpid(), addr, cookie + 1), EPERM);
-    ASSERT_EQ(wf_tcp_cma_probe(getpid(), 8, cookie), EFAULT);
+    ASSERT_EQ(wf_cma_probe(getpid(), addr, cookie + 1), EPERM);
+    ASSERT_EQ(wf_cma_probe(getpid(), 8, cookie), EFAULT);
     pid_t child = fork();
     ASSERT_TRUE(child >= 0);
     if (child == 0)
         _exit(0);
     ASSERT_EQ(waitpid(child, NULL, 0), child);
-    ASSERT_EQ(wf_tcp_cma_probe(child, addr, cookie), ESRCH);
+    ASSERT_EQ(wf_cma_probe(child, addr, cookie), ESRCH);
 }
 
 static void set_cma_min(wf_tconfig_t *cfg, int rank, void *mins)

@@ -219,9 +219,6 @@ bool wf_tcp_cma_take_offer(wf_tctx_t *ctx, wf_tcp_peer_t *p, int idx,
 /* The handshake's `reads` from the peer: it can read this process. */
 void wf_tcp_cma_peer_reads(wf_tctx_t *ctx, wf_tcp_peer_t *p, int idx,
                            uint64_t reads);
-/* Reads the 8-byte cookie at `addr` in process `pid`: 0 when it reads
- * `want`, else the errno (EPERM for another value). */
-int wf_tcp_cma_probe(pid_t pid, uint64_t addr, uint64_t want);
 /* Whether a send of `len` bytes to p goes as an RTS: the peer can read
  * this process and the message is large enough. */
 bool wf_tcp_cma_sends(const wf_tctx_t *ctx, const wf_tcp_peer_t *p,

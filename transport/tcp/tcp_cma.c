@@ -44,38 +44,8 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "cma.h"
 #include "tcp.h"
-
-/* Reads `len` bytes at `remote` in process `pid` into `local`; 0 or the
- * errno of the failure (a short read with no errno is EFAULT). */
-static int cma_read(pid_t pid, void *local, uint64_t remote, size_t len)
-{
-    size_t done = 0;
-
-    while (done < len) {
-        struct iovec l = {(char *)local + done, len - done};
-        struct iovec r = {(void *)(uintptr_t)(remote + done), len - done};
-        ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return errno;
-        if (n == 0)
-            return EFAULT;
-        done += (size_t)n;
-    }
-    return 0;
-}
-
-int wf_tcp_cma_probe(pid_t pid, uint64_t addr, uint64_t want)
-{
-    uint64_t got = 0;
-    int err = cma_read(pid, &got, addr, sizeof(got));
-
-    if (err)
-        return err;
-    return got == want ? 0 : EPERM; /* another process with that pid */
-}
 
 /* A control frame (no request behind it): freed once written. */
 static bool control_queue(wf_tctx_t *ctx, wf_tcp_peer_t *p, uint64_t magic,
@@ -122,7 +92,7 @@ bool wf_tcp_cma_take_offer(wf_tctx_t *ctx, wf_tcp_peer_t *p, int idx,
                    "path", p->rank);
         return false;
     }
-    err = wf_tcp_cma_probe((pid_t)pid, addr, wf_tcp_get64(offer + 16));
+    err = wf_cma_probe((pid_t)pid, addr, wf_tcp_get64(offer + 16));
     if (err) {
         /* Info: a user who expects the fast path on one machine must be
          * able to see why it is not taken (a container without
@@ -202,7 +172,7 @@ static void fin_failed_now(wf_tcp_peer_t *p, uint64_t seq, int err)
 static bool rts_read(wf_tctx_t *ctx, wf_tcp_peer_t *p, char *dst, size_t n,
                      uint64_t addr, uint64_t seq)
 {
-    int err = n ? cma_read(p->cma_pid, dst, addr, n) : 0;
+    int err = n ? wf_cma_read(p->cma_pid, dst, addr, n) : 0;
 
     if (err) {
         fin_failed_now(p, seq, err);
