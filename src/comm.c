@@ -13,6 +13,7 @@
 #include "common.h"
 #include "rdv/bootstrap.h"
 #include "rdv/launch_env.h"
+#include "route.h"
 #include "transport.h"
 
 /* A number from an API field, with its unit where the knob has one (a
@@ -137,6 +138,9 @@ static weft_status_t open_transport(wf_comm_impl_t *c,
     WEFT_CHECK(wf_transport_select(c->cfg.transport, ops));
     WEFT_CHECK((*ops)->init(&tc, tctx));
     wf_strlcpy(c->transport_name, (*ops)->name, sizeof(c->transport_name));
+    wf_tdev_attr_t attr;
+    if (*ops == &wf_route_transport && (*ops)->query(*tctx, &attr) == WEFT_OK)
+        wf_strlcpy(c->transport_name, attr.name, sizeof(c->transport_name));
     return WEFT_OK;
 }
 

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "common.h"
+#include "route.h"
 #include "transport.h"
 #include "transport_list.h"
 
@@ -59,43 +60,78 @@ const wf_transport_ops_t *wf_transport_find(const char *name)
     return e ? e->ops : NULL;
 }
 
+/* Adds e to the members unless it cannot run here (then says why, at
+ * info level for auto's passing over a faster one). */
+static void member_add(const wf_transport_entry_t *e, bool quiet,
+                       const wf_transport_ops_t **ops, int *n)
+{
+    char why[256];
+
+    for (int i = 0; i < *n; i++)
+        if (ops[i] == e->ops)
+            return; /* named twice */
+    if (!entry_usable(e, why, sizeof(why))) {
+        if (quiet)
+            WEFT_INFO(NET, "transport %s unavailable (%s); trying the next",
+                      e->ops->name, why);
+        else
+            WEFT_WARN(NET,
+                      "transport '%s' is compiled in but cannot run on "
+                      "this host: %s",
+                      e->ops->name, why);
+        return;
+    }
+    if (*n < WF_ROUTE_MAX)
+        ops[(*n)++] = e->ops;
+}
+
+weft_status_t wf_transport_members(const char *name,
+                                   const wf_transport_ops_t **ops, int *n)
+{
+    *n = 0;
+    if (!name || !name[0] || strcasecmp(name, "auto") == 0) {
+        for (size_t i = 0; i < WF_ARRAY_LEN(wf_transports); i++)
+            member_add(&wf_transports[i], true, ops, n);
+        if (!*n) {
+            WEFT_WARN(NET, "no usable transport on this host (compiled in: %s)",
+                      wf_transport_names());
+            return WEFT_ERR_UNSUPPORTED;
+        }
+        return WEFT_OK;
+    }
+    char list[256];
+    char *save = NULL;
+    snprintf(list, sizeof(list), "%s", name);
+    for (char *t = strtok_r(list, ", ", &save); t;
+         t = strtok_r(NULL, ", ", &save)) {
+        const wf_transport_entry_t *e = entry_find(t);
+        if (!e) {
+            WEFT_WARN(NET, "unknown transport '%s' (available: %s, auto, or "
+                      "an ordered list such as shm,tcp)", t,
+                      wf_transport_names());
+            return WEFT_ERR_INVALID_ARG;
+        }
+        member_add(e, false, ops, n);
+    }
+    if (!*n) {
+        WEFT_WARN(NET, "none of the transports '%s' can run on this host",
+                  name);
+        return WEFT_ERR_UNSUPPORTED;
+    }
+    return WEFT_OK;
+}
+
 weft_status_t wf_transport_select(const char *name,
                                   const wf_transport_ops_t **ops)
 {
-    const wf_transport_entry_t *e;
-    char why[256];
+    const wf_transport_ops_t *members[WF_ROUTE_MAX];
+    int n = 0;
 
     if (!ops)
         return WEFT_ERR_INVALID_ARG;
-    if (!name || !name[0] || strcasecmp(name, "auto") == 0) {
-        for (size_t i = 0; i < WF_ARRAY_LEN(wf_transports); i++) {
-            if (entry_usable(&wf_transports[i], why, sizeof(why))) {
-                *ops = wf_transports[i].ops;
-                return WEFT_OK;
-            }
-            /* The one line that says why a faster transport was passed
-             * over. */
-            WEFT_INFO(NET, "transport %s unavailable (%s); trying the next",
-                      wf_transports[i].ops->name, why);
-        }
-        WEFT_WARN(NET, "no usable transport on this host (compiled in: %s)",
-                  wf_transport_names());
-        return WEFT_ERR_UNSUPPORTED;
-    }
-    e = entry_find(name);
-    if (!e) {
-        WEFT_WARN(NET, "unknown transport '%s' (available: %s, auto)", name,
-                  wf_transport_names());
-        return WEFT_ERR_INVALID_ARG;
-    }
-    if (!entry_usable(e, why, sizeof(why))) {
-        WEFT_WARN(NET,
-                  "transport '%s' is compiled in but cannot run on "
-                  "this host: %s",
-                  e->ops->name, why);
-        return WEFT_ERR_UNSUPPORTED;
-    }
-    *ops = e->ops;
+    WEFT_CHECK(wf_transport_members(name, members, &n));
+    /* One transport needs no route: the engine calls it directly. */
+    *ops = n == 1 ? members[0] : &wf_route_transport;
     return WEFT_OK;
 }
 

@@ -66,7 +66,9 @@
 
 #include "weft.h"
 
-#define WF_TADDR_MAX 256
+/* An address blob's capacity: the route's (route.c) holds one blob of
+ * each member transport, each of which stays within 256 bytes. */
+#define WF_TADDR_MAX 1024
 
 /* Capability bits of a transport. */
 #define WF_TCAP_HOST_MEM (1u << 0)   /* can send from / receive to host memory */
@@ -221,7 +223,9 @@ typedef struct wf_transport_ops {
 
 /* The registry: transports compiled in, in preference order. */
 const wf_transport_ops_t *wf_transport_find(const char *name);
-/* Picks the transport for WEFT_TRANSPORT ("auto" = first usable). */
+/* Picks the transport for WEFT_TRANSPORT: one name, that transport for
+ * every peer; "auto" or an ordered list ("shm,tcp"), the route over the
+ * usable ones (route.h), or the one usable transport alone. */
 weft_status_t wf_transport_select(const char *name,
                                   const wf_transport_ops_t **ops);
 /* Names of all compiled-in transports, comma separated. */

@@ -13,7 +13,7 @@
 #include "transport.h"
 
 #define RECORD_MAGIC 0x77667263u /* "wfrc" */
-#define RECORD_VERSION 3 /* 3: addresses of up to 256 bytes (verbs rails) */
+#define RECORD_VERSION 4 /* 4: addresses of up to 1024 bytes (the route) */
 
 typedef struct {
     uint32_t magic;
