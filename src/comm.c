@@ -183,6 +183,7 @@ weft_status_t wf_comm_connect(wf_comm_impl_t *c)
         .reg_min = attr.reg_min,
         .timeout_ms = c->cfg.timeout_ms,
         .debug_dump = c->cfg.debug_dump,
+        .busy_poll = c->local_size <= c->host_cores,
         .numa = c->staging_numa,
     };
     wf_comm_place(c, &ep.pin, &ep.progress_cpu);

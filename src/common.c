@@ -56,6 +56,17 @@ int wf_deadline_remaining_ms(uint64_t deadline, int cap_ms)
     return cap_ms >= 0 && left > (uint64_t)cap_ms ? cap_ms : (int)left;
 }
 
+int wf_deadline_remaining_ms_cheap(uint64_t deadline, int cap_ms)
+{
+    if (deadline == 0)
+        return cap_ms;
+    uint64_t now = wf_time_ms_coarse();
+    if (now >= deadline)
+        return 0;
+    uint64_t left = deadline - now;
+    return cap_ms >= 0 && left > (uint64_t)cap_ms ? cap_ms : (int)left;
+}
+
 uint64_t wf_hash64(const void *data, size_t len)
 {
     const unsigned char *p = data;

@@ -32,6 +32,17 @@
 #define WF_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define WF_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define WF_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* A hint inside a polling loop that this core is waiting (x86 PAUSE):
+ * less power, and a sibling hyperthread gets the pipeline. */
+static inline void wf_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
 #define WF_UNUSED __attribute__((unused))
 #define WF_LIKELY(x) __builtin_expect(!!(x), 1)
 #define WF_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -72,6 +83,10 @@ static inline bool wf_deadline_passed_cheap(uint64_t deadline)
 }
 /* Milliseconds left before `deadline`, capped at `cap_ms` (for poll). */
 int wf_deadline_remaining_ms(uint64_t deadline, int cap_ms);
+/* The same by the coarse clock: up to a tick more than is left.  For a
+ * poll timeout computed on every progress round, where the deadline
+ * itself is checked by wf_deadline_passed_cheap. */
+int wf_deadline_remaining_ms_cheap(uint64_t deadline, int cap_ms);
 
 /* 64-bit FNV-1a hash of a string; used to turn job ids into wire keys. */
 uint64_t wf_hash64(const void *data, size_t len);

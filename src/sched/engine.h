@@ -107,6 +107,9 @@ typedef struct wf_engine_params {
     size_t reg_min;             /* the transport's wf_tdev_attr_t.reg_min */
     int64_t timeout_ms;
     bool debug_dump;            /* WEFT_DEBUG_DUMP: log the history on failure */
+    bool busy_poll;             /* a driver may poll without yielding the
+                                 * core: this machine's ranks do not
+                                 * outnumber its cores */
     bool pin;                   /* pin the progress thread to progress_cpu */
     int progress_cpu;           /* chosen by the topology (comm_topo.c) */
     int numa;                   /* OS index of the NUMA node for scratch

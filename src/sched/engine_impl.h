@@ -34,6 +34,7 @@ typedef struct {
 
 struct wf_engine {
     int rank, size;
+    int idle_polls; /* idle rounds a driver polls before it yields */
     const wf_transport_ops_t *tops;
     wf_tctx_t *tctx;
     uint8_t *peer_addrs;

@@ -26,6 +26,11 @@
 /* Idle rounds a runner (the thread or a driving caller) yields, with
  * operations in flight, before it sleeps in poll(). */
 #define WF_IDLE_SPINS 100
+/* Idle rounds a driving caller polls first without yielding, where every
+ * rank of the machine has a core: a message over shared memory arrives
+ * in less time than a sched_yield() call takes, which it would then wait
+ * out (bench/results/2026-12-02-shm-transport.md). */
+#define WF_IDLE_POLLS 200
 /* How long a failing or departing engine keeps trying to deliver its
  * notices (notice.c) before it gives up on a peer. */
 #define WF_NOTICE_GRACE_MS 250
@@ -213,7 +218,7 @@ static int check_deadlines(wf_engine_t *e)
                            (long long)e->timeout_ms, e->rank, what);
             return 0;
         }
-        timeout = wf_deadline_remaining_ms(req->deadline_ms, timeout);
+        timeout = wf_deadline_remaining_ms_cheap(req->deadline_ms, timeout);
     }
     return timeout;
 }
@@ -440,14 +445,23 @@ bool wf_engine_drive(wf_engine_t *e, const volatile bool *done,
         idle = work ? 0 : idle + 1;
         if (work)
             continue;
-        uint64_t now = until_ms ? wf_time_ms() : 0;
-        if (until_ms && now >= until_ms)
+        /* The clock every few idle rounds: reading it costs a poll. */
+        uint64_t now = until_ms && (idle & 15) == 1 ? wf_time_ms() : 0;
+        if (now && now >= until_ms)
             return false; /* the caller has something to look at */
-        if (idle <= WF_IDLE_SPINS || dev_busy) {
+        if (idle <= e->idle_polls) {
+            wf_cpu_relax();
+            continue;
+        }
+        if (idle <= e->idle_polls + WF_IDLE_SPINS || dev_busy) {
             sched_yield();
             continue;
         }
         int nap = timeout < WF_DRIVER_SLEEP_MS ? timeout : WF_DRIVER_SLEEP_MS;
+        if (until_ms && !now)
+            now = wf_time_ms();
+        if (until_ms && now >= until_ms)
+            return false;
         if (until_ms && (int64_t)(until_ms - now) < nap)
             nap = (int)(until_ms - now);
         sleep_until_work(e, nap, true);
@@ -534,6 +548,7 @@ weft_status_t wf_engine_create(const wf_engine_params_t *p,
     e->timeout_ms = p->timeout_ms;
     e->error_origin = -1;
     e->debug_dump = p->debug_dump;
+    e->idle_polls = p->busy_poll ? WF_IDLE_POLLS : 0;
     e->numa = p->numa;
     e->peer_addrs = malloc(n * WF_TADDR_MAX);
     e->peer_addr_lens = calloc(n, sizeof(size_t));
