@@ -26,6 +26,11 @@
 #define RANKS 4
 #define TIMEOUT_MS 4000
 
+/* Floats per operation and the transport of the trials: the default,
+ * small messages through the pair's rings, unless a test says otherwise. */
+static size_t kill_count = 4096;
+static const char *kill_transport = "auto";
+
 static void report(int fd, int rank, weft_status_t st, const char *msg)
 {
     char line[1024];
@@ -39,9 +44,10 @@ static void report(int fd, int rank, weft_status_t st, const char *msg)
  * report too (the rendezvous times out waiting for the dead rank). */
 static weft_comm_t join(const char *rdv, const char *job, int rank, int fd)
 {
-    char cfg[96];
-    snprintf(cfg, sizeof(cfg), "WEFT_TIMEOUT=%dms,WEFT_CHUNK_SIZE=8k",
-             TIMEOUT_MS);
+    char cfg[160];
+    snprintf(cfg, sizeof(cfg),
+             "WEFT_TIMEOUT=%dms,WEFT_CHUNK_SIZE=%s,WEFT_TRANSPORT=%s",
+             TIMEOUT_MS, kill_count > 4096 ? "256k" : "8k", kill_transport);
     weft_comm_params_t prm = {
         .field_mask = WEFT_COMM_PARAM_RANK | WEFT_COMM_PARAM_SIZE |
                       WEFT_COMM_PARAM_RENDEZVOUS | WEFT_COMM_PARAM_JOB_ID |
@@ -81,7 +87,7 @@ static weft_status_t mixed_op(weft_comm_t comm, int it, float *a, float *b,
 static void loop_rank(const char *rdv, const char *job, int rank, int fd)
 {
     weft_comm_t comm = join(rdv, job, rank, fd);
-    size_t n = 4096;
+    size_t n = kill_count;
     float *a = calloc(n, sizeof(float)), *b = calloc(n, sizeof(float));
     weft_status_t st = WEFT_OK;
     for (int it = 0; st == WEFT_OK; it++)
@@ -195,14 +201,29 @@ static void one_trial(const char *rdv, int trial, unsigned *seed)
            "%.2f s: %s\n", trial, victim, delay / 1000, took, reps[0].msg);
 }
 
-WF_TEST(fault_kill9_one_rank_survivors_fail_fast, 300)
+static void kill_trials(int default_trials)
 {
     const char *env = getenv("WF_FAULT_TRIALS");
-    int trials = env ? atoi(env) : 20;
+    int trials = env ? atoi(env) : default_trials;
     unsigned seed = (unsigned)getpid();
     char addr[128];
     int pid = wf_test_start_rendezvous(addr, sizeof(addr));
     for (int t = 0; t < trials; t++)
         one_trial(addr, t, &seed);
     wf_test_stop_process(pid);
+}
+
+WF_TEST(fault_kill9_one_rank_survivors_fail_fast, 300)
+{
+    kill_trials(20);
+}
+
+/* Over shared memory with messages of 4 MiB: most are read from the
+ * sender's memory (process_vm_readv) when the kill comes, so a read of a
+ * dead process and a FIN that never comes are both met. */
+WF_TEST(fault_kill9_shm_large_messages, 300)
+{
+    kill_count = 1u << 20;
+    kill_transport = "shm";
+    kill_trials(8);
 }

@@ -74,6 +74,8 @@ typedef struct wf_shm_peer {
     size_t nfins, fins_cap;
     wf_shm_rx_t in;
     int remote_unexp; /* unexpected RTS messages not yet pulled */
+    bool gone;        /* a read found the process gone: failed once the
+                       * ring is drained */
     char desc[96];
 } wf_shm_peer_t;
 

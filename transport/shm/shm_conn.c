@@ -251,7 +251,7 @@ static weft_status_t dial(wf_tctx_t *ctx, wf_shm_peer_t *p)
     int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
     if (fd < 0) {
-        wf_shm_peer_fail(ctx, p, WEFT_ERR_TRANSPORT, "shm: socket: %s",
+        wf_shm_peer_fail(ctx, p, WEFT_ERR_TRANSPORT, "socket: %s",
                          strerror(errno));
         return p->m.fail_status;
     }
@@ -263,8 +263,7 @@ static weft_status_t dial(wf_tctx_t *ctx, wf_shm_peer_t *p)
         if (err == EAGAIN)
             return WEFT_INPROGRESS; /* its backlog is full: retried */
         wf_shm_peer_fail(ctx, p, WEFT_ERR_REMOTE,
-                         "shm: connect to %s at @%s: %s", p->desc, p->addr.sock,
-                         strerror(err));
+                         "connect to @%s: %s", p->addr.sock, strerror(err));
         return p->m.fail_status;
     }
     wf_shm_pkt_t *h = &p->hello;
@@ -284,7 +283,7 @@ static weft_status_t dial(wf_tctx_t *ctx, wf_shm_peer_t *p)
     if (err || epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, fd, &e) != 0) {
         close(fd);
         wf_shm_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
-                         "shm: sending the handshake to %s: %s", p->desc,
+                         "sending the handshake: %s",
                          strerror(err ? err : errno));
         return p->m.fail_status;
     }
@@ -332,7 +331,7 @@ static void on_chall(wf_tctx_t *ctx, wf_shm_peer_t *p, const wf_shm_pkt_t *c)
 
     if (c->type != WF_SHM_CHALL || c->verdict != WF_SHM_OK) {
         wf_shm_peer_fail(ctx, p, WEFT_ERR_REMOTE,
-                         "shm: %s refused the connection: %s", p->desc,
+                         "the peer refused the connection: %s",
                          c->type == WF_SHM_CHALL ? verdict_str(c->verdict)
                                                  : "unexpected packet");
         return;
@@ -340,7 +339,7 @@ static void on_chall(wf_tctx_t *ctx, wf_shm_peer_t *p, const wf_shm_pkt_t *c)
     if (hs_mac(ctx, "weft-shm-acceptor", &p->hello, c->nonce, mac) !=
             WEFT_OK ||
         !wf_auth_equal(mac, c->mac, sizeof(mac))) {
-        wf_shm_peer_fail(ctx, p, WEFT_ERR_REMOTE, "shm: %s: %s", p->desc,
+        wf_shm_peer_fail(ctx, p, WEFT_ERR_REMOTE, "%s",
                          verdict_str(WF_SHM_REJ_AUTH));
         return;
     }
@@ -349,7 +348,7 @@ static void on_chall(wf_tctx_t *ctx, wf_shm_peer_t *p, const wf_shm_pkt_t *c)
     int seg_fd = make_segment(ctx, p);
     if (seg_fd < 0) {
         wf_shm_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
-                         "shm: making the segment for %s: %s", p->desc,
+                         "making the shared segment: %s",
                          strerror(errno));
         return;
     }
@@ -358,7 +357,7 @@ static void on_chall(wf_tctx_t *ctx, wf_shm_peer_t *p, const wf_shm_pkt_t *c)
     if (hs_mac(ctx, "weft-shm-dialer", &p->hello, c->nonce, proof.mac) !=
         WEFT_OK) {
         close(seg_fd);
-        wf_shm_peer_fail(ctx, p, WEFT_ERR_INTERNAL, "shm: MAC failed");
+        wf_shm_peer_fail(ctx, p, WEFT_ERR_INTERNAL, "computing the handshake MAC failed");
         return;
     }
     int fds[2] = {seg_fd, ctx->efd};
@@ -366,7 +365,7 @@ static void on_chall(wf_tctx_t *ctx, wf_shm_peer_t *p, const wf_shm_pkt_t *c)
     close(seg_fd); /* the mapping keeps it */
     if (err) {
         wf_shm_peer_fail(ctx, p, WEFT_ERR_REMOTE,
-                         "shm: sending the handshake to %s: %s", p->desc,
+                         "sending the handshake: %s",
                          strerror(err));
         return;
     }
@@ -380,7 +379,7 @@ static void on_ready(wf_tctx_t *ctx, wf_shm_peer_t *p, const wf_shm_pkt_t *r,
         if (efd >= 0)
             close(efd);
         wf_shm_peer_fail(ctx, p, WEFT_ERR_REMOTE,
-                         "shm: %s refused the connection: %s", p->desc,
+                         "the peer refused the connection: %s",
                          r->type == WF_SHM_READY ? verdict_str(r->verdict)
                                                  : "unexpected packet");
         return;
@@ -624,7 +623,7 @@ static void on_proof(wf_tctx_t *ctx, wf_shm_peer_t *p, const wf_shm_pkt_t *f,
     int err = send_pkt(p->fd, &r, &ctx->efd, 1);
     if (err) {
         wf_shm_peer_fail(ctx, p, WEFT_ERR_REMOTE,
-                         "shm: sending the handshake to %s: %s", p->desc,
+                         "sending the handshake: %s",
                          strerror(err));
         return;
     }
@@ -653,8 +652,8 @@ void wf_shm_sock_event(wf_tctx_t *ctx, wf_shm_peer_t *p, uint32_t events)
             return;
         p->m.fail_unreported = peer_quiet(p);
         wf_shm_peer_fail(ctx, p, WEFT_ERR_REMOTE,
-                         "shm: %s closed its connection (the process exited "
-                         "or was killed)", p->desc);
+                         "connection closed by the peer (the process exited "
+                         "or was killed)");
         return;
     }
     while (p->fd >= 0 && in_handshake(p->state)) {
@@ -671,8 +670,8 @@ void wf_shm_sock_event(wf_tctx_t *ctx, wf_shm_peer_t *p, uint32_t events)
                 return;
             }
             wf_shm_peer_fail(ctx, p, WEFT_ERR_REMOTE,
-                             "shm: %s closed the connection during the "
-                             "handshake%s%s", p->desc, err ? ": " : "",
+                             "the peer closed the connection during the "
+                             "handshake%s%s", err ? ": " : "",
                              err ? strerror(err) : "");
             return;
         }
@@ -706,7 +705,7 @@ void wf_shm_check_deadlines(wf_tctx_t *ctx)
         }
         if (wf_deadline_passed(p->deadline_ms))
             wf_shm_peer_fail(ctx, p, WEFT_ERR_TIMEOUT,
-                             "shm: no connection with %s within %lld ms",
-                             p->desc, (long long)ctx->timeout_ms);
+                             "no connection within %lld ms",
+                             (long long)ctx->timeout_ms);
     }
 }

@@ -107,7 +107,7 @@ bool wf_shm_wait_prepare(wf_tctx_t *ctx)
         uint64_t tail = atomic_load_explicit(&p->tx.ctl->tail,
                                              memory_order_acquire);
         /* An unexpected RTS is read at the next call: not worth a sleep. */
-        pending = wf_shm_rx_pending(p) || p->remote_unexp ||
+        pending = wf_shm_rx_pending(p) || p->remote_unexp || p->gone ||
                   (tx_blocked(p) && p->tx.pos - tail < p->slots);
     }
     return pending;

@@ -38,8 +38,8 @@ weft_status_t wf_shm_irecv(wf_tctx_t *ctx, int peer, uint64_t tag, void *buf,
 static void garbage(wf_tctx_t *ctx, wf_shm_peer_t *p, const wf_shm_slot_t *s)
 {
     wf_shm_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
-                     "shm: garbage in the ring from %s (slot kind %u, %u "
-                     "bytes of %llu)", p->desc, s->kind, s->len,
+                     "garbage in the ring (slot kind %u, %u bytes of %llu)",
+                     s->kind, s->len,
                      (unsigned long long)s->total);
 }
 
@@ -49,11 +49,21 @@ static int pull(wf_tctx_t *ctx, wf_shm_peer_t *p, void *dst, size_t n,
 {
     int err = n ? wf_cma_read(p->pid, dst, addr, n) : 0;
 
+    /* ESRCH: the process is gone, which is the peer's failure; what it
+     * published before it died (its failure notice, often) is still in
+     * the ring, so the peer fails once that is taken (wf_shm_rx_drain). */
+    if (err == ESRCH) {
+        if (!p->gone)
+            WEFT_DEBUG(NET, "shm: %s is gone (reading its memory: %s)",
+                       p->desc, strerror(err));
+        p->gone = true;
+        return err;
+    }
     wf_shm_fin_queue(ctx, p, id, err);
     if (err)
         wf_shm_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
-                         "shm: reading %zu bytes from the memory of %s: %s", n,
-                         p->desc, strerror(err));
+                         "reading %zu bytes from the peer's memory: %s", n,
+                         strerror(err));
     return err;
 }
 
@@ -61,8 +71,9 @@ static void pull_into(wf_tctx_t *ctx, wf_shm_peer_t *p, wf_mreq_t *r,
                       size_t total, const uint64_t sig[2], uint64_t addr,
                       uint64_t id)
 {
-    if (pull(ctx, p, r->buf, WF_MIN(total, r->len), addr, id))
-        wf_match_done(r, WEFT_ERR_TRANSPORT);
+    int err = pull(ctx, p, r->buf, WF_MIN(total, r->len), addr, id);
+    if (err)
+        wf_match_done(r, err == ESRCH ? WEFT_ERR_REMOTE : p->m.fail_status);
     else
         wf_match_complete(r, total, sig);
 }
@@ -92,16 +103,22 @@ void wf_shm_pull_unclaimed(wf_tctx_t *ctx, wf_shm_peer_t *p)
         char *data = wf_match_buffer(&ctx->m, msg->len, &have);
         if (!data) {
             wf_shm_peer_fail(ctx, p, WEFT_ERR_NO_MEMORY,
-                             "shm: out of memory for a message of %zu bytes "
-                             "from %s", msg->len, p->desc);
+                             "out of memory for a message of %zu bytes",
+                             msg->len);
             return;
         }
         msg->data = data;
         msg->cap = have;
         msg->remote = false;
         p->remote_unexp--;
-        if (pull(ctx, p, data, msg->len, sm->addr, sm->id))
+        if (pull(ctx, p, data, msg->len, sm->addr, sm->id)) {
+            /* Kept as it was: its receive fails with the peer. */
+            msg->remote = true;
+            msg->data = NULL;
+            wf_match_buf_put(&ctx->m, data, have);
+            p->remote_unexp++;
             return;
+        }
         msg->complete = true;
     }
 }
@@ -148,8 +165,8 @@ static bool rx_begin(wf_tctx_t *ctx, wf_shm_peer_t *p, const wf_shm_slot_t *s)
         if (!in->umsg) {
             in->active = false;
             wf_shm_peer_fail(ctx, p, WEFT_ERR_NO_MEMORY,
-                             "shm: out of memory for a message of %llu bytes "
-                             "from %s", (unsigned long long)s->total, p->desc);
+                             "out of memory for a message of %llu bytes",
+                             (unsigned long long)s->total);
             return false;
         }
     }
@@ -168,8 +185,7 @@ static bool rx_rts(wf_tctx_t *ctx, wf_shm_peer_t *p, const wf_shm_slot_t *s)
                                                s->total);
     if (!msg) {
         wf_shm_peer_fail(ctx, p, WEFT_ERR_NO_MEMORY,
-                         "shm: out of memory for a message header from %s",
-                         p->desc);
+                         "out of memory for a message header");
         return false;
     }
     wf_shm_msg_t *sm = (wf_shm_msg_t *)(void *)msg;
@@ -254,6 +270,10 @@ int wf_shm_rx_drain(wf_tctx_t *ctx, wf_shm_peer_t *p)
     }
     if (p->rx.taken && p->state == WF_SHM_UP)
         rx_publish(p);
+    if (p->gone && p->state == WF_SHM_UP && !wf_shm_rx_pending(p))
+        wf_shm_peer_fail(ctx, p, WEFT_ERR_REMOTE,
+                         "the process is gone (its memory could not be "
+                         "read: %s)", strerror(ESRCH));
     return n;
 }
 

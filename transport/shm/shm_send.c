@@ -202,8 +202,7 @@ void wf_shm_fin_queue(wf_tctx_t *ctx, wf_shm_peer_t *p, uint64_t id, int err)
         uint64_t *f = realloc(p->fins, cap * sizeof(*f));
         if (!f) {
             wf_shm_peer_fail(ctx, p, WEFT_ERR_NO_MEMORY,
-                             "shm: out of memory for the answers to %s",
-                             p->desc);
+                             "out of memory for the answers to the peer");
             return;
         }
         p->fins = f;
@@ -221,8 +220,8 @@ void wf_shm_fin_arrived(wf_tctx_t *ctx, wf_shm_peer_t *p, uint64_t id,
         link = &r->next_q;
     if (!r) {
         wf_shm_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
-                         "shm: %s answered a message that was never sent "
-                         "(id %llu)", p->desc, (unsigned long long)id);
+                         "the peer answered a message that was never sent "
+                         "(id %llu)", (unsigned long long)id);
         return;
     }
     *link = r->next_q;
@@ -230,8 +229,8 @@ void wf_shm_fin_arrived(wf_tctx_t *ctx, wf_shm_peer_t *p, uint64_t id,
     if (err) {
         wf_match_done(&r->m, WEFT_ERR_TRANSPORT);
         wf_shm_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
-                         "shm: %s could not read this process's memory: %s",
-                         p->desc, strerror(err));
+                         "the peer could not read this process's memory: %s",
+                         strerror(err));
         return;
     }
     wf_match_sent(&r->m);
