@@ -1,4 +1,8 @@
-"""Packaging hook: bundle libweft.so into the wheel when it has been built.
+"""Packaging hook: bundle libweft.so into the wheel when it has been built,
+and build the native torch backend (weft/torch/_weft_c10d, C++ against the
+torch this interpreter imports: `pip install --no-build-isolation ./python`
+in an environment with torch and g++).  Without torch or a compiler the
+wheel has no native backend and `import weft.torch` says why.
 
 `pip install ./python` after `make` gives a self-contained package
 (weft/lib/libweft.so, tagged for this platform).  Development installs
@@ -8,6 +12,8 @@ reinstalling.  WEFTPY_LIBRARY names another library to bundle.
 """
 import os
 import shutil
+import subprocess
+import sys
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
@@ -26,6 +32,13 @@ class BuildPy(build_py):
             dest = os.path.join(self.build_lib, "weft", "lib")
             os.makedirs(dest, exist_ok=True)
             shutil.copy2(LIBRARY, os.path.join(dest, "libweft.so"))
+        if not getattr(self, "editable_mode", False):
+            out = os.path.join(self.build_lib, "weft", "torch")
+            res = subprocess.run([sys.executable, os.path.join(
+                HERE, "scripts", "build_torch_ext.py"), "--out", out])
+            if res.returncode != 0:
+                print("setup.py: the native torch backend was not built "
+                      "(see above); the numpy API works without it")
 
 
 class Dist(Distribution):

@@ -8,6 +8,9 @@ The library is looked up, in order:
      package being <repo>/python/weft), which is what `make python` uses;
   4. the system loader (libweft.so.0 after `make install`).
 
+The library is loaded with RTLD_GLOBAL: the native torch backend links
+against no libweft of its own and uses this one.
+
 ctypes releases the GIL around every foreign call, so a blocking weft call
 (weft_wait, weft_comm_create, a blocking collective) never stalls other
 Python threads.
@@ -135,7 +138,9 @@ def _load():
             tried.append(path + " (missing)")
             continue
         try:
-            lib = ctypes.CDLL(path)
+            # global: the native torch backend (weft/torch/_weft_c10d)
+            # resolves its weft_* symbols against this very library
+            lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
         except OSError as e:
             tried.append("%s (%s)" % (path, e))
             continue

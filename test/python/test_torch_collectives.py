@@ -6,7 +6,7 @@ import pytest
 import harness
 from conftest import needs
 
-pytestmark = needs("torch")
+pytestmark = needs("weft.torch")
 
 
 # 3 ranks also run with WEFTPY_CONFIG: the ring allreduce in 4 KiB chunks

@@ -21,7 +21,7 @@ Agreement with gloo:
 import harness
 from conftest import needs
 
-pytestmark = needs("torch")
+pytestmark = needs("weft.torch")
 
 FP32 = ("cnn", "mlp_bn", "unused")
 SMOOTH = ("mlp_bn", "unused")     # trajectories that do not amplify

@@ -3,14 +3,30 @@
     import weft.torch                      # registers the backend
     torch.distributed.init_process_group("weft")
 
-With this package installed, torch versions that look up backends through
-the "torch.distributed.backends" entry point find "weft" even without the
-import.  See docs/pytorch.md.
+The backend is native: a C++ c10d::Backend over libweft (weft/torch/csrc,
+built against the installed torch by `make python` or `pip install
+./python`).  With this package installed, torch versions that look up
+backends through the "torch.distributed.backends" entry point find "weft"
+even without the import.  See docs/pytorch.md.
 """
-from ._backend import WeftBackend, WeftError, create_backend, register
-from ._bootstrap import advertised_host
+import torch.distributed as dist
 
-__all__ = ["WeftBackend", "WeftError", "create_backend", "register",
-           "advertised_host"]
+from ._bootstrap import advertised_host
+from ._errors import WeftError
+from ._native import LOAD_ERROR, available, create_backend
+
+__all__ = ["WeftError", "create_backend", "register", "advertised_host",
+           "available", "LOAD_ERROR"]
+
+
+def register():
+    """Registers "weft" with torch.distributed (idempotent).  Raises
+    ImportError with the reason when the native backend is not built."""
+    if LOAD_ERROR is not None:
+        raise ImportError(LOAD_ERROR)
+    if "WEFT" in getattr(dist.Backend, "_plugins", {}):
+        return
+    dist.Backend.register_backend("weft", create_backend, devices=["cpu"])
+
 
 register()

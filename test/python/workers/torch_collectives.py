@@ -328,7 +328,7 @@ def check_subgroups(rep):
 
 def check_errors(rep):
     try:
-        dist.all_reduce(torch.ones(2, dtype=torch.int32), op=RO.BXOR)
+        dist.all_reduce(torch.ones(2, dtype=torch.float32), op=RO.BXOR)
         rep.check("BXOR raises", False, "no exception")
     except weft.torch.WeftError as e:
         rep.check("BXOR raises ERR_UNSUPPORTED", e.name == "ERR_UNSUPPORTED",

@@ -1,0 +1,997 @@
+// The "weft" c10d::Backend (see backend.hpp): checks and stages buffers,
+// starts weft's non-blocking operations, returns WeftWork at once.
+#include "backend.hpp"
+
+#include <cstring>
+#include <sstream>
+
+#include "reduce.hpp"
+
+namespace weft_torch {
+
+using c10d::OpType;
+
+namespace {
+
+size_t nbytes(const at::Tensor& t) {
+  return static_cast<size_t>(t.numel()) * t.element_size();
+}
+
+void checkCpu(const at::Tensor& t, const char* what) {
+  if (!t.device().is_cpu())
+    throw WeftException(WEFT_ERR_UNSUPPORTED, what,
+                        "the weft backend takes CPU tensors; got one on " +
+                            t.device().str());
+}
+
+void checkCpu(const TensorList& ts, const char* what) {
+  for (auto& t : ts)
+    checkCpu(t, what);
+}
+
+[[noreturn]] void invalid(const char* what, const std::string& why) {
+  throw WeftException(WEFT_ERR_INVALID_ARG, what, why);
+}
+
+std::string describe(const at::Tensor& t) {
+  std::ostringstream s;
+  s << c10::toString(t.scalar_type()) << "[" << t.numel() << "]";
+  return s.str();
+}
+
+// Byte copies between tensors (any layout) and packed buffers.
+void toBytes(uint8_t* dst, const at::Tensor& src) {
+  if (src.numel() == 0)
+    return;
+  auto c = src.contiguous();
+  std::memcpy(dst, c.data_ptr(), nbytes(c));
+}
+
+void fromBytes(const at::Tensor& dst, const uint8_t* src) {
+  if (dst.numel() == 0)
+    return;
+  if (dst.is_contiguous()) {
+    std::memcpy(dst.data_ptr(), src, nbytes(dst));
+    return;
+  }
+  auto tmp = at::empty(dst.sizes(), dst.options());
+  std::memcpy(tmp.data_ptr(), src, nbytes(tmp));
+  dst.copy_(tmp);
+}
+
+uint8_t* bytes(const at::Tensor& t) {
+  return static_cast<uint8_t*>(t.data_ptr());
+}
+
+at::Tensor byteBuffer(size_t n) {
+  return at::empty({static_cast<int64_t>(n)}, at::kByte);
+}
+
+void copyBack(const std::shared_ptr<OpState>& op, const at::Tensor& dst,
+              const at::Tensor& src) {
+  if (!dst.is_same(src))
+    op->finalize.push_back([dst, src]() mutable { dst.copy_(src); });
+}
+
+bool sameShapes(const TensorList& ts, const at::Tensor& like) {
+  for (auto& t : ts)
+    if (t.numel() != like.numel() || t.scalar_type() != like.scalar_type())
+      return false;
+  return true;
+}
+
+TensorList flatten(const std::vector<TensorList>& lists) {
+  TensorList out;
+  for (auto& l : lists)
+    out.insert(out.end(), l.begin(), l.end());
+  return out;
+}
+
+}  // namespace
+
+WeftBackend::WeftBackend(weft_comm_t comm, int rank, int size,
+                         std::chrono::milliseconds timeout)
+    : Backend(rank, size), comm_(comm),
+      completer_(std::make_shared<Completer>()), timeout_(timeout) {}
+
+WeftBackend::~WeftBackend() { shutdown(); }
+
+void WeftBackend::shutdown() {
+  if (completer_)
+    completer_->stop();
+  if (comm_ != nullptr) {
+    weft_comm_destroy(comm_);
+    comm_ = nullptr;
+  }
+}
+
+void WeftBackend::abort() {
+  if (comm_ != nullptr) {
+    weft_comm_abort(comm_);
+    comm_ = nullptr;
+  }
+  if (completer_)
+    completer_->stop();
+}
+
+std::shared_ptr<OpState> WeftBackend::newOp(
+    const char* what, std::chrono::milliseconds timeout) {
+  if (comm_ == nullptr)
+    throw WeftException(WEFT_ERR_INVALID_USAGE, what,
+                        "the process group was shut down or aborted");
+  auto op = std::make_shared<OpState>();
+  op->what = what;
+  op->comm = comm_;
+  if (timeout.count() > 0 && timeout < timeout_) {
+    op->timeout = timeout;
+    op->start = std::chrono::steady_clock::now();
+  }
+  seq_++;
+  return op;
+}
+
+template <typename F>
+void WeftBackend::start(const std::shared_ptr<OpState>& op, F&& fn) {
+  weft_request_t req = nullptr;
+  int st = fn(&req);
+  if (st != WEFT_OK) {
+    auto err = weftError(st, op->what, comm_);
+    if (!op->requests.empty()) {  // let what started end, then release
+      op->finalize.clear();
+      auto keep = op;
+      completer_->push([keep] { keep->complete(); });
+    }
+    std::rethrow_exception(err);
+  }
+  op->requests.push_back(req);
+}
+
+c10::intrusive_ptr<Work> WeftBackend::finish(
+    OpType type, const char* title, const std::shared_ptr<OpState>& op,
+    TensorList result, const std::optional<TensorList>& inputs) {
+  op->result = result;
+  if (coalescing_) {
+    coalesced_.push_back(op);
+    coalescedResult_.insert(coalescedResult_.end(), result.begin(),
+                            result.end());
+  }
+  return c10::make_intrusive<WeftWork>(
+      rank_, type, title, std::vector<std::shared_ptr<OpState>>{op},
+      completer_, std::move(result), inputs);
+}
+
+void WeftBackend::checkRoot(int64_t root, const char* what) const {
+  if (root < 0 || root >= size_)
+    invalid(what, "root " + std::to_string(root) + " is outside [0, " +
+                      std::to_string(size_) + ")");
+}
+
+// ---- coalescing: the operations between start and end become one Work --
+
+void WeftBackend::startCoalescing() {
+  coalescing_ = true;
+  coalesced_.clear();
+  coalescedResult_.clear();
+}
+
+c10::intrusive_ptr<Work> WeftBackend::endCoalescing() {
+  coalescing_ = false;
+  auto ops = std::move(coalesced_);
+  auto result = std::move(coalescedResult_);
+  coalesced_.clear();
+  coalescedResult_.clear();
+  return c10::make_intrusive<WeftWork>(rank_, OpType::COALESCED,
+                                       "weft:coalesced", std::move(ops),
+                                       completer_, std::move(result),
+                                       std::nullopt);
+}
+
+// ---- reductions ---------------------------------------------------------
+
+void WeftBackend::gatheredReduce(const std::shared_ptr<OpState>& op,
+                                 const at::Tensor& t,
+                                 const c10d::ReduceOp& red) {
+  auto src = t.contiguous();
+  auto gathered = at::empty({size_, t.numel()}, t.options());
+  op->keep.insert(op->keep.end(), {src, gathered});
+  start(op, [&](weft_request_t* r) {
+    return weft_iallgather(src.data_ptr(), gathered.data_ptr(), nbytes(src),
+                           WEFT_UINT8, comm_, r);
+  });
+  op->finalize.push_back(
+      [gathered, red, t] { reduceGathered(gathered, red, t); });
+}
+
+void WeftBackend::reduceInto(const std::shared_ptr<OpState>& op,
+                             const at::Tensor& t,
+                             const c10d::ReduceOp& red) {
+  if (needsGatheredReduce(t, red)) {
+    gatheredReduce(op, t, red);
+    return;
+  }
+  auto r = reducible(t, red, op->what.c_str());
+  op->keep.push_back(r.buf);
+  copyBack(op, t, r.buf);
+  start(op, [&](weft_request_t* q) {
+    return weft_iallreduce(r.buf.data_ptr(), r.buf.data_ptr(), r.count,
+                           r.dtype, r.op, comm_, q);
+  });
+}
+
+c10::intrusive_ptr<Work> WeftBackend::allreduce(
+    TensorList& tensors, const c10d::AllreduceOptions& opts) {
+  checkCpu(tensors, "allreduce");
+  auto op = newOp("allreduce", opts.timeout);
+  for (auto& t : tensors) {
+    if (t.is_sparse())
+      allreduceSparse(t, opts.reduceOp);
+    else
+      reduceInto(op, t, opts.reduceOp);
+  }
+  return finish(OpType::ALLREDUCE, "weft:all_reduce", op, tensors, tensors);
+}
+
+c10::intrusive_ptr<Work> WeftBackend::allreduce_coalesced(
+    TensorList& tensors, const c10d::AllreduceCoalescedOptions& opts) {
+  checkCpu(tensors, "allreduce_coalesced");
+  auto op = newOp("allreduce_coalesced", opts.timeout);
+  bool fuse = tensors.size() > 1;
+  for (auto& t : tensors)
+    fuse = fuse && !t.is_sparse() &&
+           t.scalar_type() == tensors[0].scalar_type() &&
+           !needsGatheredReduce(t, opts.reduceOp);
+  if (!fuse) {
+    for (auto& t : tensors)
+      reduceInto(op, t, opts.reduceOp);
+  } else {
+    // One weft operation for the whole list.
+    TensorList flat;
+    for (auto& t : tensors)
+      flat.push_back(t.reshape({-1}));
+    auto r = reducible(at::cat(flat), opts.reduceOp, "allreduce_coalesced");
+    op->keep.push_back(r.buf);
+    start(op, [&](weft_request_t* q) {
+      return weft_iallreduce(r.buf.data_ptr(), r.buf.data_ptr(), r.count,
+                             r.dtype, r.op, comm_, q);
+    });
+    auto buf = r.buf;
+    auto outs = tensors;
+    op->finalize.push_back([buf, outs]() mutable {
+      int64_t off = 0;
+      for (auto& t : outs) {
+        t.copy_(buf.narrow(0, off, t.numel()).view(t.sizes()));
+        off += t.numel();
+      }
+    });
+  }
+  return finish(OpType::ALLREDUCE_COALESCED, "weft:all_reduce_coalesced", op,
+                tensors, tensors);
+}
+
+c10::intrusive_ptr<Work> WeftBackend::reduce(
+    TensorList& tensors, const c10d::ReduceOptions& opts) {
+  checkCpu(tensors, "reduce");
+  checkRoot(opts.rootRank, "reduce");
+  int root = static_cast<int>(opts.rootRank);
+  auto op = newOp("reduce", opts.timeout);
+  for (auto& t : tensors) {
+    if (needsGatheredReduce(t, opts.reduceOp)) {
+      if (rank_ == root) {
+        gatheredReduce(op, t, opts.reduceOp);
+      } else {  // the same allgather, result discarded
+        auto scratch = t.clone();
+        gatheredReduce(op, scratch, opts.reduceOp);
+      }
+      continue;
+    }
+    auto r = reducible(t, opts.reduceOp, "reduce");
+    op->keep.push_back(r.buf);
+    void* recv = rank_ == root ? r.buf.data_ptr() : nullptr;
+    if (rank_ == root)
+      copyBack(op, t, r.buf);
+    start(op, [&](weft_request_t* q) {
+      return weft_ireduce(r.buf.data_ptr(), recv, r.count, r.dtype, r.op,
+                          root, comm_, q);
+    });
+  }
+  return finish(OpType::REDUCE, "weft:reduce", op, tensors, tensors);
+}
+
+// Sparse tensors: gloo's way, through allgathers (the nnz of every rank,
+// then indices and values padded to the largest), summed locally.
+void WeftBackend::allreduceSparse(at::Tensor& t, const c10d::ReduceOp& red) {
+  if (red.op_ != c10d::ReduceOp::SUM)
+    throw WeftException(WEFT_ERR_UNSUPPORTED, "allreduce",
+                        "sparse tensors take SUM only (as in gloo)");
+  auto input = t.coalesce();
+  auto idx = input.indices().contiguous();
+  auto val = input.values().contiguous();
+  auto blocking = [&](auto fn) {
+    auto op = newOp("allreduce (sparse)", std::chrono::milliseconds(0));
+    start(op, fn);
+    op->complete();
+    if (op->error)
+      std::rethrow_exception(op->error);
+  };
+  auto nnz = at::tensor({input._nnz()}, at::kLong);
+  auto all = at::empty({size_}, at::kLong);
+  blocking([&](weft_request_t* r) {
+    return weft_iallgather(nnz.data_ptr(), all.data_ptr(), 1, WEFT_INT64,
+                           comm_, r);
+  });
+  int64_t maxNnz = all.max().item<int64_t>();
+  auto idxShape = idx.sizes().vec();
+  auto valShape = val.sizes().vec();
+  idxShape[1] = maxNnz;
+  valShape[0] = maxNnz;
+  auto idxPad = at::zeros(idxShape, idx.options());
+  auto valPad = at::zeros(valShape, val.options());
+  idxPad.narrow(1, 0, idx.size(1)).copy_(idx);
+  valPad.narrow(0, 0, val.size(0)).copy_(val);
+  idxShape.insert(idxShape.begin(), size_);
+  valShape.insert(valShape.begin(), size_);
+  auto idxAll = at::empty(idxShape, idx.options());
+  auto valAll = at::empty(valShape, val.options());
+  blocking([&](weft_request_t* r) {
+    return weft_iallgather(idxPad.data_ptr(), idxAll.data_ptr(),
+                           nbytes(idxPad), WEFT_UINT8, comm_, r);
+  });
+  blocking([&](weft_request_t* r) {
+    return weft_iallgather(valPad.data_ptr(), valAll.data_ptr(),
+                           nbytes(valPad), WEFT_UINT8, comm_, r);
+  });
+  at::Tensor sum;
+  for (int64_t r = 0; r < size_; r++) {
+    int64_t n = all[r].item<int64_t>();
+    auto part = at::sparse_coo_tensor(idxAll[r].narrow(1, 0, n),
+                                      valAll[r].narrow(0, 0, n),
+                                      input.sizes(), input.options());
+    sum = sum.defined() ? sum + part : part;
+  }
+  t.copy_(sum.coalesce());
+}
+
+// ---- data movement ------------------------------------------------------
+
+c10::intrusive_ptr<Work> WeftBackend::broadcast(
+    TensorList& tensors, const c10d::BroadcastOptions& opts) {
+  checkCpu(tensors, "broadcast");
+  checkRoot(opts.rootRank, "broadcast");
+  int root = static_cast<int>(opts.rootRank);
+  auto op = newOp("broadcast", opts.timeout);
+  for (auto& t : tensors) {
+    auto buf = t.contiguous();
+    op->keep.push_back(buf);
+    copyBack(op, t, buf);
+    start(op, [&](weft_request_t* r) {
+      return weft_ibroadcast(buf.data_ptr(), buf.data_ptr(), nbytes(buf),
+                             WEFT_UINT8, root, comm_, r);
+    });
+  }
+  return finish(OpType::BROADCAST, "weft:broadcast", op, tensors, tensors);
+}
+
+c10::intrusive_ptr<Work> WeftBackend::allgather(
+    std::vector<TensorList>& outputs, TensorList& inputs,
+    const c10d::AllgatherOptions& opts) {
+  checkCpu(inputs, "allgather");
+  if (outputs.size() != inputs.size())
+    invalid("allgather", "one output list per input expected");
+  auto op = newOp("allgather", opts.timeout);
+  for (size_t i = 0; i < inputs.size(); i++) {
+    auto& inp = inputs[i];
+    auto outs = outputs[i];
+    checkCpu(outs, "allgather");
+    if (static_cast<int>(outs.size()) != size_)
+      invalid("allgather", "the output list has " +
+                               std::to_string(outs.size()) +
+                               " tensors, expected one per rank (" +
+                               std::to_string(size_) + ")");
+    // Uneven sizes (torch allows them in the list form): every rank knows
+    // every size, so each sends its tensor padded to the largest.
+    size_t block = 0;
+    for (auto& o : outs) {
+      if (o.scalar_type() != inp.scalar_type())
+        invalid("allgather", "output " + describe(o) + " and input " +
+                                 describe(inp) + " differ in dtype");
+      block = std::max(block, nbytes(o));
+    }
+    if (nbytes(outs[rank_]) != nbytes(inp))
+      invalid("allgather", "this rank's output " + describe(outs[rank_]) +
+                               " does not match its input " + describe(inp));
+    auto src = byteBuffer(block);
+    toBytes(bytes(src), inp);
+    auto flat = byteBuffer(block * size_);
+    op->keep.insert(op->keep.end(), {src, flat});
+    start(op, [&](weft_request_t* r) {
+      return weft_iallgather(src.data_ptr(), flat.data_ptr(), block,
+                             WEFT_UINT8, comm_, r);
+    });
+    op->finalize.push_back([flat, outs, block] {
+      for (size_t r = 0; r < outs.size(); r++)
+        fromBytes(outs[r], bytes(flat) + r * block);
+    });
+  }
+  return finish(OpType::ALLGATHER, "weft:all_gather", op, flatten(outputs),
+                inputs);
+}
+
+c10::intrusive_ptr<Work> WeftBackend::_allgather_base(
+    at::Tensor& output, at::Tensor& input,
+    const c10d::AllgatherOptions& opts) {
+  checkCpu(output, "allgather");
+  checkCpu(input, "allgather");
+  if (output.numel() != size_ * input.numel() ||
+      output.scalar_type() != input.scalar_type())
+    invalid("allgather", "output has " + describe(output) + ", expected " +
+                             c10::toString(input.scalar_type()) + "[" +
+                             std::to_string(size_ * input.numel()) + "]");
+  auto op = newOp("allgather", opts.timeout);
+  auto src = input.contiguous();
+  auto dst = output.contiguous();
+  op->keep.insert(op->keep.end(), {src, dst});
+  copyBack(op, output, dst);
+  start(op, [&](weft_request_t* r) {
+    return weft_iallgather(src.data_ptr(), dst.data_ptr(), nbytes(src),
+                           WEFT_UINT8, comm_, r);
+  });
+  return finish(OpType::_ALLGATHER_BASE, "weft:_allgather_base", op,
+                {output}, TensorList{input});
+}
+
+// Every input packed into one buffer of `total` bytes and allgathered in
+// one weft operation: rank r's pack is at r * total in the result.
+at::Tensor WeftBackend::packedAllgather(const std::shared_ptr<OpState>& op,
+                                        const TensorList& inputs,
+                                        size_t total) {
+  auto pack = byteBuffer(total);
+  size_t off = 0;
+  for (auto& t : inputs) {
+    toBytes(bytes(pack) + off, t);
+    off += nbytes(t);
+  }
+  auto flat = byteBuffer(total * size_);
+  op->keep.insert(op->keep.end(), {pack, flat});
+  start(op, [&](weft_request_t* r) {
+    return weft_iallgather(pack.data_ptr(), flat.data_ptr(), total,
+                           WEFT_UINT8, comm_, r);
+  });
+  return flat;
+}
+
+c10::intrusive_ptr<Work> WeftBackend::allgather_coalesced(
+    std::vector<TensorList>& outputLists, TensorList& inputs,
+    const c10d::AllgatherOptions& opts) {
+  // torch's layout: outputLists[rank][i] receives rank's inputs[i].
+  checkCpu(inputs, "allgather_coalesced");
+  if (static_cast<int>(outputLists.size()) != size_)
+    invalid("allgather_coalesced",
+            "output_tensor_lists has " + std::to_string(outputLists.size()) +
+                " lists, expected one per rank (" + std::to_string(size_) +
+                "), each with one tensor per input");
+  size_t total = 0;
+  for (auto& t : inputs)
+    total += nbytes(t);
+  for (size_t r = 0; r < outputLists.size(); r++) {
+    auto& outs = outputLists[r];
+    checkCpu(outs, "allgather_coalesced");
+    if (outs.size() != inputs.size())
+      invalid("allgather_coalesced",
+              "output list " + std::to_string(r) + " has " +
+                  std::to_string(outs.size()) + " tensors, expected " +
+                  std::to_string(inputs.size()) + " (one per input)");
+    for (size_t i = 0; i < outs.size(); i++)
+      if (outs[i].numel() != inputs[i].numel() ||
+          outs[i].scalar_type() != inputs[i].scalar_type())
+        invalid("allgather_coalesced",
+                "output [" + std::to_string(r) + "][" + std::to_string(i) +
+                    "] is " + describe(outs[i]) + ", input " +
+                    std::to_string(i) + " is " + describe(inputs[i]));
+  }
+  auto op = newOp("allgather_coalesced", opts.timeout);
+  auto flat = packedAllgather(op, inputs, total);
+  auto lists = outputLists;
+  op->finalize.push_back([flat, lists, total] {
+    for (size_t r = 0; r < lists.size(); r++) {
+      size_t at = r * total;
+      for (auto& o : lists[r]) {
+        fromBytes(o, bytes(flat) + at);
+        at += nbytes(o);
+      }
+    }
+  });
+  return finish(OpType::ALLGATHER_COALESCED, "weft:all_gather_coalesced", op,
+                flatten(outputLists), inputs);
+}
+
+c10::intrusive_ptr<Work> WeftBackend::allgather_into_tensor_coalesced(
+    TensorList& outputs, TensorList& inputs,
+    const c10d::AllgatherOptions& opts) {
+  checkCpu(inputs, "allgather_into_tensor_coalesced");
+  checkCpu(outputs, "allgather_into_tensor_coalesced");
+  if (outputs.size() != inputs.size())
+    invalid("allgather_into_tensor_coalesced", "one output per input");
+  size_t total = 0;
+  for (size_t i = 0; i < inputs.size(); i++) {
+    if (outputs[i].numel() != size_ * inputs[i].numel() ||
+        outputs[i].scalar_type() != inputs[i].scalar_type())
+      invalid("allgather_into_tensor_coalesced",
+              "output " + std::to_string(i) + " is " + describe(outputs[i]) +
+                  ", expected " + std::to_string(size_) + " x input " +
+                  describe(inputs[i]));
+    total += nbytes(inputs[i]);
+  }
+  auto op = newOp("allgather_into_tensor_coalesced", opts.timeout);
+  auto flat = packedAllgather(op, inputs, total);
+  auto outs = outputs;
+  int size = size_;
+  op->finalize.push_back([flat, outs, total, size] {
+    size_t in = 0;  // offset of input i within a rank's block
+    for (auto& o : outs) {
+      auto dst = o.contiguous();
+      size_t n = nbytes(o) / size;
+      for (int r = 0; r < size; r++)
+        if (n > 0)
+          std::memcpy(bytes(dst) + r * n, bytes(flat) + r * total + in, n);
+      if (!dst.is_same(o))
+        o.copy_(dst);
+      in += n;
+    }
+  });
+  return finish(OpType::ALLGATHER_INTO_TENSOR_COALESCED,
+                "weft:allgather_into_tensor_coalesced", op, outputs, inputs);
+}
+
+c10::intrusive_ptr<Work> WeftBackend::gather(
+    std::vector<TensorList>& outputs, TensorList& inputs,
+    const c10d::GatherOptions& opts) {
+  checkRoot(opts.rootRank, "gather");
+  if (inputs.size() != 1)
+    invalid("gather", "takes exactly one input tensor");
+  auto& inp = inputs[0];
+  checkCpu(inp, "gather");
+  int root = static_cast<int>(opts.rootRank);
+  auto op = newOp("gather", opts.timeout);
+  auto src = inp.contiguous();
+  op->keep.push_back(src);
+  if (rank_ != root) {
+    start(op, [&](weft_request_t* r) {
+      return weft_igather(src.data_ptr(), nullptr, nbytes(src), WEFT_UINT8,
+                          root, comm_, r);
+    });
+    return finish(OpType::GATHER, "weft:gather", op, {}, inputs);
+  }
+  if (outputs.size() != 1 || static_cast<int>(outputs[0].size()) != size_)
+    invalid("gather", "the root needs one output list of " +
+                          std::to_string(size_) + " tensors");
+  auto outs = outputs[0];
+  checkCpu(outs, "gather");
+  if (!sameShapes(outs, inp))
+    invalid("gather", "every output must be " + describe(inp) +
+                          " like the input (weft gathers equal sizes)");
+  size_t n = nbytes(src);
+  auto flat = byteBuffer(n * size_);
+  op->keep.push_back(flat);
+  start(op, [&](weft_request_t* r) {
+    return weft_igather(src.data_ptr(), flat.data_ptr(), n, WEFT_UINT8, root,
+                        comm_, r);
+  });
+  op->finalize.push_back([flat, outs, n] {
+    for (size_t r = 0; r < outs.size(); r++)
+      fromBytes(outs[r], bytes(flat) + r * n);
+  });
+  return finish(OpType::GATHER, "weft:gather", op, outs, inputs);
+}
+
+c10::intrusive_ptr<Work> WeftBackend::scatter(
+    TensorList& outputs, std::vector<TensorList>& inputs,
+    const c10d::ScatterOptions& opts) {
+  checkRoot(opts.rootRank, "scatter");
+  if (outputs.size() != 1)
+    invalid("scatter", "takes exactly one output tensor");
+  auto& out = outputs[0];
+  checkCpu(out, "scatter");
+  int root = static_cast<int>(opts.rootRank);
+  auto op = newOp("scatter", opts.timeout);
+  at::Tensor send;
+  if (rank_ == root) {
+    if (inputs.size() != 1 || static_cast<int>(inputs[0].size()) != size_)
+      invalid("scatter", "the root needs one input list of " +
+                             std::to_string(size_) + " tensors");
+    checkCpu(inputs[0], "scatter");
+    if (!sameShapes(inputs[0], out))
+      invalid("scatter", "every input must be " + describe(out) +
+                             " like the output (weft scatters equal sizes)");
+    send = byteBuffer(nbytes(out) * size_);
+    for (int r = 0; r < size_; r++)
+      toBytes(bytes(send) + r * nbytes(out), inputs[0][r]);
+    op->keep.push_back(send);
+  }
+  auto dst = out.contiguous();
+  op->keep.push_back(dst);
+  copyBack(op, out, dst);
+  start(op, [&](weft_request_t* r) {
+    return weft_iscatter(send.defined() ? send.data_ptr() : nullptr,
+                         dst.data_ptr(), nbytes(dst), WEFT_UINT8, root,
+                         comm_, r);
+  });
+  return finish(OpType::SCATTER, "weft:scatter", op, outputs,
+                rank_ == root ? std::optional<TensorList>(inputs[0])
+                              : std::nullopt);
+}
+
+void WeftBackend::reduceScatterFlat(const std::shared_ptr<OpState>& op,
+                                    const at::Tensor& out,
+                                    const at::Tensor& flatIn,
+                                    const c10d::ReduceOp& red,
+                                    const char* what) {
+  if (flatIn.numel() != size_ * out.numel() ||
+      flatIn.scalar_type() != out.scalar_type())
+    invalid(what, "input has " + describe(flatIn) + ", expected " +
+                      c10::toString(out.scalar_type()) + "[" +
+                      std::to_string(size_ * out.numel()) + "]");
+  int64_t n = out.numel();
+  int64_t me = rank_;
+  if (needsGatheredReduce(flatIn, red)) {
+    auto acc = at::empty({flatIn.numel()}, flatIn.options());
+    gatheredReduce(op, acc.copy_(flatIn), red);
+    op->finalize.push_back([acc, out, n, me]() mutable {
+      out.copy_(acc.narrow(0, me * n, n).view(out.sizes()));
+    });
+    return;
+  }
+  auto src = reducible(flatIn, red, what);
+  size_t count = src.count / size_;
+  auto dst = out.is_contiguous() && out.scalar_type() ==
+                 src.buf.scalar_type() ? out
+                 : at::empty({n}, src.buf.options());
+  op->keep.insert(op->keep.end(), {src.buf, dst});
+  if (!dst.is_same(out))
+    op->finalize.push_back(
+        [dst, out]() mutable { out.copy_(dst.view(out.sizes())); });
+  start(op, [&](weft_request_t* r) {
+    return weft_ireduce_scatter(src.buf.data_ptr(), dst.data_ptr(), count,
+                                src.dtype, src.op, comm_, r);
+  });
+}
+
+c10::intrusive_ptr<Work> WeftBackend::reduce_scatter(
+    TensorList& outputs, std::vector<TensorList>& inputs,
+    const c10d::ReduceScatterOptions& opts) {
+  checkCpu(outputs, "reduce_scatter");
+  if (outputs.size() != inputs.size())
+    invalid("reduce_scatter", "one input list per output expected");
+  auto op = newOp("reduce_scatter", opts.timeout);
+  for (size_t i = 0; i < outputs.size(); i++) {
+    auto& out = outputs[i];
+    auto& ins = inputs[i];
+    checkCpu(ins, "reduce_scatter");
+    if (static_cast<int>(ins.size()) != size_)
+      invalid("reduce_scatter", "the input list has " +
+                                    std::to_string(ins.size()) +
+                                    " tensors, expected one per rank");
+    TensorList flat;
+    for (auto& t : ins)
+      flat.push_back(t.reshape({-1}));
+    auto cat = at::cat(flat);
+    if (sameShapes(ins, out)) {
+      reduceScatterFlat(op, out, cat, opts.reduceOp, "reduce_scatter");
+      continue;
+    }
+    // Uneven blocks (every rank knows every size): the whole list is
+    // reduced and each rank keeps its block.
+    if (ins[rank_].numel() != out.numel())
+      invalid("reduce_scatter", "this rank's block " + describe(ins[rank_]) +
+                                    " does not match the output " +
+                                    describe(out));
+    int64_t off = 0;
+    for (int r = 0; r < rank_; r++)
+      off += ins[r].numel();
+    reduceInto(op, cat, opts.reduceOp);
+    int64_t n = out.numel();
+    op->finalize.push_back([cat, out, off, n]() mutable {
+      out.copy_(cat.narrow(0, off, n).view(out.sizes()));
+    });
+  }
+  return finish(OpType::REDUCE_SCATTER, "weft:reduce_scatter", op, outputs,
+                flatten(inputs));
+}
+
+c10::intrusive_ptr<Work> WeftBackend::_reduce_scatter_base(
+    at::Tensor& output, at::Tensor& input,
+    const c10d::ReduceScatterOptions& opts) {
+  checkCpu(output, "reduce_scatter");
+  checkCpu(input, "reduce_scatter");
+  auto op = newOp("reduce_scatter", opts.timeout);
+  reduceScatterFlat(op, output, input.reshape({-1}), opts.reduceOp,
+                    "reduce_scatter");
+  return finish(OpType::_REDUCE_SCATTER_BASE, "weft:_reduce_scatter_base",
+                op, {output}, TensorList{input});
+}
+
+c10::intrusive_ptr<Work> WeftBackend::reduce_scatter_tensor_coalesced(
+    TensorList& outputs, TensorList& inputs,
+    const c10d::ReduceScatterOptions& opts) {
+  checkCpu(outputs, "reduce_scatter_tensor_coalesced");
+  checkCpu(inputs, "reduce_scatter_tensor_coalesced");
+  if (outputs.size() != inputs.size())
+    invalid("reduce_scatter_tensor_coalesced", "one output per input");
+  auto op = newOp("reduce_scatter_tensor_coalesced", opts.timeout);
+  bool fuse = !outputs.empty();
+  for (size_t i = 0; i < outputs.size(); i++) {
+    if (inputs[i].numel() != size_ * outputs[i].numel())
+      invalid("reduce_scatter_tensor_coalesced",
+              "input " + std::to_string(i) + " is " + describe(inputs[i]) +
+                  ", expected " + std::to_string(size_) + " x output " +
+                  describe(outputs[i]));
+    fuse = fuse && inputs[i].scalar_type() == inputs[0].scalar_type() &&
+           outputs[i].scalar_type() == inputs[i].scalar_type();
+  }
+  if (!fuse) {
+    for (size_t i = 0; i < outputs.size(); i++)
+      reduceScatterFlat(op, outputs[i], inputs[i].reshape({-1}),
+                        opts.reduceOp, "reduce_scatter_tensor_coalesced");
+  } else {
+    // One weft operation: rank r's block is every input's r-th block.
+    TensorList parts;
+    int64_t total = 0;
+    for (auto& o : outputs)
+      total += o.numel();
+    for (int r = 0; r < size_; r++)
+      for (size_t i = 0; i < inputs.size(); i++) {
+        int64_t n = outputs[i].numel();
+        parts.push_back(inputs[i].reshape({-1}).narrow(0, r * n, n));
+      }
+    auto staging = at::empty({total}, outputs[0].options());
+    reduceScatterFlat(op, staging, at::cat(parts), opts.reduceOp,
+                      "reduce_scatter_tensor_coalesced");
+    auto outs = outputs;
+    op->finalize.push_back([staging, outs]() mutable {
+      int64_t off = 0;
+      for (auto& o : outs) {
+        o.copy_(staging.narrow(0, off, o.numel()).view(o.sizes()));
+        off += o.numel();
+      }
+    });
+  }
+  return finish(OpType::REDUCE_SCATTER_TENSOR_COALESCED,
+                "weft:reduce_scatter_tensor_coalesced", op, outputs, inputs);
+}
+
+// ---- all-to-all ---------------------------------------------------------
+
+// outs[p] <- rank p's ins[rank], by send/recv (weft has no alltoallv);
+// every rank posts them in the same order; its own block is a local copy.
+void WeftBackend::exchange(const std::shared_ptr<OpState>& op,
+                           TensorList outs, TensorList ins) {
+  for (int p = 0; p < size_; p++) {
+    if (p == rank_)
+      continue;
+    auto src = ins[p].contiguous();
+    auto dst = outs[p].contiguous();
+    op->keep.insert(op->keep.end(), {src, dst});
+    copyBack(op, outs[p], dst);
+    start(op, [&](weft_request_t* r) {
+      return weft_isend(src.data_ptr(), nbytes(src), WEFT_UINT8, p, comm_,
+                        r);
+    });
+    start(op, [&](weft_request_t* r) {
+      return weft_irecv(dst.data_ptr(), nbytes(dst), WEFT_UINT8, p, comm_,
+                        r);
+    });
+  }
+  auto own = outs[rank_];
+  auto mine = ins[rank_];
+  op->finalize.push_back([own, mine]() mutable { own.copy_(mine); });
+}
+
+c10::intrusive_ptr<Work> WeftBackend::alltoall_base(
+    at::Tensor& output, at::Tensor& input, std::vector<int64_t>& outputSplits,
+    std::vector<int64_t>& inputSplits, const c10d::AllToAllOptions& opts) {
+  checkCpu(output, "alltoall");
+  checkCpu(input, "alltoall");
+  auto op = newOp("alltoall", opts.timeout);
+  if (outputSplits.empty() && inputSplits.empty()) {
+    if (input.numel() % size_ != 0 || output.numel() != input.numel() ||
+        output.scalar_type() != input.scalar_type())
+      invalid("alltoall", "input " + describe(input) + " and output " +
+                              describe(output) + " must match, with a size "
+                              "that is a multiple of " +
+                              std::to_string(size_));
+    auto src = input.contiguous();
+    auto dst = output.contiguous();
+    op->keep.insert(op->keep.end(), {src, dst});
+    copyBack(op, output, dst);
+    start(op, [&](weft_request_t* r) {
+      return weft_ialltoall(src.data_ptr(), dst.data_ptr(),
+                            nbytes(src) / size_, WEFT_UINT8, comm_, r);
+    });
+  } else {
+    auto rows = [&](const at::Tensor& t, std::vector<int64_t> splits) {
+      if (splits.empty()) {
+        if (t.size(0) % size_ != 0)
+          invalid("alltoall", "dim 0 (" + std::to_string(t.size(0)) +
+                                  ") is not a multiple of " +
+                                  std::to_string(size_));
+        splits.assign(size_, t.size(0) / size_);
+      }
+      if (static_cast<int>(splits.size()) != size_)
+        invalid("alltoall", "split sizes need one entry per rank");
+      return t.split_with_sizes(splits, 0);
+    };
+    exchange(op, rows(output, outputSplits), rows(input, inputSplits));
+  }
+  return finish(OpType::ALLTOALL_BASE, "weft:all_to_all", op, {output},
+                TensorList{input});
+}
+
+c10::intrusive_ptr<Work> WeftBackend::alltoall(
+    TensorList& outputs, TensorList& inputs,
+    const c10d::AllToAllOptions& opts) {
+  checkCpu(outputs, "alltoall");
+  checkCpu(inputs, "alltoall");
+  if (static_cast<int>(outputs.size()) != size_ ||
+      static_cast<int>(inputs.size()) != size_)
+    invalid("alltoall", "needs one input and one output tensor per rank");
+  auto op = newOp("alltoall", opts.timeout);
+  if (sameShapes(inputs, inputs[0]) && sameShapes(outputs, inputs[0])) {
+    size_t n = nbytes(inputs[0]);
+    auto src = byteBuffer(n * size_);
+    for (int r = 0; r < size_; r++)
+      toBytes(bytes(src) + r * n, inputs[r]);
+    auto dst = byteBuffer(n * size_);
+    op->keep.insert(op->keep.end(), {src, dst});
+    start(op, [&](weft_request_t* r) {
+      return weft_ialltoall(src.data_ptr(), dst.data_ptr(), n, WEFT_UINT8,
+                            comm_, r);
+    });
+    auto outs = outputs;
+    op->finalize.push_back([dst, outs, n] {
+      for (size_t r = 0; r < outs.size(); r++)
+        fromBytes(outs[r], bytes(dst) + r * n);
+    });
+  } else {
+    exchange(op, outputs, inputs);
+  }
+  return finish(OpType::ALLTOALL, "weft:all_to_all", op, outputs, inputs);
+}
+
+// ---- barriers -----------------------------------------------------------
+
+c10::intrusive_ptr<Work> WeftBackend::barrier(
+    const c10d::BarrierOptions& opts) {
+  auto op = newOp("barrier", opts.timeout);
+  start(op, [&](weft_request_t* r) { return weft_ibarrier(comm_, r); });
+  return finish(OpType::BARRIER, "weft:barrier", op, {});
+}
+
+// gloo's protocol over weft's point-to-point: every rank sends rank 0 a
+// token and waits for its answer; rank 0 waits for every token up to the
+// timeout and names the ranks that did not arrive (the first, or all of
+// them with waitAllRanks).
+void WeftBackend::monitoredBarrier(const c10d::BarrierOptions& opts,
+                                   bool waitAllRanks) {
+  auto timeout = opts.timeout.count() > 0 ? opts.timeout : timeout_;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto token = at::zeros({std::max(size_, 1)}, at::kByte);
+  std::vector<weft_request_t> reqs(size_, nullptr);
+  auto post = [&](int peer, bool send) {
+    weft_request_t r = nullptr;
+    int st = send ? weft_isend(bytes(token) + peer, 1, WEFT_UINT8, peer,
+                               comm_, &r)
+                  : weft_irecv(bytes(token) + peer, 1, WEFT_UINT8, peer,
+                               comm_, &r);
+    if (st != WEFT_OK)
+      std::rethrow_exception(weftError(st, "monitored_barrier", comm_));
+    return r;
+  };
+  // Waits for reqs[from, to) until the deadline; returns the ranks that
+  // have not answered.
+  auto waitAll = [&](int from, int to) {
+    std::vector<int> missing;
+    for (int p = from; p < to; p++) {
+      if (reqs[p] == nullptr)
+        continue;
+      int st;
+      while ((st = weft_test(reqs[p])) == WEFT_INPROGRESS &&
+             std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      if (st != WEFT_OK) {  // not arrived in time, or its link failed
+        missing.push_back(p);
+        if (!waitAllRanks)
+          break;
+      }
+    }
+    return missing;
+  };
+  auto release = [&] {  // buffers outlive whatever is still posted
+    std::vector<weft_request_t> live;
+    for (auto r : reqs)
+      if (r != nullptr)
+        live.push_back(r);
+    releaseLater(std::move(live), {token});
+  };
+  if (rank_ != 0) {
+    weft_request_t s = post(0, true);
+    reqs[0] = post(0, false);
+    auto missing = waitAll(0, 1);
+    weft_wait(s);
+    weft_request_free(s);
+    release();
+    if (!missing.empty())
+      throw WeftException(
+          WEFT_ERR_TIMEOUT, "monitored_barrier",
+          "Rank " + std::to_string(rank_) + " Timed out after " +
+              std::to_string(timeout.count()) +
+              " ms waiting for rank 0 to pass monitoredBarrier");
+    return;
+  }
+  for (int p = 1; p < size_; p++)
+    reqs[p] = post(p, false);
+  auto missing = waitAll(1, size_);
+  if (!missing.empty()) {
+    release();
+    std::string who;
+    for (size_t i = 0; i < missing.size(); i++)
+      who += (i ? ", " : "") + std::to_string(missing[i]);
+    throw c10::DistBackendError(
+        {__func__, __FILE__, uint32_t(__LINE__)},
+        "[Rank 0]: " + std::string(missing.size() > 1 ? "Ranks " : "Rank ") +
+            who + " failed to pass monitoredBarrier in " +
+            std::to_string(timeout.count()) + " ms (weft)");
+  }
+  for (int p = 1; p < size_; p++) {
+    weft_request_free(reqs[p]);
+    reqs[p] = post(p, true);
+  }
+  waitAll(1, size_);
+  release();
+}
+
+// ---- point-to-point -----------------------------------------------------
+// weft matches messages between a pair of ranks in posting order; torch's
+// tag is not transmitted.
+
+c10::intrusive_ptr<Work> WeftBackend::send(TensorList& tensors, int dstRank,
+                                           int /*tag*/) {
+  checkCpu(tensors, "send");
+  auto op = newOp("send", std::chrono::milliseconds(0));
+  for (auto& t : tensors) {
+    auto buf = t.contiguous();
+    op->keep.push_back(buf);
+    start(op, [&](weft_request_t* r) {
+      return weft_isend(buf.data_ptr(), nbytes(buf), WEFT_UINT8, dstRank,
+                        comm_, r);
+    });
+  }
+  return finish(OpType::SEND, "weft:send", op, tensors, tensors);
+}
+
+c10::intrusive_ptr<Work> WeftBackend::recv(TensorList& tensors, int srcRank,
+                                           int /*tag*/) {
+  checkCpu(tensors, "recv");
+  auto op = newOp("recv", std::chrono::milliseconds(0));
+  for (auto& t : tensors) {
+    auto buf = t.contiguous();
+    op->keep.push_back(buf);
+    copyBack(op, t, buf);
+    start(op, [&](weft_request_t* r) {
+      return weft_irecv(buf.data_ptr(), nbytes(buf), WEFT_UINT8, srcRank,
+                        comm_, r);
+    });
+  }
+  return finish(OpType::RECV, "weft:recv", op, tensors, std::nullopt);
+}
+
+c10::intrusive_ptr<Work> WeftBackend::recvAnysource(TensorList& /*tensors*/,
+                                                    int /*tag*/) {
+  throw WeftException(WEFT_ERR_UNSUPPORTED, "recv",
+                      "receiving from any source (weft matches messages "
+                      "per sender)");
+}
+
+void WeftBackend::setSequenceNumberForGroup() { seq_ = 0; }
+
+uint64_t WeftBackend::getSequenceNumberForGroup() { return seq_; }
+
+}  // namespace weft_torch

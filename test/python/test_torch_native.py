@@ -1,0 +1,20 @@
+"""What the native backend adds (workers/torch_vs_gloo.py), checked
+against gloo in the same processes: all_gather_coalesced's layout, Work
+status, bitwise and PREMUL_SUM reductions, uneven sizes, coalescing,
+monitored_barrier, sparse all_reduce, the backend's name."""
+import pytest
+
+import harness
+from conftest import needs
+
+pytestmark = needs("weft.torch")
+
+
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_vs_gloo(nranks):
+    results, _ = harness.launch("torch_vs_gloo.py", nranks, timeout=240)
+    names = harness.check_names(results)
+    for case in ("all_gather_coalesced", "is_completed", "BXOR",
+                 "PREMUL_SUM", "uneven", "coalesced", "monitored_barrier",
+                 "sparse", "DDP logging"):
+        assert any(case in n for n in names), case

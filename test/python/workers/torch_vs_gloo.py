@@ -1,0 +1,253 @@
+"""What the native weft backend adds, each result compared with gloo's for
+the same call on the same inputs in the same processes (gloo is the
+reference), or, where gloo refuses the call, with values computed here:
+
+  all_gather_coalesced   torch's [rank][input] layout, inputs of different
+                         shapes, one empty (the Python backend
+                         returned [input][rank]: wrong values, no error)
+  Work status            is_completed()/is_success() after wait(), and
+                         is_completed() turning true without wait()
+  bitwise / PREMUL_SUM   BAND, BOR, BXOR on integers; PREMUL_SUM
+  uneven sizes           all_gather and reduce_scatter lists
+  coalescing             _coalescing_manager all_reduce, batch_isend_irecv
+  monitored_barrier      passes; names the rank that does not arrive
+  sparse all_reduce      SUM of sparse COO tensors
+  names                  DDP's logging says "weft"; profiler titles
+  sequence numbers       count the group's operations
+
+Usage: run once per rank (see harness.launch); argv: nothing.
+"""
+import time
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+import weft.torch  # noqa: F401  (registers the backend)
+from common import RANK, WORLD, Report
+
+R, N = RANK, WORLD
+RO = dist.ReduceOp
+
+
+def same(a, b):
+    return a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
+
+
+def both(fn):
+    """fn(group) on weft's group and gloo's: (weft result, gloo result or
+    the exception gloo raised)."""
+    mine = fn(WEFT)
+    try:
+        ref = fn(GLOO)
+    except Exception as e:  # gloo refuses it: the caller checks by hand
+        ref = e
+    return mine, ref
+
+
+def inputs_for(rank):
+    """Three inputs of different shapes (torch wants one dtype), values
+    naming the rank and the position, one of them empty."""
+    return [torch.arange(6, dtype=torch.float32).view(2, 3) + 100 * rank,
+            torch.empty(0, dtype=torch.float32),
+            torch.arange(4, dtype=torch.float32) * (rank + 1) - 7]
+
+
+def check_all_gather_coalesced(rep):
+    with rep.case("all_gather_coalesced"):
+        def run(group):
+            ins = inputs_for(R)
+            outs = [[torch.full_like(t, -1) for t in ins] for _ in range(N)]
+            dist.all_gather_coalesced(outs, ins, group=group)
+            return outs
+        mine, ref = both(run)
+        for r in range(N):
+            for i, want in enumerate(inputs_for(r)):
+                assert same(mine[r][i], want), (r, i, mine[r][i], want)
+                assert same(mine[r][i], ref[r][i]), (r, i, ref[r][i])
+    with rep.case("all_gather_coalesced refuses a list per input"):
+        ins = inputs_for(R)
+        wrong = [[torch.empty_like(t) for _ in range(N)] for t in ins]
+        try:
+            dist.all_gather_coalesced(wrong, ins, group=WEFT)
+        except weft.torch.WeftError as e:   # the count or a shape
+            assert e.name == "ERR_INVALID_ARG" and "output" in str(e), e
+        else:
+            raise AssertionError("no error for [input][rank] lists")
+
+
+def check_work_status(rep):
+    with rep.case("is_completed after wait"):
+        t = torch.ones(4)
+        w = dist.all_reduce(t, group=WEFT, async_op=True)
+        w.wait()
+        assert w.is_completed() and w.is_success(), (w.is_completed(),
+                                                    w.is_success())
+        peer = (R + 1) % N
+        src = (R - 1) % N
+        s = dist.isend(torch.full((3,), float(R)), peer, group=WEFT)
+        got = torch.zeros(3)
+        q = dist.irecv(got, src, group=WEFT)
+        s.wait()
+        q.wait()
+        assert s.is_completed() and q.is_completed()
+        assert same(got, torch.full((3,), float(src))), got
+    with rep.case("is_completed turns true without wait"):
+        t = torch.ones(8)
+        w = dist.all_reduce(t, group=WEFT, async_op=True)
+        deadline = time.time() + 30
+        while not w.is_completed() and time.time() < deadline:
+            time.sleep(0.001)
+        assert w.is_completed() and same(t, torch.full((8,), float(N)))
+    with rep.case("future completes with the output"):
+        t = torch.ones(5) * (R + 1)
+        fut = dist.all_reduce(t, group=WEFT, async_op=True).get_future()
+        out = fut.wait()
+        assert same(out[0], torch.full((5,), float(N * (N + 1) // 2))), out
+
+
+def check_reductions(rep):
+    for dtype in (torch.int32, torch.int64, torch.uint8, torch.int8):
+        for op in (RO.BAND, RO.BOR, RO.BXOR):
+            with rep.case("all_reduce %s %s" % (op, dtype)):
+                def run(group):
+                    t = (torch.arange(16) * (R + 3) + R).to(dtype)
+                    dist.all_reduce(t, op=op, group=group)
+                    return t
+                mine, ref = both(run)
+                assert same(mine, ref), (mine, ref)
+    with rep.case("reduce BXOR int32 to root 0"):
+        def run(group):
+            t = (torch.arange(9) * (R + 5)).to(torch.int32)
+            dist.reduce(t, 0, op=RO.BXOR, group=group)
+            return t
+        mine, ref = both(run)
+        assert R != 0 or same(mine, ref), (mine, ref)
+    with rep.case("all_reduce PREMUL_SUM"):
+        t = torch.arange(6, dtype=torch.float32) + R
+        dist.all_reduce(t, op=dist._make_nccl_premul_sum(0.5), group=WEFT)
+        want = sum(torch.arange(6, dtype=torch.float32) + r
+                   for r in range(N)) * 0.5
+        assert same(t, want), (t, want)
+    with rep.case("BXOR on float32 is refused, naming both"):
+        try:
+            dist.all_reduce(torch.ones(2), op=RO.BXOR, group=WEFT)
+        except weft.torch.WeftError as e:
+            assert e.name == "ERR_UNSUPPORTED" and "BXOR" in str(e) and \
+                "Float" in str(e), e
+        else:
+            raise AssertionError("no error")
+
+
+def check_uneven(rep):
+    with rep.case("all_gather uneven"):
+        outs = [torch.zeros(r + 1, dtype=torch.int64) for r in range(N)]
+        dist.all_gather(outs, torch.arange(R + 1) + 10 * R, group=WEFT)
+        for r in range(N):
+            assert same(outs[r], torch.arange(r + 1) + 10 * r), outs
+    with rep.case("reduce_scatter uneven"):
+        def run(group):
+            ins = [torch.arange(r + 2, dtype=torch.float32) + R
+                   for r in range(N)]
+            out = torch.zeros(R + 2)
+            dist.reduce_scatter(out, ins, group=group)
+            return out
+        mine, _ = both(run)
+        want = sum(torch.arange(R + 2, dtype=torch.float32) + r
+                   for r in range(N))
+        assert same(mine, want), (mine, want)
+
+
+def check_coalescing(rep):
+    with rep.case("coalesced all_reduce"):
+        def run(group):
+            ts = [torch.ones(3) * (R + 1), torch.arange(5.0) + R]
+            with dist._coalescing_manager(group=group, async_ops=True) as cm:
+                for t in ts:
+                    dist.all_reduce(t, group=group)
+            cm.wait()
+            return ts
+        mine, ref = both(run)
+        for a, b in zip(mine, ref):
+            assert same(a, b), (a, b)
+    with rep.case("batch_isend_irecv"):
+        peer, src = (R + 1) % N, (R - 1) % N
+        got = [torch.zeros(4), torch.zeros(2, dtype=torch.int64)]
+        ops = [dist.P2POp(dist.isend, torch.full((4,), float(R)), peer,
+                          group=WEFT),
+               dist.P2POp(dist.isend, torch.tensor([R, -R]), peer,
+                          group=WEFT),
+               dist.P2POp(dist.irecv, got[0], src, group=WEFT),
+               dist.P2POp(dist.irecv, got[1], src, group=WEFT)]
+        for w in dist.batch_isend_irecv(ops):
+            w.wait()
+        assert same(got[0], torch.full((4,), float(src))), got
+        assert same(got[1], torch.tensor([src, -src])), got
+
+
+def check_monitored_barrier(rep):
+    with rep.case("monitored_barrier passes"):
+        dist.monitored_barrier(WEFT, timeout=timedelta(seconds=30))
+    with rep.case("monitored_barrier names the missing rank"):
+        group = dist.new_group(backend="weft")
+        if R == 0:
+            try:
+                dist.monitored_barrier(group, timeout=timedelta(seconds=1))
+            except RuntimeError as e:
+                assert "Rank 1 failed to pass monitoredBarrier" in str(e), e
+            else:
+                raise AssertionError("no error")
+        # rank 1 (and the others) never arrive; rank 0 waits 1 s
+
+
+def check_sparse(rep):
+    with rep.case("sparse all_reduce"):
+        def run(group):
+            i = torch.tensor([[R, N], [0, R + 1]])
+            v = torch.tensor([1.0 + R, 2.0])
+            t = torch.sparse_coo_tensor(i, v, (N + 1, N + 2))
+            dist.all_reduce(t, group=group)
+            return t.to_dense()
+        mine, ref = both(run)
+        assert same(mine, ref), (mine, ref)
+
+
+def check_names(rep):
+    with rep.case("DDP logging names the backend weft"):
+        model = torch.nn.parallel.DistributedDataParallel(
+            torch.nn.Linear(2, 2), process_group=WEFT)
+        name = model._get_ddp_logging_data().get("backend_name")
+        assert name == "weft", name
+    with rep.case("profiler titles"):
+        with torch.autograd.profiler.profile() as prof:
+            dist.all_reduce(torch.ones(2), group=WEFT)
+        names = {e.name for e in prof.function_events}
+        assert "weft:all_reduce" in names, sorted(names)[:20]
+    with rep.case("sequence numbers count operations"):
+        before = WEFT._get_sequence_number_for_group()
+        dist.all_reduce(torch.ones(1), group=WEFT)
+        dist.broadcast(torch.ones(1), 0, group=WEFT)
+        after = WEFT._get_sequence_number_for_group()
+        assert after == before + 2, (before, after)
+
+
+def main():
+    global WEFT, GLOO
+    rep = Report()
+    with rep:
+        dist.init_process_group("weft")
+        WEFT = dist.group.WORLD
+        GLOO = dist.new_group(backend="gloo")
+        check_all_gather_coalesced(rep)
+        check_work_status(rep)
+        check_reductions(rep)
+        check_uneven(rep)
+        check_coalescing(rep)
+        check_sparse(rep)
+        check_names(rep)
+        check_monitored_barrier(rep)   # last: it leaves a broken group
+        dist.barrier(GLOO)
+
+
+if __name__ == "__main__":
+    main()
