@@ -4,8 +4,9 @@
  * X(name, ops, probe): `ops` is the transport's const ops table and `probe`
  * a function `bool probe(char *why, size_t why_len)` that says whether it
  * can run on this host, and if not why (NULL when it always can, like
- * TCP).  "auto" picks the first entry whose probe passes, so faster
- * transports go first.  transport.h declares every `ops` from this list,
+ * TCP).  "auto" reaches each peer by the first entry whose probe passes
+ * and that reaches it (route.c), so faster transports go first: shared
+ * memory for the ranks of this machine, then the networks.  transport.h declares every `ops` from this list,
  * and registry.c builds the registry from it.
  *
  * A transport is a folder transport/<name>/ (built by wildcard) and its
@@ -32,8 +33,8 @@ void wf_ib_gdr_describe(char *out, size_t len);
 bool wf_shm_probe(char *why, size_t why_len);
 
 #define WF_TRANSPORT_LIST(X)                                                   \
+    X(shm, wf_shm_transport, wf_shm_probe)                                     \
     WF_TRANSPORT_IB_(X)                                                        \
-    X(tcp, wf_tcp_transport, NULL)                                             \
-    X(shm, wf_shm_transport, wf_shm_probe)
+    X(tcp, wf_tcp_transport, NULL)
 
 #endif /* WF_TRANSPORT_LIST_H */

@@ -11,6 +11,7 @@
 
 #include "common.h"
 #include "config.h"
+#include "route.h"
 #include "tgroup.h"
 
 uint64_t tg_now_ms(void)
@@ -50,6 +51,8 @@ const uint8_t tg_secret[32] = "tgroup test secret, 32 bytes...";
 
 int tg_tcp_streams = 1;
 size_t tg_tcp_cma_min;
+size_t tg_shm_cma_min = 32u << 10;
+int tg_shm_slots = 64;
 
 /* The snapshot each rank's cfg.knobs points at. */
 static wf_config_t tg_knob_store[TG_MAXR];
@@ -85,6 +88,8 @@ void tg_make_cfg(wf_tconfig_t *cfg, int rank, int size, const char *ifname,
     k->tcp_streams = tg_tcp_streams;
     k->tcp_stripe_min = tg_tcp_streams > 1 ? TG_STRIPE_MIN : 0;
     k->tcp_cma_min = tg_tcp_cma_min;
+    k->shm_cma_min = (int64_t)tg_shm_cma_min;
+    k->shm_slots = tg_shm_slots;
     cfg->knobs = k;
     cfg->topo_numa = -1; /* no topology: staging memory unbound */
 }
@@ -234,12 +239,20 @@ void tg_each_transport(void (*fn)(const wf_transport_ops_t *ops))
 {
     char names[256], *save = NULL;
 
-    snprintf(names, sizeof(names), "%s", wf_transport_names());
+    /* Every compiled-in transport, then the route over them (auto). */
+    snprintf(names, sizeof(names), "%s,route", wf_transport_names());
     for (char *n = strtok_r(names, ",", &save); n;
          n = strtok_r(NULL, ",", &save)) {
-        const wf_transport_ops_t *ops = wf_transport_find(n);
+        const wf_transport_ops_t *ops = strcmp(n, "route") == 0
+                                            ? &wf_route_transport
+                                            : wf_transport_find(n);
         ASSERT_TRUE(ops != NULL);
         ASSERT_EQ(ops->size, sizeof(wf_transport_ops_t));
+        if (ops == &wf_route_transport) {
+            printf("transport route (auto: %s)\n", wf_transport_names());
+            fn(ops);
+            continue;
+        }
         /* A transport compiled in for hardware this host lacks (verbs
          * without an RDMA device) is checked where it can run
          * (make test-rdma). */
@@ -249,6 +262,18 @@ void tg_each_transport(void (*fn)(const wf_transport_ops_t *ops))
         }
         printf("transport %s\n", ops->name);
         fn(ops);
+        if (ops == &wf_shm_transport) {
+            tg_shm_cma_min = 0;
+            tg_shm_slots = 8;
+            printf("transport shm, rings only, 8 slots\n");
+            fn(ops);
+            tg_shm_cma_min = 1;
+            tg_shm_slots = 64;
+            printf("transport shm, single copy\n");
+            fn(ops);
+            tg_shm_cma_min = 32u << 10;
+            continue;
+        }
         if (ops != &wf_tcp_transport)
             continue;
         /* TCP again with several streams: every message of TG_STRIPE_MIN

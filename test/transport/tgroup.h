@@ -25,6 +25,12 @@ extern int tg_tcp_streams;
 /* WEFT_TCP_CMA_MIN of those contexts: 0 (off) unless tg_each_transport
  * runs its single-copy pass, where every non-empty message is one. */
 extern size_t tg_tcp_cma_min;
+/* WEFT_SHM_CMA_MIN and WEFT_SHM_SLOTS of those contexts, as
+ * tg_each_transport's shm passes set them: the defaults, every message
+ * through the rings with few slots (the ring wraps, senders wait for
+ * room), and every non-empty message a single copy. */
+extern size_t tg_shm_cma_min;
+extern int tg_shm_slots;
 
 /* The job secret every context of a test group shares. */
 extern const uint8_t tg_secret[32];

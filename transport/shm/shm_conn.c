@@ -397,8 +397,10 @@ weft_status_t wf_shm_connect(wf_tctx_t *ctx, int peer, const void *addr,
     wf_shm_peer_t *p = &ctx->peers[peer];
     if (p->state == WF_SHM_UP)
         return WEFT_OK;
+    /* A peer that left after it sent: what it sent is still receivable
+     * (transport.h). */
     if (p->state == WF_SHM_FAILED)
-        return wf_match_peer_failed(&ctx->m, &p->m);
+        return p->m.unexp ? WEFT_OK : wf_match_peer_failed(&ctx->m, &p->m);
     if (!p->addr_known) {
         wf_shm_addr_t a;
         if (!addr || len != sizeof(a)) {

@@ -241,6 +241,18 @@ static void shm_mem_dereg(wf_tctx_t *ctx, void *mh)
     (void)ctx, (void)mh;
 }
 
+/* Only a process of this machine and network namespace: its socket is
+ * in our namespace and its memory in our kernel. */
+static bool shm_reaches(wf_tctx_t *ctx, const void *addr, size_t len)
+{
+    wf_shm_addr_t a;
+
+    if (!ctx || !addr || len != sizeof(a))
+        return false;
+    memcpy(&a, addr, sizeof(a));
+    return a.magic == WF_SHM_ADDR_MAGIC && a.node == ctx->addr.node;
+}
+
 static int wf_shm_get_fd(wf_tctx_t *ctx)
 {
     return ctx ? ctx->epfd : -1;
@@ -282,4 +294,5 @@ const wf_transport_ops_t wf_shm_transport = {
     .scan_unexpected = wf_match_scan_unexpected,
     .send_pulled = wf_shm_send_pulled,
     .wait_prepare = wf_shm_wait_prepare,
+    .reaches = shm_reaches,
 };
