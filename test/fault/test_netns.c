@@ -77,3 +77,10 @@ WF_TEST(fault_netns_topo_unreachable_nic_falls_back, 120)
 {
     run_script("netns-topo.sh", "unreach");
 }
+
+/* Two namespaces as hosts, two ranks each, WEFT_TRANSPORT=auto: shared
+ * memory inside each, tcp across, every pair agreeing, results exact. */
+WF_TEST(fault_netns_shm_inside_tcp_across, 120)
+{
+    run_script("netns-shm.sh", "");
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# netns-shm.sh - one communicator over two kinds of link: 2 "hosts"
+# (network namespaces joined by veths) x 2 ranks, WEFT_TRANSPORT=auto.
+# Ranks of one namespace must reach each other by shared memory and the
+# ranks of the other by tcp (the info log's "reaches peer P by T" lines
+# for every pair a collective used), with weft-bench's element-wise check
+# passing for allreduce and alltoall (which connects every pair) and
+# bytes crossing the veth.  Namespaces are created here and deleted by an
+# EXIT trap.  Exits 0 when all pass, 1 on a failure, 77 (skip) without
+# root, ip or namespaces.
+#
+# usage: netns-shm.sh BUILD_DIR
+set -uo pipefail
+# shellcheck source=scripts/netns-lib.sh
+. "$(dirname "$0")/../../scripts/netns-lib.sh"
+
+build=${1:?usage: netns-shm.sh BUILD_DIR}
+skip() { echo "SKIP: $*"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "needs root to create network namespaces"
+command -v ip >/dev/null || skip "ip (iproute2) is not installed"
+prefix="wfsh$$"
+out=$(mktemp -d)
+trap 'wf_netns_delete "$prefix"; rm -rf "$out"' EXIT
+trap 'exit 130' INT TERM
+wf_netns_two_hosts "$prefix" "$build" || skip "cannot create namespaces"
+
+before=$(ip netns exec "$prefix-a" cat /sys/class/net/eth0/statistics/tx_bytes)
+fail=0
+pids=()
+for r in 0 1 2 3; do
+    host=$([ $r -lt 2 ] && echo a || echo b)
+    ip netns exec "$prefix-$host" env WEFT_RANK=$r WEFT_WORLD_SIZE=4 \
+        WEFT_RENDEZVOUS=10.79.0.1:29500 WEFT_JOB_ID=shm2x2 \
+        WEFT_SOCKET_IFNAME=eth0 WEFT_TIMEOUT=30s WEFT_LOG=info \
+        WEFT_LOG_SUBSYS=net timeout 120 sh -c \
+        "'$build/bin/weft-bench' allreduce -b 8 -e 4M -f 8 -w 1 -r 5 -c 1 &&
+         '$build/bin/weft-bench' alltoall -b 64 -e 1M -f 16 -w 1 -r 3 -c 1" \
+        > "$out/$r" 2>&1 &
+    pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || fail=1; done
+if [ $fail != 0 ]; then
+    echo "FAIL: a rank exited with an error"
+    grep -h -v ' info ' "$out"/* | head -n 30
+    exit 1
+fi
+# Every "rank R reaches peer P by T": shm exactly when R and P share a
+# namespace (ranks 0,1 on a; 2,3 on b).
+pairs=$(grep -h -o 'rank [0-9]* reaches peer [0-9]* by [a-z]*' "$out"/* |
+    awk '{ same = int($2 / 2) == int($5 / 2)
+           want = same ? "shm" : "tcp"
+           n++
+           if ($7 != want) { print "FAIL: " $0 " (want " want ")"; bad++ } }
+         END { printf "%d pairs\n", n; exit bad > 0 || n < 12 }') || {
+    echo "$pairs"
+    echo "FAIL: a pair used the wrong transport, or fewer than 12 choices logged"
+    exit 1
+}
+echo "$pairs"
+grep -h '#wrong\|Out of bounds' "$out/0"
+if grep -h 'Out of bounds values' "$out"/* | grep -qv ': 0 OK'; then
+    echo "FAIL: wrong results"
+    exit 1
+fi
+sent=$(( ($(ip netns exec "$prefix-a" cat /sys/class/net/eth0/statistics/tx_bytes) - before) >> 10 ))
+[ "$sent" -gt 64 ] || { echo "FAIL: only $sent KiB crossed the veth"; exit 1; }
+echo "PASS: shm inside each namespace, tcp across ($sent KiB over eth0)"
