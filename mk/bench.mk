@@ -137,4 +137,6 @@ algo-fit: $(COST_TERMS)
 # (scripts/bench-netns.sh lists its NETNS_* settings; needs root, otherwise
 # it says why and skips).
 bench-netns: all
+	@scripts/install-compare-deps.sh
+	$(MAKE) $(COMPARE_DIR)/mpi_allreduce
 	scripts/bench-netns.sh $(BUILD)

@@ -4,9 +4,10 @@
 usage: bench-netns-table.py OUT_DIR COLLECTIVE RATE ALGO... (auto last)
 
 Reads OUT_DIR/COLL-RATE-ALGO.csv (weft-bench --csv --percentiles of rank
-0) and prints a markdown table: busbw of every algorithm as a percentage
-of the link rate, the best forced algorithm, and auto-selection's time
-relative to it, and draws the same percentages as OUT_DIR/COLL-RATE.png
+0; an ALGO "mpi" is Open MPI's run on the same namespaces, in the same
+columns) and prints a markdown table: busbw of every algorithm as a
+percentage of the link rate, the best forced algorithm, auto-selection's
+time relative to it and, with an mpi column, to Open MPI's, and draws the same percentages as OUT_DIR/COLL-RATE.png
 (scripts/plotlines.py; without gnuplot it says why and goes on).  Exits 1
 when a run reported wrong results.
 
@@ -52,13 +53,15 @@ def main():
     link = link_gbytes_per_s(rate)
     data = {a: read_rows(f"{out}/{coll}-{rate}-{a}.csv") for a in algos}
     sizes = sorted({s for rows in data.values() for s in rows})
-    forced = [a for a in algos if a != "auto"]
+    forced = [a for a in algos if a not in ("auto", "mpi")]
+    mpi = "mpi" in algos
     wrong = 0
     percent = {a: [] for a in algos}
     print(f"\n### {coll}, link {rate} ({link:.3f} GB/s): busbw as % of the link")
     print()
-    print("| size (B) | " + " | ".join(algos) + " | best forced | auto / best (time) |")
-    print("|---:" * (len(algos) + 3) + "|")
+    print("| size (B) | " + " | ".join(algos) + " | best forced | auto / best (time) |"
+          + (" auto / mpi (time) |" if mpi else ""))
+    print("|---:" * (len(algos) + 3 + mpi) + "|")
     for size in sizes:
         cells, times = [], {}
         for a in algos:
@@ -74,7 +77,10 @@ def main():
         best = min((a for a in forced if a in times), key=times.get, default=None)
         ratio = (f"{times['auto'] / times[best]:.2f}"
                  if best and "auto" in times else "-")
-        print(f"| {size} | " + " | ".join(cells) + f" | {best or '-'} | {ratio} |")
+        vs_mpi = (f" {times['auto'] / times['mpi']:.2f} |"
+                  if "auto" in times and "mpi" in times else " - |")
+        print(f"| {size} | " + " | ".join(cells) + f" | {best or '-'} | {ratio} |"
+              + (vs_mpi if mpi else ""))
     png = f"{out}/{coll}-{rate}.png"
     hosts = next((r["ranks"] for rows in data.values()
                   for r in rows.values()), "?")

@@ -17,7 +17,9 @@
 #
 # usage: bench-netns.sh BUILD_DIR
 # environment:
-#   NETNS_HOSTS   number of hosts, one rank each (4)
+#   NETNS_HOSTS   number of hosts (4)
+#   NETNS_RANKS_PER_HOST  ranks on each host (1); with several, weft
+#                 reaches the ranks of its own host by shared memory
 #   NETNS_RATES   tbf rates, one table set per rate ("1gbit 5gbit")
 #   NETNS_BURST   tbf burst; below ~256kb tbf itself limits (256kb)
 #   NETNS_MTU     link MTU (1500)
@@ -36,6 +38,10 @@
 #                 the link rate each way; 0: egress only, where a rank that
 #                 receives from several hosts at once (a binomial reduce's
 #                 root) gets several links' worth
+#   NETNS_MPI     1 (default): Open MPI's run of each collective on the same
+#                 namespaces (vader inside a host, tcp across, launched by
+#                 scripts/netns-rsh.sh), the table's "mpi" column; 0: none
+#   NETNS_MPI_ITERS  its iteration options ("-w 2 -r 10")
 #   NETNS_CC      the hosts' TCP congestion control (cubic, the kernel's
 #                 own default; added to the host's allowed list for the
 #                 run); "host" keeps this machine's choice
@@ -49,6 +55,8 @@ export WEFT_TCP_CMA_MIN=0
 
 build=${1:?usage: bench-netns.sh BUILD_DIR}
 hosts=${NETNS_HOSTS:-4}
+per_host=${NETNS_RANKS_PER_HOST:-1}
+nranks=$((hosts * per_host))
 rates=${NETNS_RATES:-1gbit 5gbit}
 burst=${NETNS_BURST:-256kb}
 mtu=${NETNS_MTU:-1500}
@@ -59,6 +67,9 @@ out=${NETNS_OUT:-$build/bench-netns}
 cc=${NETNS_CC:-cubic}
 ingress=${NETNS_INGRESS:-1}
 bench=$build/bin/weft-bench
+with_mpi=${NETNS_MPI:-1}
+mpi_iters=${NETNS_MPI_ITERS:--w 2 -r 10}
+agent=$(cd "$(dirname "$0")" && pwd)/netns-rsh.sh
 
 skip() {
     echo "bench-netns: skipped: $*"
@@ -149,18 +160,23 @@ rate_mbps() {
     esac
 }
 
-# Starts one rank per host; rank 0's CSV goes to $1, the others' output to
-# files beside it (shown when a run fails).
+# Starts NETNS_RANKS_PER_HOST ranks per host, consecutive ranks on one
+# host; rank 0's CSV goes to $1, the others' output to files beside it
+# (shown when a run fails).
 run_job() { # csv coll algo job_id
-    local csv=$1 coll=$2 algo=$3 job=$4 rank_pids=() status=0
+    local csv=$1 coll=$2 algo=$3 job=$4 rank_pids=() status=0 h k r
     for ((h = 0; h < hosts; h++)); do
-        # shellcheck disable=SC2086
-        ip netns exec "$(host_ns $h)" env WEFT_RANK=$h WEFT_WORLD_SIZE=$hosts \
-            WEFT_RENDEZVOUS="$(host_ip 0):$port" WEFT_JOB_ID="$job" \
-            WEFT_SOCKET_IFNAME=eth0 WEFT_LINK_MBPS="$link_mbps" \
-            "$bench" "$coll" -a "$algo" $sizes $iters -c 1 --percentiles --csv \
-            > "$out/rank$h.out" 2>&1 &
-        rank_pids+=($!)
+        for ((k = 0; k < per_host; k++)); do
+            r=$((h * per_host + k))
+            # shellcheck disable=SC2086
+            ip netns exec "$(host_ns $h)" env WEFT_RANK=$r \
+                WEFT_WORLD_SIZE=$nranks \
+                WEFT_RENDEZVOUS="$(host_ip 0):$port" WEFT_JOB_ID="$job" \
+                WEFT_SOCKET_IFNAME=eth0 WEFT_LINK_MBPS="$link_mbps" \
+                "$bench" "$coll" -a "$algo" $sizes $iters -c 1 --percentiles \
+                --csv > "$out/rank$r.out" 2>&1 &
+            rank_pids+=($!)
+        done
     done
     for pid in "${rank_pids[@]}"; do
         wait "$pid" || status=$?
@@ -173,6 +189,29 @@ run_job() { # csv coll algo job_id
     grep -v '^#' "$out/rank0.out" > "$csv"
 }
 
+# Open MPI on the same hosts, its output in weft-bench's CSV columns.
+run_mpi_job() { # csv coll
+    local csv=$1 coll=$2 hostlist="" h
+    for ((h = 0; h < hosts; h++)); do
+        hostlist+="${hostlist:+,}$(host_ns $h):$per_host"
+    done
+    # mpirun itself runs on host 0, named like its namespace (netns-rsh.sh).
+    if ! ip netns exec "$(host_ns 0)" unshare --uts sh -c \
+        "hostname '$(host_ns 0)' && exec mpirun --allow-run-as-root \
+         --oversubscribe --bind-to none --mca plm_rsh_agent '$agent' \
+         --host '$hostlist' -np $nranks --mca pml ob1 \
+         --mca btl self,vader,tcp --mca btl_tcp_if_include eth0 \
+         --mca oob_tcp_if_include eth0 '$build/compare/mpi_allreduce' \
+         -c $coll $sizes $mpi_iters" > "$out/mpi.out" 2>&1; then
+        echo "bench-netns: Open MPI's $coll failed:" >&2
+        tail -n 5 "$out/mpi.out" >&2
+        return 1
+    fi
+    awk -v n="$nranks" 'BEGIN { print "variant,size,time_us,busbw_gbs,wrong,ranks" }
+        !/^#/ { printf "out-of-place,%s,%s,%s,%s,%d\n", $1, $3, $5, $6, n }' \
+        "$out/mpi.out" > "$csv"
+}
+
 mkdir -p "$out"
 ip netns exec "$(host_ns 0)" "$build/bin/weft-rendezvous" \
     --listen "$(host_ip 0):$port" > "$out/rendezvous.log" 2>&1 &
@@ -181,7 +220,7 @@ sleep 0.5
 
 shaped="egress"
 [ "$ingress" = 0 ] || shaped="egress and ingress"
-echo "# $hosts hosts (network namespaces) on a bridge, $shaped tbf burst $burst, MTU $mtu, TCP $cc_used"
+echo "# $hosts hosts (network namespaces) x $per_host ranks on a bridge, $shaped tbf burst $burst, MTU $mtu, TCP $cc_used"
 echo "# weft-bench $sizes $iters; busbw as % of the link rate"
 status=0
 for rate in $rates; do
@@ -198,13 +237,19 @@ for rate in $rates; do
     done
     for coll in $colls; do
         algos=${NETNS_ALGOS:-$("$build/bin/weft-info" --simulate "$coll" \
-            --ranks "$hosts" --bytes 1024 | awk '!/^#/ {print $1}')}
+            --ranks "$nranks" --bytes 1024 | awk '!/^#/ {print $1}')}
         for algo in $algos auto; do
             csv="$out/$coll-$rate-$algo.csv"
             run_job "$csv" "$coll" "$algo" "nb-$coll-$rate-$algo" || status=1
         done
+        peer=
+        if [ "$with_mpi" = 1 ] && [ -x "$build/compare/mpi_allreduce" ]; then
+            run_mpi_job "$out/$coll-$rate-mpi.csv" "$coll" && peer=mpi ||
+                status=1
+        fi
+        # shellcheck disable=SC2086
         python3 "$(dirname "$0")/bench-netns-table.py" "$out" "$coll" "$rate" \
-            $algos auto || status=1
+            $algos $peer auto || status=1
     done
 done
 exit "$status"

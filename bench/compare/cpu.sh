@@ -47,7 +47,7 @@ echo "| ranks | harness | CPU s, $lo iterations | CPU s, $hi iterations |" \
 echo "|---|---|---:|---:|---:|---:|"
 for n in $ranks; do
     base=
-    for name in weft-cma weft-tcp $peers; do
+    for name in weft-cma weft-shm weft-tcp $peers; do
         a=$(cpu_of "$name" "$n" "$lo")
         b=$(cpu_of "$name" "$n" "$hi")
         if awk '$3 != 0 { bad = 1 } END { exit !bad }' "$out_file"; then

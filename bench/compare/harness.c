@@ -46,6 +46,10 @@ int harness_parse(int argc, char **argv, harness_opts_t *o)
         else if (!strcmp(f, "-f")) o->factor = atof(v);
         else if (!strcmp(f, "-w")) o->warmup = parse_count(v);
         else if (!strcmp(f, "-r")) o->iters = parse_count(v);
+        else if (!strcmp(f, "-c") && !strcmp(v, "broadcast"))
+            o->broadcast = true;
+        else if (!strcmp(f, "-c") && !strcmp(v, "allreduce"))
+            o->broadcast = false;
         else return -1;
     }
     /* At least one float per size, so that the sweep moves. */
@@ -73,11 +77,27 @@ long harness_wrong(const float *recv, size_t count, int size)
     return wrong;
 }
 
-void harness_report(size_t count, double time_us, int size, long wrong)
+void harness_fill_bcast(float *buf, size_t count, int rank)
+{
+    for (size_t i = 0; i < count; i++)
+        buf[i] = rank == 0 ? (float)(i % 4) : 0.0f;
+}
+
+long harness_wrong_bcast(const float *buf, size_t count)
+{
+    long wrong = 0;
+    for (size_t i = 0; i < count; i++)
+        wrong += buf[i] != (float)(i % 4);
+    return wrong;
+}
+
+void harness_report(const harness_opts_t *o, size_t count, double time_us,
+                    int size, long wrong)
 {
     double bytes = (double)(count * sizeof(float));
     double algbw = time_us > 0 ? bytes / time_us / 1e3 : 0;
+    double busbw = o->broadcast ? algbw : algbw * 2.0 * (size - 1) / size;
     printf("%zu %zu %.3f %.6f %.6f %ld\n", count * sizeof(float), count,
-           time_us, algbw, algbw * 2.0 * (size - 1) / size, wrong);
+           time_us, algbw, busbw, wrong);
     fflush(stdout);
 }

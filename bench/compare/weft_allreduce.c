@@ -57,7 +57,7 @@ static void one_size(const harness_opts_t *o, float *send, float *recv,
     allreduce(&t, &tmax, 1, WEFT_FLOAT64, WEFT_MAX, comm);
     allreduce(&wrong, &total_wrong, 1, WEFT_INT64, WEFT_SUM, comm);
     if (rank == 0)
-        harness_report(count, tmax, size, total_wrong);
+        harness_report(o, count, tmax, size, total_wrong);
 }
 
 int main(int argc, char **argv)
@@ -65,7 +65,8 @@ int main(int argc, char **argv)
     harness_opts_t o;
     weft_comm_t comm;
     int rank, size;
-    if (harness_parse(argc, argv, &o) != 0) {
+    /* Broadcast is weft-bench's (bench/compare/runners.sh). */
+    if (harness_parse(argc, argv, &o) != 0 || o.broadcast) {
         fprintf(stderr, "usage: weft_allreduce [-b MIN] [-e MAX] "
                 "[-f FACTOR] [-w WARMUP] [-r ITERS] (under weftrun)\n");
         return 2;
