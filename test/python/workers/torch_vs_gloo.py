@@ -200,6 +200,23 @@ def check_monitored_barrier(rep):
         # rank 1 (and the others) never arrive; rank 0 waits 1 s
 
 
+def check_wait_timeout(rep):
+    with rep.case("Work.wait(timeout) times out"):
+        group = dist.new_group(backend="weft")
+        if R == 0:     # the others never join: rank 0 gives up after 0.5 s
+            w = dist.all_reduce(torch.ones(2), group=group, async_op=True)
+            start = time.time()
+            try:
+                w.wait(timedelta(seconds=0.5))
+            except weft.torch.WeftError as e:
+                took = time.time() - start
+                assert e.name == "ERR_TIMEOUT" and " Timed out " in str(e), e
+                assert 0.4 < took < 5, took
+            else:
+                raise AssertionError("no timeout")
+            dist.destroy_process_group(group)   # aborts, does not hang
+
+
 def check_sparse(rep):
     with rep.case("sparse all_reduce"):
         def run(group):
@@ -245,6 +262,7 @@ def main():
         check_coalescing(rep)
         check_sparse(rep)
         check_names(rep)
+        check_wait_timeout(rep)
         check_monitored_barrier(rep)   # last: it leaves a broken group
         dist.barrier(GLOO)
 

@@ -97,6 +97,10 @@ WeftBackend::WeftBackend(weft_comm_t comm, int rank, int size,
 WeftBackend::~WeftBackend() { shutdown(); }
 
 void WeftBackend::shutdown() {
+  if (*abandoned_) {  // an operation given up at its deadline still runs
+    abort();
+    return;
+  }
   if (completer_)
     completer_->stop();
   if (comm_ != nullptr) {
@@ -122,6 +126,7 @@ std::shared_ptr<OpState> WeftBackend::newOp(
   auto op = std::make_shared<OpState>();
   op->what = what;
   op->comm = comm_;
+  op->abandoned = abandoned_;
   if (timeout.count() > 0 && timeout < timeout_) {
     op->timeout = timeout;
     op->start = std::chrono::steady_clock::now();

@@ -121,6 +121,8 @@ class WeftBackend : public c10d::Backend {
   std::shared_ptr<Completer> completer_;
   std::chrono::milliseconds timeout_;
   std::atomic<uint64_t> seq_{0};
+  std::shared_ptr<std::atomic<bool>> abandoned_ =
+      std::make_shared<std::atomic<bool>>(false);
   bool coalescing_ = false;
   std::vector<std::shared_ptr<OpState>> coalesced_;
   TensorList coalescedResult_;

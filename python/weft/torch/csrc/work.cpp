@@ -95,6 +95,8 @@ void OpState::complete() {
           WEFT_ERR_TIMEOUT, what,
           "Timed out waiting " + std::to_string(timeout.count()) +
               "ms for the operation's own timeout"));
+      if (abandoned)
+        *abandoned = true;
       releaseLater(std::move(requests), std::move(keep));
       requests.clear();
     }
@@ -238,11 +240,14 @@ bool WeftWork::wait(std::chrono::milliseconds timeout) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     for (auto& op : ops_) {
       std::unique_lock<std::mutex> g(op->mu);
-      if (!op->cv.wait_until(g, deadline, [&] { return op->finished; }))
+      if (!op->cv.wait_until(g, deadline, [&] { return op->finished; })) {
+        if (op->abandoned)
+          *op->abandoned = true;
         throw WeftException(
             WEFT_ERR_TIMEOUT, op->what,
             "Work.wait(timeout) Timed out waiting " +
                 std::to_string(timeout.count()) + "ms");
+      }
     }
   } else {
     for (auto& op : ops_)

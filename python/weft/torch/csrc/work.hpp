@@ -8,6 +8,7 @@
 // request, the copy-backs, then the future and the waiters.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -51,6 +52,9 @@ struct OpState {
   // deadline of a per-operation timeout (zero: the communicator's)
   std::chrono::milliseconds timeout{0};
   std::chrono::steady_clock::time_point start;
+  // set when an operation of the group is given up at its own deadline:
+  // weft still runs it, so shutting the group down must abort, not wait
+  std::shared_ptr<std::atomic<bool>> abandoned;
 
   std::mutex mu;
   std::condition_variable cv;
