@@ -4,7 +4,7 @@
 # own packages (scripts/install-compare-deps.sh).
 .PHONY: bench bench-report compare bench-check bench-stalls bench-cpu \
         bench-reduce bench-tcp-floor bench-tcp-levers bench-latency algo-fit \
-        bench-netns bench-ab
+        bench-netns bench-ab bench-shm
 
 BENCH_ARGS ?= allreduce -n 4 -b 8 -e 128M -f 4
 bench: deps
@@ -136,6 +136,14 @@ algo-fit: $(COST_TERMS)
 # by a bridge, each host's link shaped both ways with tc tbf
 # (scripts/bench-netns.sh lists its NETNS_* settings; needs root, otherwise
 # it says why and skips).
+# weft's shared memory against Open MPI's, allreduce and broadcast, every
+# size, the median of interleaved rounds' ratios (bench/compare/shm.sh;
+# SHM_RANKS, SHM_ROUNDS, SHM_SIZES, SHM_ITERS tune it).
+bench-shm: all $(WEFT_HARNESS)
+	@scripts/install-compare-deps.sh
+	$(MAKE) $(COMPARE_DIR)/mpi_allreduce
+	bench/compare/shm.sh $(BUILD)
+
 bench-netns: all
 	@scripts/install-compare-deps.sh
 	$(MAKE) $(COMPARE_DIR)/mpi_allreduce

@@ -1,6 +1,7 @@
 /*
  * weft_allreduce.c - weft's twin of mpi_allreduce.c, for `make
- * bench-latency`: the same sweep, check and loop (a barrier, then -r calls
+ * bench-latency` and `make bench-shm`: allreduce or (-c broadcast)
+ * broadcast, the same sweep, check and loop (a barrier, then -r calls
  * back to back timed as one; time = the slowest rank's average), so that
  * weft and Open MPI are timed by the same harness.  weft-bench times each
  * call on its own, for its percentiles, and that clock read and store per
@@ -39,20 +40,47 @@ static void allreduce(const void *send, void *recv, size_t count,
         die("weft_allreduce", st);
 }
 
+/* One call: allreduce out of place, or broadcast from rank 0 in recv,
+ * as mpi_allreduce.c does. */
+static void call(const harness_opts_t *o, float *send, float *recv,
+                 size_t count, weft_comm_t comm)
+{
+    if (!o->broadcast) {
+        allreduce(send, recv, count, WEFT_FLOAT32, WEFT_SUM, comm);
+        return;
+    }
+    weft_status_t st = weft_broadcast(recv, recv, count, WEFT_FLOAT32, 0,
+                                      comm);
+    if (st != WEFT_OK)
+        die("weft_broadcast", st);
+}
+
+static long check(const harness_opts_t *o, float *send, float *recv,
+                  size_t count, int rank, int size, weft_comm_t comm)
+{
+    if (o->broadcast) {
+        harness_fill_bcast(recv, count, rank);
+        call(o, send, recv, count, comm);
+        return harness_wrong_bcast(recv, count);
+    }
+    harness_fill(send, recv, count, rank);
+    call(o, send, recv, count, comm);
+    return harness_wrong(recv, count, size);
+}
+
 static void one_size(const harness_opts_t *o, float *send, float *recv,
                      size_t count, int rank, int size, weft_comm_t comm)
 {
-    harness_fill(send, recv, count, rank);
-    allreduce(send, recv, count, WEFT_FLOAT32, WEFT_SUM, comm);
-    long wrong = harness_wrong(recv, count, size), total_wrong = 0;
+    long wrong = check(o, send, recv, count, rank, size, comm);
+    long total_wrong = 0;
     for (int i = 0; i < o->warmup; i++)
-        allreduce(send, recv, count, WEFT_FLOAT32, WEFT_SUM, comm);
+        call(o, send, recv, count, comm);
     weft_status_t st = weft_barrier(comm);
     if (st != WEFT_OK)
         die("weft_barrier", st);
     double t0 = now_us();
     for (int i = 0; i < o->iters; i++)
-        allreduce(send, recv, count, WEFT_FLOAT32, WEFT_SUM, comm);
+        call(o, send, recv, count, comm);
     double t = (now_us() - t0) / o->iters, tmax = 0;
     allreduce(&t, &tmax, 1, WEFT_FLOAT64, WEFT_MAX, comm);
     allreduce(&wrong, &total_wrong, 1, WEFT_INT64, WEFT_SUM, comm);
@@ -65,10 +93,10 @@ int main(int argc, char **argv)
     harness_opts_t o;
     weft_comm_t comm;
     int rank, size;
-    /* Broadcast is weft-bench's (bench/compare/runners.sh). */
-    if (harness_parse(argc, argv, &o) != 0 || o.broadcast) {
+    if (harness_parse(argc, argv, &o) != 0) {
         fprintf(stderr, "usage: weft_allreduce [-b MIN] [-e MAX] "
-                "[-f FACTOR] [-w WARMUP] [-r ITERS] (under weftrun)\n");
+                "[-f FACTOR] [-w WARMUP] [-r ITERS] [-c allreduce|broadcast] "
+                "(under weftrun)\n");
         return 2;
     }
     weft_status_t st = weft_comm_init(&comm);
@@ -82,8 +110,8 @@ int main(int argc, char **argv)
     if (!send || !recv)
         die("buffers", WEFT_ERR_NO_MEMORY);
     if (rank == 0)
-        printf("# size count time_us algbw busbw wrong (weft_allreduce, "
-               "%d ranks)\n", size);
+        printf("# size count time_us algbw busbw wrong (weft_%s, %d ranks)\n",
+               o.broadcast ? "broadcast" : "allreduce", size);
     for (double b = o.min; b <= o.max; b *= o.factor)
         if ((size_t)b / sizeof(float) > 0)
             one_size(&o, send, recv, (size_t)b / sizeof(float), rank, size,
