@@ -2,9 +2,12 @@
  * cma.c - cross-memory attach reads (cma.h).
  */
 #include <errno.h>
+#include <stdio.h>
+#include <sys/prctl.h>
 #include <sys/uio.h>
 
 #include "cma.h"
+#include "common.h"
 
 int wf_cma_read(pid_t pid, void *local, uint64_t remote, size_t len)
 {
@@ -33,4 +36,30 @@ int wf_cma_probe(pid_t pid, uint64_t addr, uint64_t want)
     if (err)
         return err;
     return got == want ? 0 : EPERM; /* another process with that pid */
+}
+
+bool wf_cma_yama_restricts(const char *ptrace_scope)
+{
+    return ptrace_scope && ptrace_scope[0] == '1' &&
+           (ptrace_scope[1] == '\0' || ptrace_scope[1] == '\n');
+}
+
+void wf_cma_allow_readers(void)
+{
+    char scope[8] = "";
+    FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+
+    if (!f)
+        return; /* no Yama */
+    if (!fgets(scope, sizeof(scope), f))
+        scope[0] = '\0';
+    fclose(f);
+    if (!wf_cma_yama_restricts(scope))
+        return;
+    if (prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0) != 0)
+        WEFT_DEBUG(NET, "prctl(PR_SET_PTRACER) failed: %s",
+                   wf_errno_str(errno));
+    else
+        WEFT_DEBUG(NET, "Yama ptrace_scope 1: peers on this machine may "
+                   "read this process (single copy)");
 }

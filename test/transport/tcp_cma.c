@@ -41,14 +41,14 @@ static void set_cma_min(wf_tconfig_t *cfg, int rank, void *mins)
  * cannot be lifted by the process. */
 WF_TEST(transport_tcp_cma_yama_scope, 10)
 {
-    ASSERT_TRUE(wf_tcp_cma_yama_restricts("1\n"));
-    ASSERT_TRUE(wf_tcp_cma_yama_restricts("1"));
-    ASSERT_TRUE(!wf_tcp_cma_yama_restricts("0\n"));
-    ASSERT_TRUE(!wf_tcp_cma_yama_restricts("2\n"));
-    ASSERT_TRUE(!wf_tcp_cma_yama_restricts("3\n"));
-    ASSERT_TRUE(!wf_tcp_cma_yama_restricts("12\n"));
-    ASSERT_TRUE(!wf_tcp_cma_yama_restricts(""));
-    ASSERT_TRUE(!wf_tcp_cma_yama_restricts(NULL));
+    ASSERT_TRUE(wf_cma_yama_restricts("1\n"));
+    ASSERT_TRUE(wf_cma_yama_restricts("1"));
+    ASSERT_TRUE(!wf_cma_yama_restricts("0\n"));
+    ASSERT_TRUE(!wf_cma_yama_restricts("2\n"));
+    ASSERT_TRUE(!wf_cma_yama_restricts("3\n"));
+    ASSERT_TRUE(!wf_cma_yama_restricts("12\n"));
+    ASSERT_TRUE(!wf_cma_yama_restricts(""));
+    ASSERT_TRUE(!wf_cma_yama_restricts(NULL));
 }
 
 /* Opens two TCP contexts with the given thresholds and connects them. */

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "cma.h"
 #include "config.h"
 #include "shm.h"
 
@@ -111,6 +112,8 @@ static weft_status_t open_context(wf_tctx_t *ctx)
     WEFT_CHECK(epoll_add(ctx, ctx->lfd, 0));
     WEFT_CHECK(epoll_add(ctx, ctx->efd, 1));
     WEFT_CHECK(wf_auth_random(&ctx->cookie, sizeof(ctx->cookie)));
+    if (ctx->cma_min)
+        wf_cma_allow_readers();
     ctx->addr.magic = WF_SHM_ADDR_MAGIC;
     ctx->addr.node = wf_shm_node_key();
     ctx->addr.pid = (uint32_t)getpid();

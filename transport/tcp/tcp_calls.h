@@ -205,9 +205,6 @@ void wf_tcp_unit_queue(wf_tcp_stream_t *s, wf_tcp_sunit_t *u);
 /* The random cookie peers read to prove they can, and under Yama's
  * ptrace_scope 1 the permission for them to; WEFT_OK when off. */
 weft_status_t wf_tcp_cma_init(wf_tctx_t *ctx);
-/* Whether the content of /proc/sys/kernel/yama/ptrace_scope is scope 1,
- * the one a process can lift for its peers (PR_SET_PTRACER). */
-bool wf_tcp_cma_yama_restricts(const char *ptrace_scope);
 /* This process's memory offer for the handshake of stream `idx` (zeros:
  * none, when off or not stream 0). */
 void wf_tcp_cma_offer(const wf_tctx_t *ctx, int idx,

@@ -38,7 +38,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -390,43 +389,11 @@ weft_status_t wf_tcp_cma_stats(wf_tctx_t *ctx, int peer, uint64_t *read,
     return WEFT_OK;
 }
 
-bool wf_tcp_cma_yama_restricts(const char *ptrace_scope)
-{
-    return ptrace_scope && ptrace_scope[0] == '1' &&
-           (ptrace_scope[1] == '\0' || ptrace_scope[1] == '\n');
-}
-
-/* Under Yama's ptrace_scope 1 (Ubuntu's default) only a process's
- * ancestors may read its memory, so ranks started side by side by a
- * launcher could not: declare that any process may, as far as Yama goes
- * (the kernel's own rules - same user, no setuid - still hold; Open MPI's
- * shared memory does the same).  Scopes 2 and 3 cannot be lifted this
- * way, and the cookie check then finds out. */
-static void allow_readers(void)
-{
-    char scope[8] = "";
-    FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
-
-    if (!f)
-        return; /* no Yama */
-    if (!fgets(scope, sizeof(scope), f))
-        scope[0] = '\0';
-    fclose(f);
-    if (!wf_tcp_cma_yama_restricts(scope))
-        return;
-    if (prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0) != 0)
-        WEFT_DEBUG(NET, "tcp: prctl(PR_SET_PTRACER) failed: %s",
-                   wf_errno_str(errno));
-    else
-        WEFT_DEBUG(NET, "tcp: Yama ptrace_scope 1: peers on this machine may "
-                   "read this process (single copy)");
-}
-
 weft_status_t wf_tcp_cma_init(wf_tctx_t *ctx)
 {
     if (!ctx->cma_min)
         return WEFT_OK;
-    allow_readers();
+    wf_cma_allow_readers();
     /* Random, so that a process that happens to have the peer's pid in
      * another pid namespace (or on another machine) cannot pass. */
     return wf_auth_random(&ctx->cma_cookie, sizeof(ctx->cma_cookie));
