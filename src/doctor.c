@@ -21,6 +21,8 @@
 #include "comm.h"
 #include "common.h"
 #include "config.h"
+#include "route.h"
+#include "transport.h"
 #include "weft_cuda.h"
 
 typedef struct { FILE *out; int fails; } doc_t;
@@ -36,6 +38,49 @@ static void verdict(doc_t *d, const char *v, const char *fmt, ...)
     fputc('\n', d->out);
     va_end(ap);
     d->fails += v[0] == 'F';
+}
+
+/* Which transport each kind of peer gets (WEFT_TRANSPORT, route.c), and
+ * whether the ranks of this machine can copy once between each other. */
+static void check_transports(doc_t *d, const wf_config_t *cfg)
+{
+    const wf_transport_ops_t *ops[WF_ROUTE_MAX];
+    char list[128] = "";
+    int n = 0, at = 0;
+
+    if (wf_transport_members(cfg->transport, ops, &n) != WEFT_OK) {
+        verdict(d, "FAIL", "transports: WEFT_TRANSPORT=%s: none usable here "
+                "(compiled in: %s)", cfg->transport, wf_transport_names());
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        at += snprintf(list + at, sizeof(list) - (size_t)at, "%s%s",
+                       i ? ", then " : "", ops[i]->name);
+    if (n == 1)
+        verdict(d, "OK", "transports: WEFT_TRANSPORT=%s: every peer by %s",
+                cfg->transport, list);
+    else
+        verdict(d, "OK", "transports: WEFT_TRANSPORT=%s: each peer by the "
+                "first that reaches it of %s (shm: ranks of this machine and "
+                "network namespace; the info log names each pair's)",
+                cfg->transport, list);
+    if (ops[0] != &wf_shm_transport)
+        return;
+    char scope[8] = "";
+    FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+    if (f) {
+        if (!fgets(scope, sizeof(scope), f))
+            scope[0] = '\0';
+        fclose(f);
+    }
+    if (scope[0] >= '2')
+        verdict(d, "WARN", "shm single copy: Yama ptrace_scope %c forbids "
+                "ranks to read each other's memory; large messages go "
+                "through the rings, copied twice", scope[0]);
+    else
+        verdict(d, "OK", "shm single copy: allowed by Yama (%s); messages "
+                "of WEFT_SHM_CMA_MIN bytes or more are read once",
+                scope[0] ? "ptrace_scope 0 or 1" : "no Yama");
 }
 
 /* Interfaces that are up, with their addresses; the ones named by
@@ -268,6 +313,7 @@ WEFT_API weft_status_t weft_doctor(FILE *out)
     check_interfaces(&d, &cfg);
     check_rendezvous(&d, cfg.rendezvous);
     check_ports(&d, &cfg);
+    check_transports(&d, &cfg);
     int nverbs = check_verbs(&d);
     check_memlock(&d, nverbs > 0);
     check_cuda(&d, nverbs);

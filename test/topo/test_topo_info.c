@@ -124,6 +124,21 @@ WF_TEST(topo_doctor_verdicts, 30)
     ASSERT_STR_CONTAINS(out, "memlock: ");
     ASSERT_STR_CONTAINS(out, "gpudirect: ");
     ASSERT_STR_CONTAINS(out, "FAIL: 1 check(s) failed");
+    /* The default reaches this machine's ranks by shared memory first. */
+    ASSERT_STR_CONTAINS(out, "OK    transports: WEFT_TRANSPORT=auto: each "
+                             "peer by the first that reaches it of shm, then");
+    ASSERT_STR_CONTAINS(out, "shm single copy: ");
+    free(out);
+    snprintf(cmd, sizeof(cmd), "WEFT_TRANSPORT=tcp %s --doctor",
+             wf_test_tool("weft-info"));
+    wf_test_run_cmd(cmd, &out);
+    ASSERT_STR_CONTAINS(out, "OK    transports: WEFT_TRANSPORT=tcp: every "
+                             "peer by tcp");
+    free(out);
+    snprintf(cmd, sizeof(cmd), "WEFT_TRANSPORT=pigeon %s --doctor",
+             wf_test_tool("weft-info"));
+    ASSERT_EQ(wf_test_run_cmd(cmd, &out), 1);
+    ASSERT_STR_CONTAINS(out, "FAIL  transports: WEFT_TRANSPORT=pigeon");
     free(out);
     close(fd);
     /* A closed port; an interface that is not there is skipped while
