@@ -45,26 +45,26 @@ uint64_t wf_coarse_tick_ms(void)
     return t;
 }
 
-int wf_deadline_remaining_ms(uint64_t deadline, int cap_ms)
+/* Milliseconds from `now` to `deadline`, capped at cap_ms (0 passed). */
+static int remaining_from(uint64_t now, uint64_t deadline, int cap_ms)
 {
     if (deadline == 0)
         return cap_ms;
-    uint64_t now = wf_time_ms();
     if (now >= deadline)
         return 0;
     uint64_t left = deadline - now;
     return cap_ms >= 0 && left > (uint64_t)cap_ms ? cap_ms : (int)left;
 }
 
+int wf_deadline_remaining_ms(uint64_t deadline, int cap_ms)
+{
+    return remaining_from(deadline ? wf_time_ms() : 0, deadline, cap_ms);
+}
+
 int wf_deadline_remaining_ms_cheap(uint64_t deadline, int cap_ms)
 {
-    if (deadline == 0)
-        return cap_ms;
-    uint64_t now = wf_time_ms_coarse();
-    if (now >= deadline)
-        return 0;
-    uint64_t left = deadline - now;
-    return cap_ms >= 0 && left > (uint64_t)cap_ms ? cap_ms : (int)left;
+    return remaining_from(deadline ? wf_time_ms_coarse() : 0, deadline,
+                          cap_ms);
 }
 
 uint64_t wf_hash64(const void *data, size_t len)
