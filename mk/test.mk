@@ -61,7 +61,8 @@ export ASAN_OPTIONS ?= detect_leaks=1:halt_on_error=1:abort_on_error=0
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 export TSAN_OPTIONS ?= halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/scripts/tsan.supp
 C_SUITE := $(BUILD)/test/c-suite
-.PHONY: test check soak python test-python test-rdma test-launchers
+.PHONY: test check soak python test-python test-torch bench-python test-rdma \
+  test-launchers
 test: deps
 	$(MAKE) all $(TEST_BIN) $(WEFT_HARNESS) $(CUDA_BUILD)
 	$(MAKE) check
@@ -96,14 +97,38 @@ soak: all $(TEST_BIN)
 # (default: /usr/bin/python3, else python3).
 VENV ?= .venv
 PYTHON3 ?=
+# The native torch backend (python/weft/torch/csrc, C++ over libweft) is
+# built against the venv's torch after the venv (incremental; needs g++ and
+# torch's headers, otherwise the torch tests are skipped with the reason).
+TORCH_EXT = $(VENV)/bin/python python/scripts/build_torch_ext.py
 python: lib
 	@python/scripts/make-venv.sh "$(PYTHON3)" $(VENV)
+	@nice -n 5 $(TORCH_EXT)
 
 test-python: lib
 	@python/scripts/make-venv.sh "$(PYTHON3)" $(VENV) || \
 	  echo "make-venv failed: the Python tests that need it are skipped"
+	@[ ! -x $(VENV)/bin/python ] || nice -n 5 $(TORCH_EXT) || \
+	  echo "the native torch backend did not build: its tests are skipped"
 	@py=$(VENV)/bin/python; [ -x $$py ] || py=python3; \
 	  $$py test/python/run.py $(if $(PY_C_SUMMARY),--c-summary $(PY_C_SUMMARY))
+
+# PyTorch's own distributed suite (DistributedTest._DistTestBase, run as
+# upstream's test_distributed_spawn.py runs it) on gloo and weft, world
+# sizes 2 and 3 (and 8 for the *_group tests), test by test side by side
+# (test/python/torch_suite/, docs/pytorch.md).  `make test` runs a slice.
+# TORCH_SUITE_GROUP_SIZE=0 leaves out the 8-rank run of the *_group tests.
+TORCH_SUITE_SIZES ?= 2 3
+TORCH_SUITE_GROUP_SIZE ?= 8
+test-torch: python
+	@$(VENV)/bin/python test/python/torch_suite/compare.py \
+	  --sizes "$(TORCH_SUITE_SIZES)" --group-size $(TORCH_SUITE_GROUP_SIZE) \
+	  --out $(BUILD)/torch-suite
+
+# Per-call overhead of torch.distributed on weft against weft-bench, and
+# DDP/FSDP steps on weft against gloo (test/python/bench_overhead.py).
+bench-python: python $(BUILD)/bin/weft-bench
+	@$(VENV)/bin/python test/python/bench_overhead.py --build $(BUILD)
 
 # The verbs transport on a real kernel RDMA stack (test/rdma-vm/,
 # docs/transports.md): boots QEMU guests with Soft-RoCE and runs the

@@ -56,20 +56,25 @@ class ScenarioError(AssertionError):
     pass
 
 
-def launch(worker, nranks, args=(), timeout=120, env=None, expect_rc=0):
+def launch(worker, nranks, args=(), timeout=120, env=None, expect_rc=0,
+           master="127.0.0.1", wrap=None, local_size=None):
     """Runs workers/<worker> on `nranks` local processes; returns
     (results, outputs): results[r] is rank r's report (a dict), outputs[r]
-    is (exit code, combined stdout/stderr)."""
+    is (exit code, combined stdout/stderr).  wrap(r), when given, is the
+    command prefix of rank r (a network namespace as its host, say);
+    local_size ranks share a host (LOCAL_RANK = r % local_size)."""
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="weft-pytest-") as tmp:
         procs = []
         for r in range(nranks):
             e = worker_env(env)
-            e.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+            e.update(MASTER_ADDR=master, MASTER_PORT=str(port),
                      RANK=str(r), WORLD_SIZE=str(nranks),
-                     LOCAL_RANK=str(r), WEFTPY_RESULT_DIR=tmp)
+                     LOCAL_RANK=str(r % (local_size or nranks)),
+                     WEFTPY_RESULT_DIR=tmp)
             log = open(os.path.join(tmp, "out%d.txt" % r), "w+")
             procs.append((subprocess.Popen(
+                (wrap(r) if wrap else []) +
                 [sys.executable, os.path.join(WORKERS, worker)] +
                 [str(a) for a in args], env=e, stdout=log,
                 stderr=subprocess.STDOUT, start_new_session=True), log))
