@@ -26,7 +26,8 @@
 # corruption between network namespaces: this Debian kernel has sch_netem,
 # the build host's does not), repeat (RDMA_REPEAT_TEST, default
 # coll_allreduce_procs_n3, run RDMA_REPEAT_RUNS times, default 10), two-guest
-# ROLE=0|1 PEER_IP=... (allreduce and broadcast across two guests),
+# ROLE=0|1 PEER_IP=... (allreduce and broadcast across two guests, and 2
+# ranks on each guest: shared memory inside, verbs across),
 # rails (a second device, rxe1, and every context on both as rails).
 # Ends with "N passed, N failed, N skipped" and exits non-zero on failure.
 set -u
@@ -531,6 +532,39 @@ part_two_guest() {
             bad "two-guest $coll (rank $ROLE)"
         fi
     done
+    two_by_two "$rdv"
+}
+
+# 2 guests x 2 ranks with WEFT_TRANSPORT=auto: the ranks of one guest
+# must reach each other by shared memory and the other guest's by verbs
+# (each pair's "reaches peer P by T" info line), results exact.
+two_by_two() {
+    local rdv=$1 k r pids=() st=0 pairs pst
+    for k in 0 1; do
+        r=$((ROLE * 2 + k))
+        WEFT_TRANSPORT=auto WEFT_RANK=$r WEFT_WORLD_SIZE=4 \
+            WEFT_RENDEZVOUS=$rdv WEFT_RENDEZVOUS_SERVE=1 WEFT_SOCKET_IFNAME=eth0 \
+            WEFT_JOB_ID=two-by-two WEFT_LOG=info WEFT_LOG_SUBSYS=net \
+            timeout -s KILL 300 "$BENCH" allreduce -b 4 -e 1M -f 16 -w 1 -r 5 \
+            -c 1 >"$LOG.$k" 2>&1 &
+        pids+=($!)
+    done
+    for k in 0 1; do wait "${pids[$k]}" || st=1; done
+    cat "$LOG.0" "$LOG.1" > "$LOG"
+    pairs=$(grep -h -o 'rank [0-9]* reaches peer [0-9]* by [a-z]*' "$LOG" |
+        awk '{ want = int($2 / 2) == int($5 / 2) ? "shm" : "ib"; n++
+               if ($7 != want) { print "wrong: " $0; bad++ } }
+             END { printf "%d pairs", n; exit bad > 0 || n < 2 }')
+    pst=$?
+    # weft-bench prints its table, with the check's verdict, on rank 0.
+    if [[ $st == 0 && $pst == 0 ]] &&
+        { [[ $ROLE != 0 ]] || grep -q 'Out of bounds values : 0 OK' "$LOG.0"; }; then
+        ok "two-guest 2x2 shm inside, ib across (ranks $((ROLE * 2)),$((ROLE * 2 + 1))): $pairs"
+    else
+        echo "$pairs"
+        bad "two-guest 2x2 shm inside, ib across (rank $ROLE's guest)"
+    fi
+    rm -f "$LOG.0" "$LOG.1"
 }
 
 ibv_devinfo -d rxe0 | grep -q PORT_ACTIVE || { echo "rxe0 is not ACTIVE"; exit 1; }
