@@ -33,6 +33,7 @@ struct wf_tctx {
     int used[WF_ROUTE_MAX]; /* peers each member carries */
     int size, rank;
     int8_t *member; /* per peer: index into ops, or -1 before connect */
+    uint32_t ready; /* members whose fd was readable at wait_prepare */
     int epfd;       /* every member's fd, or -1 when one has none */
     uint64_t rounds;
     char name[64];
@@ -349,8 +350,9 @@ static int route_progress(wf_tctx_t *rc)
     bool all = (++rc->rounds & 63) == 0;
 
     for (int i = 0; i < rc->n; i++) {
-        if (!rc->used[i] && !all)
+        if (!rc->used[i] && !all && !(rc->ready & (1u << i)))
             continue;
+        rc->ready &= ~(1u << i);
         int n = rc->ops[i]->progress(rc->ctx[i]);
         if (n < 0)
             return n;
@@ -364,13 +366,24 @@ static int route_get_fd(wf_tctx_t *rc)
     return rc->epfd;
 }
 
+/* Before the engine sleeps on the route's epoll fd.  A member's fd that
+ * is readable now has work the member must see next round, even one that
+ * carries no peer yet and is otherwise looked at only now and then (a
+ * connection coming in, a timer): left alone, it keeps the engine's
+ * poll() returning at once, and an idle rank spins. */
 static bool route_wait_prepare(wf_tctx_t *rc)
 {
+    struct epoll_event ev[WF_ROUTE_MAX];
     bool pending = false;
 
     for (int i = 0; i < rc->n; i++)
         if (rc->ops[i]->wait_prepare)
             pending |= rc->ops[i]->wait_prepare(rc->ctx[i]);
+    int k = rc->epfd >= 0 ? epoll_wait(rc->epfd, ev, WF_ROUTE_MAX, 0) : 0;
+    for (int i = 0; i < k; i++) {
+        rc->ready |= 1u << ev[i].data.u32;
+        pending = true;
+    }
     return pending;
 }
 

@@ -687,6 +687,11 @@ static void run_get_fd(const wf_transport_ops_t *ops)
     ASSERT_EQ(b, 'z');
     tg_spin(&g, 20);
     ASSERT_TRUE(!tg_fd_readable(fd0, 0));
+    /* The woken side is quiet again too: a wake-up left readable would
+     * keep an idle engine's poll() returning at once, a core spent. */
+    if (ops->wait_prepare)
+        ASSERT_TRUE(!ops->wait_prepare(g.ctx[1]));
+    ASSERT_TRUE(!tg_fd_readable(fd1, 0));
     tg_close(&g);
 }
 

@@ -104,6 +104,13 @@ typedef struct wf_shm_pending {
 
 #define WF_SHM_MAX_PENDING 64
 
+/* What an event of the context's epoll set is about: the kind in the
+ * upper 32 bits, a peer or pending slot in the lower. */
+#define WF_SHM_KEY_LISTEN (0ull << 32)
+#define WF_SHM_KEY_WAKE (1ull << 32)
+#define WF_SHM_KEY_PEER (2ull << 32)
+#define WF_SHM_KEY_PENDING (3ull << 32)
+
 struct wf_tctx {
     wf_match_t m; /* first: match.h */
     int rank, size;

@@ -35,8 +35,6 @@
 #include "cma.h"
 #include "shm.h"
 
-#define KEY_PEER (2ull << 32)
-#define KEY_PENDING (3ull << 32)
 
 static const char *const verdict_text[WF_SHM_REJ_COUNT] = {
     [WF_SHM_OK] = "accepted",
@@ -279,7 +277,7 @@ static weft_status_t dial(wf_tctx_t *ctx, wf_shm_peer_t *p)
     WEFT_CHECK(wf_auth_random(h->nonce, sizeof(h->nonce)));
     int err = send_pkt(fd, h, NULL, 0);
     struct epoll_event e = {.events = EPOLLIN | EPOLLRDHUP,
-                            .data.u64 = KEY_PEER | (uint64_t)p->idx};
+                            .data.u64 = WF_SHM_KEY_PEER | (uint64_t)p->idx};
     if (err || epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, fd, &e) != 0) {
         close(fd);
         wf_shm_peer_fail(ctx, p, WEFT_ERR_TRANSPORT,
@@ -466,7 +464,7 @@ void wf_shm_accept(wf_tctx_t *ctx)
         while (slot < ctx->npend && ctx->pend[slot].fd >= 0)
             slot++;
         struct epoll_event e = {.events = EPOLLIN | EPOLLRDHUP,
-                                .data.u64 = KEY_PENDING | (uint64_t)slot};
+                                .data.u64 = WF_SHM_KEY_PENDING | (uint64_t)slot};
         if (slot >= WF_SHM_MAX_PENDING ||
             epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, fd, &e) != 0) {
             WEFT_WARN(NET, "shm: rank %d has too many connections in their "
@@ -539,7 +537,7 @@ void wf_shm_pending_event(wf_tctx_t *ctx, int slot)
     c.reads = p->i_read;
     offer_fill(ctx, &c);
     struct epoll_event e = {.events = EPOLLIN | EPOLLRDHUP,
-                            .data.u64 = KEY_PEER | (uint64_t)p->idx};
+                            .data.u64 = WF_SHM_KEY_PEER | (uint64_t)p->idx};
     if (wf_auth_random(c.nonce, sizeof(c.nonce)) != WEFT_OK ||
         hs_mac(ctx, "weft-shm-acceptor", &h, c.nonce, c.mac) != WEFT_OK ||
         send_pkt(fd, &c, NULL, 0) != 0 ||

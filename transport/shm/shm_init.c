@@ -109,8 +109,8 @@ static weft_status_t open_context(wf_tctx_t *ctx)
     if (ctx->efd < 0)
         return sys_fail("eventfd");
     WEFT_CHECK(open_listener(ctx));
-    WEFT_CHECK(epoll_add(ctx, ctx->lfd, 0));
-    WEFT_CHECK(epoll_add(ctx, ctx->efd, 1));
+    WEFT_CHECK(epoll_add(ctx, ctx->lfd, WF_SHM_KEY_LISTEN));
+    WEFT_CHECK(epoll_add(ctx, ctx->efd, WF_SHM_KEY_WAKE));
     WEFT_CHECK(wf_auth_random(&ctx->cookie, sizeof(ctx->cookie)));
     if (ctx->cma_min)
         wf_cma_allow_readers();

@@ -27,18 +27,18 @@ static int poll_events(wf_tctx_t *ctx)
     for (int i = 0; i < n; i++) {
         uint64_t key = ev[i].data.u64;
         int idx = (int)(key & 0xffffffffu);
-        switch (key >> 32) {
-        case 0:
+        switch (key & ~0xffffffffull) {
+        case WF_SHM_KEY_LISTEN:
             wf_shm_accept(ctx);
             work++;
             break;
-        case 1: {
+        case WF_SHM_KEY_WAKE: {
             uint64_t v;
             ssize_t r = read(ctx->efd, &v, sizeof(v));
             (void)r; /* only resets the counter */
             break;
         }
-        case 2:
+        case WF_SHM_KEY_PEER:
             wf_shm_sock_event(ctx, &ctx->peers[idx], ev[i].events);
             work++;
             break;
