@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "log.h"
 #include "route.h"
 #include "shm/shm_wire.h"
@@ -268,4 +269,55 @@ WF_TEST(transport_route_select_forms, 10)
     ASSERT_STATUS(wf_transport_select("shm,pigeon", &ops),
                   WEFT_ERR_INVALID_ARG);
     ASSERT_STR_CONTAINS(tg_log_text(), "pigeon");
+}
+
+/* A dialer whose connect() finds the acceptor's backlog full retries,
+ * and still fails on time when the acceptor never answers (it looped
+ * retrying past its deadline before). */
+WF_TEST(transport_shm_full_backlog_times_out, 30)
+{
+    tg_group_t g = {.ops = &wf_shm_transport, .n = 2};
+    wf_tconfig_t cfg;
+    wf_shm_addr_t a;
+    int fds[512], nfds = 0;
+    wf_treq_t *sr;
+    wf_treq_info_t info;
+
+    weft_set_logger(tg_log_capture, NULL);
+    tg_make_cfg(&cfg, 1, 2, "lo", 500);
+    tg_open_one(&g, 1, &cfg);
+    tg_make_cfg(&cfg, 0, 2, "lo", 500);
+    tg_open_one(&g, 0, &cfg);
+    /* Rank 1 never progresses: fill its listen backlog. */
+    memcpy(&a, g.addr[1], sizeof(a));
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    size_t n = strlen(a.sock);
+    memcpy(sa.sun_path + 1, a.sock, n);
+    socklen_t sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+    while (nfds < (int)WF_ARRAY_LEN(fds)) {
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0);
+        ASSERT_TRUE(fd >= 0);
+        if (connect(fd, (struct sockaddr *)&sa, sl) != 0) {
+            ASSERT_EQ(errno, EAGAIN);
+            close(fd);
+            break;
+        }
+        fds[nfds++] = fd;
+    }
+    ASSERT_TRUE(nfds < (int)WF_ARRAY_LEN(fds));
+    ASSERT_STATUS(g.ops->connect(g.ctx[0], 1, g.addr[1], g.alen[1]),
+                  WEFT_INPROGRESS);
+    ASSERT_OK(g.ops->isend(g.ctx[0], 1, 1, NULL, "x", 1, NULL, &sr));
+    uint64_t end = tg_now_ms() + 10000;
+    weft_status_t st;
+    while ((st = g.ops->test(g.ctx[0], sr, &info)) == WEFT_INPROGRESS &&
+           tg_now_ms() < end) {
+        g.ops->progress(g.ctx[0]);
+        usleep(100);
+    }
+    ASSERT_STATUS(st, WEFT_ERR_TIMEOUT);
+    ASSERT_STR_CONTAINS(tg_log_text(), "no connection within 500 ms");
+    for (int i = 0; i < nfds; i++)
+        close(fds[i]);
+    tg_close(&g);
 }

@@ -699,13 +699,13 @@ void wf_shm_check_deadlines(wf_tctx_t *ctx)
         if (p->state == WF_SHM_UP || p->state == WF_SHM_FAILED ||
             !p->addr_known)
             continue;
-        if (p->state == WF_SHM_NONE && i > ctx->rank) {
-            dial(ctx, p); /* its backlog was full */
-            continue;
-        }
-        if (wf_deadline_passed(p->deadline_ms))
+        if (wf_deadline_passed(p->deadline_ms)) {
             wf_shm_peer_fail(ctx, p, WEFT_ERR_TIMEOUT,
                              "no connection within %lld ms",
                              (long long)ctx->timeout_ms);
+            continue;
+        }
+        if (p->state == WF_SHM_NONE && i > ctx->rank)
+            dial(ctx, p); /* its backlog was full: again */
     }
 }
