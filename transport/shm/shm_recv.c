@@ -10,6 +10,8 @@
  * side ever posts the receive (transport.h).
  */
 #include <errno.h>
+#include <poll.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cma.h"
@@ -43,16 +45,51 @@ static void garbage(wf_tctx_t *ctx, wf_shm_peer_t *p, const wf_shm_slot_t *s)
                      (unsigned long long)s->total);
 }
 
+/* Whether process `pid` is gone or on its way out (PF_EXITING in the
+ * flags of /proc/PID/stat, or a zombie): the kernel tears down a dying
+ * process's memory before it closes its files, so a read of it can fail
+ * with EFAULT while its socket still looks open. */
+static bool process_exiting(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return true;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *c = strrchr(buf, ')'); /* the name may hold spaces */
+    char state = 0;
+    unsigned long flags = 0;
+    if (!c || sscanf(c + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags) != 2)
+        return false;
+    return state == 'Z' || state == 'X' || (flags & 0x4u); /* PF_EXITING */
+}
+
+/* Whether the peer has closed the pair's socket: it left (its memory may
+ * already be freed, so a read of a message it offered can fail). */
+static bool peer_hung_up(const wf_shm_peer_t *p)
+{
+    struct pollfd pf = {.fd = p->fd, .events = POLLRDHUP};
+    return p->fd >= 0 && poll(&pf, 1, 0) == 1 &&
+           (pf.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 /* Reads an RTS's payload into dst (`n` bytes of it) and answers. */
 static int pull(wf_tctx_t *ctx, wf_shm_peer_t *p, void *dst, size_t n,
                 uint64_t addr, uint64_t id)
 {
     int err = n ? wf_cma_read(p->pid, dst, addr, n) : 0;
 
-    /* ESRCH: the process is gone, which is the peer's failure; what it
-     * published before it died (its failure notice, often) is still in
-     * the ring, so the peer fails once that is taken (wf_shm_rx_drain). */
-    if (err == ESRCH) {
+    /* The process is gone, dying or has left (ESRCH, or EFAULT on the way
+     * out or after it closed the pair and freed the buffer),
+     * which is the peer's failure; what it published before it died (its
+     * failure notice, often) is still in the ring, so the peer fails once
+     * that is taken (wf_shm_rx_drain). */
+    if (err == ESRCH ||
+        (err && (peer_hung_up(p) || process_exiting(p->pid)))) {
+        err = ESRCH;
         if (!p->gone)
             WEFT_DEBUG(NET, "shm: %s is gone (reading its memory: %s)",
                        p->desc, strerror(err));
