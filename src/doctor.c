@@ -20,6 +20,7 @@
 
 #include "comm.h"
 #include "common.h"
+#include "cma.h"
 #include "config.h"
 #include "route.h"
 #include "transport.h"
@@ -66,13 +67,8 @@ static void check_transports(doc_t *d, const wf_config_t *cfg)
                 cfg->transport, list);
     if (ops[0] != &wf_shm_transport)
         return;
-    char scope[8] = "";
-    FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
-    if (f) {
-        if (!fgets(scope, sizeof(scope), f))
-            scope[0] = '\0';
-        fclose(f);
-    }
+    char scope[8];
+    wf_cma_yama_scope(scope, sizeof(scope));
     if (scope[0] >= '2')
         verdict(d, "WARN", "shm single copy: Yama ptrace_scope %c forbids "
                 "ranks to read each other's memory; large messages go "

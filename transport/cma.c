@@ -44,17 +44,24 @@ bool wf_cma_yama_restricts(const char *ptrace_scope)
            (ptrace_scope[1] == '\0' || ptrace_scope[1] == '\n');
 }
 
-void wf_cma_allow_readers(void)
+void wf_cma_yama_scope(char *scope, size_t len)
 {
-    char scope[8] = "";
     FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
 
+    scope[0] = '\0';
     if (!f)
         return; /* no Yama */
-    if (!fgets(scope, sizeof(scope), f))
+    if (!fgets(scope, (int)len, f))
         scope[0] = '\0';
     fclose(f);
-    if (!wf_cma_yama_restricts(scope))
+}
+
+void wf_cma_allow_readers(void)
+{
+    char scope[8];
+
+    wf_cma_yama_scope(scope, sizeof(scope));
+    if (!scope[0] || !wf_cma_yama_restricts(scope))
         return;
     if (prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0) != 0)
         WEFT_DEBUG(NET, "prctl(PR_SET_PTRACER) failed: %s",

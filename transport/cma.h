@@ -28,6 +28,10 @@ int wf_cma_probe(pid_t pid, uint64_t addr, uint64_t want);
  * the one a process can lift for its peers (PR_SET_PTRACER). */
 bool wf_cma_yama_restricts(const char *ptrace_scope);
 
+/* The content of /proc/sys/kernel/yama/ptrace_scope ("1\n"), or an empty
+ * string where there is no Yama. */
+void wf_cma_yama_scope(char *scope, size_t len);
+
 /* Under Yama's ptrace_scope 1 (Ubuntu's default) only a process's
  * ancestors may read its memory, so ranks started side by side by a
  * launcher could not: declares that any process may, as far as Yama goes

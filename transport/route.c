@@ -199,7 +199,7 @@ static const uint8_t *blob_find(const uint8_t *b, size_t len,
 }
 
 /* The first member both ends have that reaches the peer. */
-static int choose(wf_tctx_t *rc, int peer, const uint8_t *b, size_t len,
+static int choose(wf_tctx_t *rc, const uint8_t *b, size_t len,
                   char *why, size_t why_len)
 {
     int w = snprintf(why, why_len, "%s", "");
@@ -216,7 +216,6 @@ static int choose(wf_tctx_t *rc, int peer, const uint8_t *b, size_t len,
         w += snprintf(why + w, why_len > (size_t)w ? why_len - (size_t)w : 0,
                       "%s%s: %s", w ? "; " : "", rc->ops[i]->name, no);
     }
-    (void)peer;
     return -1;
 }
 
@@ -232,7 +231,7 @@ static weft_status_t route_connect(wf_tctx_t *rc, int peer, const void *addr,
     }
     int m = rc->member[peer];
     if (m < 0) {
-        m = choose(rc, peer, addr, len, why, sizeof(why));
+        m = choose(rc, addr, len, why, sizeof(why));
         if (m < 0) {
             WEFT_WARN(NET, "route: no transport of %s reaches peer %d (%s)",
                       rc->name, peer, why);

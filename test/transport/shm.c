@@ -22,6 +22,25 @@
 #include "shm/shm_wire.h"
 #include "tgroup.h"
 
+/* Drives `ctx` (and `other`, where given) until send `sr` ends or `ms`
+ * pass; its final status, or WEFT_INPROGRESS when it never ended. */
+static weft_status_t wait_send(wf_tctx_t *ctx, wf_treq_t *sr,
+                               wf_tctx_t *other, int ms)
+{
+    uint64_t end = tg_now_ms() + (uint64_t)ms;
+    wf_treq_info_t info;
+    weft_status_t st;
+
+    while ((st = wf_shm_transport.test(ctx, sr, &info)) == WEFT_INPROGRESS &&
+           tg_now_ms() < end) {
+        wf_shm_transport.progress(ctx);
+        if (other)
+            wf_shm_transport.progress(other);
+        usleep(100);
+    }
+    return st;
+}
+
 /* A context of rank `r` of 2 whose job secret is `secret`. */
 static void open_with_secret(tg_group_t *g, int r, const uint8_t *secret)
 {
@@ -40,7 +59,6 @@ WF_TEST(transport_shm_other_secret_refused, 30)
     tg_group_t stray = {.ops = &wf_shm_transport, .n = 1};
     uint8_t other[32];
     wf_treq_t *sr;
-    wf_treq_info_t info;
 
     weft_set_logger(tg_log_capture, NULL);
     memset(other, 0x5a, sizeof(other));
@@ -49,14 +67,8 @@ WF_TEST(transport_shm_other_secret_refused, 30)
     ASSERT_STATUS(g.ops->connect(stray.ctx[0], 1, g.addr[1], g.alen[1]),
                   WEFT_INPROGRESS);
     ASSERT_OK(g.ops->isend(stray.ctx[0], 1, 7, NULL, "x", 1, NULL, &sr));
-    uint64_t end = tg_now_ms() + 5000;
-    weft_status_t st;
-    while ((st = g.ops->test(stray.ctx[0], sr, &info)) == WEFT_INPROGRESS &&
-           tg_now_ms() < end) {
-        g.ops->progress(stray.ctx[0]);
-        g.ops->progress(g.ctx[1]);
-    }
-    ASSERT_STATUS(st, WEFT_ERR_REMOTE);
+    ASSERT_STATUS(wait_send(stray.ctx[0], sr, g.ctx[1], 5000),
+                  WEFT_ERR_REMOTE);
     ASSERT_STR_CONTAINS(tg_log_text(), "authentication failed");
     tg_fini(&stray, 0);
     /* The acceptor forgot the stray: the job's own rank 0 gets through. */
@@ -136,12 +148,9 @@ WF_TEST(transport_shm_other_user_refused, 30)
     if (child == 0) {
         if (setgid(65534) != 0 || setuid(65534) != 0)
             _exit(3);
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        size_t n = strlen(a.sock);
-        memcpy(sa.sun_path + 1, a.sock, n);
+        struct sockaddr_un sa;
+        socklen_t sl = wf_shm_sockaddr(a.sock, &sa);
         int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-        socklen_t sl =
-            (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
         if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sl) != 0)
             _exit(4);
         char buf[256];
@@ -281,7 +290,6 @@ WF_TEST(transport_shm_full_backlog_times_out, 30)
     wf_shm_addr_t a;
     int fds[512], nfds = 0;
     wf_treq_t *sr;
-    wf_treq_info_t info;
 
     weft_set_logger(tg_log_capture, NULL);
     tg_make_cfg(&cfg, 1, 2, "lo", 500);
@@ -290,10 +298,8 @@ WF_TEST(transport_shm_full_backlog_times_out, 30)
     tg_open_one(&g, 0, &cfg);
     /* Rank 1 never progresses: fill its listen backlog. */
     memcpy(&a, g.addr[1], sizeof(a));
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    size_t n = strlen(a.sock);
-    memcpy(sa.sun_path + 1, a.sock, n);
-    socklen_t sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+    struct sockaddr_un sa;
+    socklen_t sl = wf_shm_sockaddr(a.sock, &sa);
     while (nfds < (int)WF_ARRAY_LEN(fds)) {
         int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0);
         ASSERT_TRUE(fd >= 0);
@@ -308,14 +314,7 @@ WF_TEST(transport_shm_full_backlog_times_out, 30)
     ASSERT_STATUS(g.ops->connect(g.ctx[0], 1, g.addr[1], g.alen[1]),
                   WEFT_INPROGRESS);
     ASSERT_OK(g.ops->isend(g.ctx[0], 1, 1, NULL, "x", 1, NULL, &sr));
-    uint64_t end = tg_now_ms() + 10000;
-    weft_status_t st;
-    while ((st = g.ops->test(g.ctx[0], sr, &info)) == WEFT_INPROGRESS &&
-           tg_now_ms() < end) {
-        g.ops->progress(g.ctx[0]);
-        usleep(100);
-    }
-    ASSERT_STATUS(st, WEFT_ERR_TIMEOUT);
+    ASSERT_STATUS(wait_send(g.ctx[0], sr, NULL, 10000), WEFT_ERR_TIMEOUT);
     ASSERT_STR_CONTAINS(tg_log_text(), "no connection within 500 ms");
     for (int i = 0; i < nfds; i++)
         close(fds[i]);

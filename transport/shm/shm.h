@@ -81,7 +81,6 @@ typedef struct wf_shm_peer {
 
 struct wf_treq {
     wf_mreq_t m;
-    bool is_send;
     uint64_t sig[2];
     size_t off; /* send: bytes written into slots so far */
     bool started;

@@ -244,8 +244,7 @@ static void went_up(wf_tctx_t *ctx, wf_shm_peer_t *p)
 
 static weft_status_t dial(wf_tctx_t *ctx, wf_shm_peer_t *p)
 {
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    size_t n = strnlen(p->addr.sock, WF_SHM_SOCK_NAME - 1);
+    struct sockaddr_un sa;
     int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
     if (fd < 0) {
@@ -253,8 +252,7 @@ static weft_status_t dial(wf_tctx_t *ctx, wf_shm_peer_t *p)
                          strerror(errno));
         return p->m.fail_status;
     }
-    memcpy(sa.sun_path + 1, p->addr.sock, n);
-    socklen_t sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+    socklen_t sl = wf_shm_sockaddr(p->addr.sock, &sa);
     if (connect(fd, (struct sockaddr *)&sa, sl) != 0) {
         int err = errno;
         close(fd);

@@ -68,7 +68,7 @@ static weft_status_t sys_fail(const char *what)
 static weft_status_t open_listener(wf_tctx_t *ctx)
 {
     uint8_t rnd[12];
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    struct sockaddr_un sa;
     char *name = ctx->addr.sock;
 
     WEFT_CHECK(wf_auth_random(rnd, sizeof(rnd)));
@@ -76,14 +76,11 @@ static weft_status_t open_listener(wf_tctx_t *ctx)
     for (size_t i = 0; i < sizeof(rnd); i++)
         n += snprintf(name + n, (size_t)(WF_SHM_SOCK_NAME - n), "%02x",
                       rnd[i]);
-    /* Abstract: sun_path[0] is NUL and the name follows. */
-    memcpy(sa.sun_path + 1, name, (size_t)n);
     ctx->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC,
                       0);
     if (ctx->lfd < 0)
         return sys_fail("socket(AF_UNIX)");
-    socklen_t sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
-                               (size_t)n);
+    socklen_t sl = wf_shm_sockaddr(name, &sa);
     if (bind(ctx->lfd, (struct sockaddr *)&sa, sl) != 0)
         return sys_fail("bind of the abstract socket");
     if (listen(ctx->lfd, 128) != 0)

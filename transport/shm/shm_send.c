@@ -161,7 +161,6 @@ weft_status_t wf_shm_isend(wf_tctx_t *ctx, int peer, uint64_t tag,
         &ctx->m, sizeof(struct wf_treq), peer, tag, buf, len);
     if (!r)
         return WEFT_ERR_NO_MEMORY;
-    r->is_send = true;
     if (sig) {
         r->sig[0] = sig[0];
         r->sig[1] = sig[1];

@@ -27,7 +27,11 @@
 
 #include <stdalign.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #define WF_SHM_SEG_MAGIC 0x77656674736d6731ull /* "weftsmg1" */
 #define WF_SHM_VERSION 1u
@@ -97,6 +101,19 @@ typedef struct wf_shm_addr {
     uint32_t pad;
     char sock[WF_SHM_SOCK_NAME]; /* abstract socket name, NUL-terminated */
 } wf_shm_addr_t;
+
+/* The abstract Unix socket address of `name` (sun_path[0] is NUL and the
+ * name follows, no terminator); returns its length for bind/connect. */
+static inline socklen_t wf_shm_sockaddr(const char *name,
+                                        struct sockaddr_un *sa)
+{
+    size_t n = strnlen(name, WF_SHM_SOCK_NAME - 1);
+
+    memset(sa, 0, sizeof(*sa));
+    sa->sun_family = AF_UNIX;
+    memcpy(sa->sun_path + 1, name, n);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
 
 #define WF_SHM_NONCE_LEN 16
 #define WF_SHM_MAC_LEN 32
