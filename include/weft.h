@@ -323,6 +323,10 @@ WEFT_API weft_status_t weft_scatter(const void *sendbuf, void *recvbuf,
                                     size_t recvcount, weft_dtype_t dtype,
                                     int root, weft_comm_t comm);
 
+/* A receive's `peer` that takes the first matching message from any rank
+ * (weft_irecv, weft_recv_tag; weft_request_source tells which). */
+#define WEFT_ANY_SOURCE (-2)
+
 /* Sends `count` elements of `buf` to rank `peer`.  Messages between one pair
  * of ranks are matched in the order they were posted.  Blocks until the send
  * buffer may be reused (not necessarily until the peer received it). */
@@ -330,10 +334,26 @@ WEFT_API weft_status_t weft_send(const void *buf, size_t count,
                                  weft_dtype_t dtype, int peer,
                                  weft_comm_t comm);
 
-/* Receives `count` elements from rank `peer` into `buf`.  Blocking.  The
- * message must have the same count and dtype; otherwise WEFT_ERR_MISMATCH. */
+/* Receives `count` elements from rank `peer` (or WEFT_ANY_SOURCE) into
+ * `buf`.  Blocking.  The message must have the same count and dtype;
+ * otherwise WEFT_ERR_MISMATCH. */
 WEFT_API weft_status_t weft_recv(void *buf, size_t count, weft_dtype_t dtype,
                                  int peer, weft_comm_t comm);
+
+/* Tagged point-to-point, as MPI's: a message matches a receive of the
+ * same tag (0 to WEFT_TAG_MAX) only, and messages of one pair with the
+ * same tag match in the order they were posted, while different tags
+ * match independently.  weft_send and weft_recv use tag 0.  A receive from
+ * WEFT_ANY_SOURCE takes the first message of its tag to arrive from any
+ * rank; receives posted after it with that tag wait until it has one.
+ * weft_recv_tag stores the sender in *source (may be NULL). */
+#define WEFT_TAG_MAX 0x7fffffff
+WEFT_API weft_status_t weft_send_tag(const void *buf, size_t count,
+                                     weft_dtype_t dtype, int peer, int tag,
+                                     weft_comm_t comm);
+WEFT_API weft_status_t weft_recv_tag(void *buf, size_t count,
+                                     weft_dtype_t dtype, int peer, int tag,
+                                     weft_comm_t comm, int *source);
 
 /* Non-blocking twins: start the operation and return a request in *req.
  * The operation progresses in the background (a progress thread per
@@ -377,6 +397,12 @@ WEFT_API weft_status_t weft_isend(const void *buf, size_t count,
 WEFT_API weft_status_t weft_irecv(void *buf, size_t count, weft_dtype_t dtype,
                                   int peer, weft_comm_t comm,
                                   weft_request_t *req);
+WEFT_API weft_status_t weft_isend_tag(const void *buf, size_t count,
+                                      weft_dtype_t dtype, int peer, int tag,
+                                      weft_comm_t comm, weft_request_t *req);
+WEFT_API weft_status_t weft_irecv_tag(void *buf, size_t count,
+                                      weft_dtype_t dtype, int peer, int tag,
+                                      weft_comm_t comm, weft_request_t *req);
 
 /* Stream-ordered twins, as in NCCL: each enqueues the operation on a CUDA
  * stream (`stream` is a cudaStream_t) and returns at once without blocking
@@ -440,6 +466,12 @@ WEFT_API weft_status_t weft_wait(weft_request_t req);
 /* Releases a request.  If the operation is still running it continues and
  * its resources are released when it ends.  NULL is accepted. */
 WEFT_API weft_status_t weft_request_free(weft_request_t req);
+
+/* The rank a completed receive's message came from: what a receive from
+ * WEFT_ANY_SOURCE matched.  WEFT_INPROGRESS while it runs (or when a
+ * receive from any source failed before a message matched);
+ * WEFT_ERR_INVALID_ARG for a request that is not a receive. */
+WEFT_API weft_status_t weft_request_source(weft_request_t req, int *source);
 
 /* ------------------------------------------------------------------------ */
 /* Planning                                                                 */

@@ -48,7 +48,24 @@ static weft_status_t check_kinds(const call_t *k, const wf_comm_impl_t *c)
                   c->size);
         return WEFT_ERR_INVALID_ARG;
     }
-    if (k->peer != -1 || k->coll == WF_COLL_SEND || k->coll == WF_COLL_RECV) {
+    if (k->tag < 0) {
+        WEFT_WARN(COLL, "%s: tag %d is negative (tags are 0 to %d)", k->fn,
+                  k->tag, WEFT_TAG_MAX);
+        return WEFT_ERR_INVALID_ARG;
+    }
+    if (k->peer == WEFT_ANY_SOURCE && k->coll == WF_COLL_RECV) {
+        if (k->stream) {
+            WEFT_WARN(COLL, "%s: a stream-ordered receive needs its sender; "
+                      "WEFT_ANY_SOURCE is for host receives", k->fn);
+            return WEFT_ERR_UNSUPPORTED;
+        }
+        if (c->size < 2) {
+            WEFT_WARN(COLL, "%s: no other rank to receive from (a "
+                      "communicator of one)", k->fn);
+            return WEFT_ERR_INVALID_ARG;
+        }
+    } else if (k->peer != -1 || k->coll == WF_COLL_SEND ||
+               k->coll == WF_COLL_RECV) {
         if (k->peer < 0 || k->peer >= c->size) {
             WEFT_WARN(COLL, "%s: peer %d is outside [0, %d)", k->fn, k->peer,
                       c->size);
@@ -161,6 +178,12 @@ static weft_status_t launch(wf_comm_impl_t *c, const call_t *k,
     if (!req)
         return WEFT_ERR_NO_MEMORY;
     req->args = *a;
+    req->p2p_tag = (uint32_t)k->tag;
+    /* A receive from any source runs the plan of a receive from one rank,
+     * retargeted once its sender is known (sched/p2p_seq.c). */
+    wf_coll_args_t lookup = *a;
+    if (a->peer == WEFT_ANY_SOURCE)
+        lookup.peer = (a->rank + 1) % a->size;
     req->sendbuf = k->sendbuf;
     req->recvbuf = k->recvbuf;
     req->dev_ops = dev;
@@ -169,11 +192,17 @@ static weft_status_t launch(wf_comm_impl_t *c, const call_t *k,
     req->on_stall = request_stalled;
     req->stall_every_ms = wf_stall_every_ms(c->cfg.timeout_ms);
     req->owner = k->comm;
-    WEFT_CHECK_GOTO(wf_plan_cache_get(&c->plans, a, c->cfg.algo,
+    WEFT_CHECK_GOTO(wf_plan_cache_get(&c->plans, &lookup, c->cfg.algo,
                                       &req->built), st, err);
     req->algo_name = req->built->algo_name;
     req->algo_id = req->built->algo_id;
     req->plan = &req->built->plan;
+    if ((dev || k->stream) && a->peer == WEFT_ANY_SOURCE) {
+        WEFT_WARN(COLL, "%s: a receive from any source needs host memory; "
+                  "this buffer is device memory", k->fn);
+        st = WEFT_ERR_UNSUPPORTED;
+        goto err;
+    }
     if (dev || k->stream)
         WEFT_CHECK_GOTO(wf_dev_call_prepare(c, k, req), st, err);
     st = wf_engine_submit(c->engine, req, !k->blocking);
@@ -297,6 +326,55 @@ WEFT_API weft_status_t weft_irecv(void *buf, size_t count, weft_dtype_t dtype,
     call_t k = CALL("weft_irecv", WF_COLL_RECV, NULL, buf, count, dtype, 0,
                     -1, peer);
     return wf_api_start(comm, &k, req);
+}
+
+WEFT_API weft_status_t weft_isend_tag(const void *buf, size_t count,
+                                      weft_dtype_t dtype, int peer, int tag,
+                                      weft_comm_t comm, weft_request_t *req)
+{
+    call_t k = CALL("weft_isend_tag", WF_COLL_SEND, buf, NULL, count, dtype,
+                    0, -1, peer);
+    k.tag = tag;
+    return wf_api_start(comm, &k, req);
+}
+
+WEFT_API weft_status_t weft_irecv_tag(void *buf, size_t count,
+                                      weft_dtype_t dtype, int peer, int tag,
+                                      weft_comm_t comm, weft_request_t *req)
+{
+    call_t k = CALL("weft_irecv_tag", WF_COLL_RECV, NULL, buf, count, dtype,
+                    0, -1, peer);
+    k.tag = tag;
+    return wf_api_start(comm, &k, req);
+}
+
+WEFT_API weft_status_t weft_send_tag(const void *buf, size_t count,
+                                     weft_dtype_t dtype, int peer, int tag,
+                                     weft_comm_t comm)
+{
+    call_t k = CALL("weft_send_tag", WF_COLL_SEND, buf, NULL, count, dtype,
+                    0, -1, peer);
+    k.tag = tag;
+    return run(comm, &k);
+}
+
+WEFT_API weft_status_t weft_recv_tag(void *buf, size_t count,
+                                     weft_dtype_t dtype, int peer, int tag,
+                                     weft_comm_t comm, int *source)
+{
+    call_t k = CALL("weft_recv_tag", WF_COLL_RECV, NULL, buf, count, dtype,
+                    0, -1, peer);
+    k.tag = tag;
+    k.blocking = true;
+    weft_request_t req = NULL;
+    weft_status_t st = wf_api_start(comm, &k, &req);
+    if (st < 0)
+        return st;
+    st = weft_wait(req);
+    if (st == WEFT_OK && source)
+        weft_request_source(req, source);
+    weft_request_free(req);
+    return st;
 }
 
 WEFT_API weft_status_t weft_send(const void *buf, size_t count,

@@ -21,6 +21,7 @@ typedef struct {
     int op;
     int root; /* -1 when not rooted */
     int peer; /* -1 when not point-to-point */
+    int tag;  /* point-to-point: the caller's tag (0 unless given) */
     bool blocking; /* the caller waits right away and drives the engine */
     void *stream;  /* a device stream to enqueue on (api_stream.c), or NULL */
     weft_comm_t comm; /* the handle the call came with */

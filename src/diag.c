@@ -37,7 +37,9 @@
 void wf_diag_position(const struct weft_request *req, char *buf, size_t len)
 {
     const char *name = wf_coll_name(req->args.coll);
-    if (req->args.coll == WF_COLL_SEND || req->args.coll == WF_COLL_RECV)
+    if (req->args.peer == WEFT_ANY_SOURCE)
+        snprintf(buf, len, "%s from any rank", name);
+    else if (req->args.coll == WF_COLL_SEND || req->args.coll == WF_COLL_RECV)
         snprintf(buf, len, "%s %s rank %d", name,
                  req->args.coll == WF_COLL_SEND ? "to" : "from",
                  req->args.peer);

@@ -1,9 +1,11 @@
 /*
- * built.c - the reference count of a built plan (plan/built.h).
+ * built.c - a built plan's measures, copies and reference count
+ * (plan/built.h).
  */
 #include "plan/built.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void wf_built_plan_measure(wf_built_plan_t *built)
 {
@@ -31,4 +33,34 @@ void wf_built_plan_release(wf_built_plan_t *built)
     wf_plan_free(&built->plan);
     wf_plan_index_free(&built->deps);
     free(built);
+}
+
+wf_built_plan_t *wf_built_plan_retarget(const wf_built_plan_t *src, int peer)
+{
+    wf_built_plan_t *b = malloc(sizeof(*b));
+    if (!b)
+        return NULL;
+    *b = *src;
+    b->refs = 1;
+    b->args.peer = peer;
+    b->plan.cap = src->plan.nsteps;
+    b->plan.steps = malloc((src->plan.nsteps ? src->plan.nsteps : 1) *
+                           sizeof(wf_step_t));
+    if (!b->plan.steps) {
+        free(b);
+        return NULL;
+    }
+    memcpy(b->plan.steps, src->plan.steps,
+           src->plan.nsteps * sizeof(wf_step_t));
+    for (uint32_t i = 0; i < b->plan.nsteps; i++) {
+        wf_step_t *s = &b->plan.steps[i];
+        if (s->kind == WF_STEP_SEND || s->kind == WF_STEP_RECV)
+            s->peer = peer;
+    }
+    if (wf_plan_index(&b->plan, &b->deps) != WEFT_OK) {
+        free(b->plan.steps);
+        free(b);
+        return NULL;
+    }
+    return b;
 }

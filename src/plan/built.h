@@ -33,6 +33,12 @@ typedef struct wf_built_plan {
 /* Fills built->transfer_max from the plan's steps. */
 void wf_built_plan_measure(wf_built_plan_t *built);
 
+/* A new plan (one reference) equal to `src` but with every transfer to or
+ * from `peer`: how a receive from any source gets its plan once the
+ * engine knows the sender (sched/p2p_seq.c).  NULL when out of memory. */
+wf_built_plan_t *wf_built_plan_retarget(const wf_built_plan_t *src,
+                                        int peer);
+
 /* Drops one reference; the last frees the plan and its index. */
 void wf_built_plan_release(wf_built_plan_t *built);
 

@@ -65,6 +65,15 @@ struct weft_request {
      * (wf_engine_dev_count): 0 not, 1 ordinary, 2 stream-ordered. */
     uint8_t dev_counted;
     uint64_t seq;             /* operation number: collectives or p2p pair */
+    /* Point-to-point: the caller's tag, and whether the sequence number
+     * is still to come from the progress side, which assigns it in
+     * submission order: a receive from any source gets it (and its
+     * sender, args.peer, until then WEFT_ANY_SOURCE) from the first
+     * message that matches, and receives submitted after one wait for
+     * it (p2p_seq.c). */
+    uint32_t p2p_tag;
+    bool seq_deferred;
+    uint64_t wild_mark;       /* p2p_seq.c: when it last looked in vain */
     uint64_t deadline_ms;
     wf_built_plan_t *built;   /* the plan and its index, shared with other
                                * calls of the same arguments (a reference) */

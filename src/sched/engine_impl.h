@@ -67,7 +67,13 @@ struct wf_engine {
     bool stop;
     bool drain;                    /* stop once idle */
     uint64_t coll_seq;
+    /* Point-to-point sequence numbers per peer, for tag 0; other tags'
+     * are in p2p_tags (p2p_seq.c). */
     uint64_t *p2p_send_seq, *p2p_recv_seq;
+    struct wf_p2p_tags *p2p_tags;
+    int recv_deferred;             /* receives with seq_deferred not yet
+                                    * assigned: while any is, every new
+                                    * receive waits its turn */
     weft_status_t error;
     char error_msg[WF_ERRMSG_MAX];
 
@@ -96,6 +102,15 @@ struct wf_engine {
     uint64_t coll_started;
     uint64_t stray_arrivals;
     bool stray_due;
+
+    /* Receives from any source (p2p_seq.c), under progress_lock: how
+     * many deferred receives got their numbers (a receive from any
+     * source looks again after each), and the tags that an unmatched one
+     * holds back in the current round. */
+    uint64_t wild_gen;
+    bool wild_connected;           /* connect() called for every peer */
+    uint32_t *wild_tags;
+    uint32_t wild_ntags, wild_tags_cap;
 
     /* Failure notices (notice.c), also under progress_lock. */
     wf_notice_peer_t *notice;      /* [size] */
@@ -136,6 +151,21 @@ static inline void wf_engine_wake(wf_engine_t *e)
  * for failure notices (exec.c); under progress_lock. */
 weft_status_t wf_engine_connect(wf_engine_t *e, int peer);
 
+
+/* ---- point-to-point order (p2p_seq.c) ------------------------------------ */
+/* Gives a send, or a receive whose turn it is, its sequence number, or
+ * marks the receive seq_deferred.  Under the engine's state lock. */
+weft_status_t wf_p2p_seq_assign(wf_engine_t *e, struct weft_request *req);
+/* Starts a new progress round's pass over deferred receives. */
+void wf_p2p_round_begin(wf_engine_t *e);
+/* Tries to give a deferred receive its sequence number (and its sender),
+ * in the order of the active list: 1 when it got them (start it), 0 when
+ * it must wait, negative on failure.  Under progress_lock. */
+int wf_p2p_assign_deferred(wf_engine_t *e, struct weft_request *req);
+/* A request ends: a deferred receive no longer holds later ones back.
+ * Under progress_lock. */
+void wf_p2p_forget(wf_engine_t *e, struct weft_request *req);
+void wf_p2p_free(wf_engine_t *e);
 
 /* ---- history (history.c), under the engine's state lock ------------------ */
 void wf_history_start(wf_engine_t *e, const struct weft_request *req,

@@ -263,8 +263,9 @@ static void run_local(struct weft_request *req, const wf_step_t *s)
 
 uint64_t wf_exec_step_tag(const struct weft_request *req, const wf_step_t *s)
 {
-    uint64_t kind = wf_req_is_p2p(req) ? WF_TAG_KIND_P2P : WF_TAG_KIND_COLL;
-    return wf_tag_make(kind, req->seq, s->tag);
+    if (wf_req_is_p2p(req)) /* one step: the caller's tag in its place */
+        return wf_tag_make(WF_TAG_KIND_P2P, req->seq, req->p2p_tag);
+    return wf_tag_make(WF_TAG_KIND_COLL, req->seq, s->tag);
 }
 
 /* Whether the transport sends `len` bytes to `peer` as a notice the
@@ -511,6 +512,13 @@ void wf_exec_describe_wait(wf_engine_t *e, struct weft_request *req,
                            char *buf, size_t len)
 {
     wf_exec_t *x = req->exec;
+    if (req->seq_deferred) {
+        snprintf(buf, len, req->args.peer == WEFT_ANY_SOURCE
+                 ? "waiting for a message of tag %u from any rank"
+                 : "waiting behind an earlier receive of tag %u from any "
+                   "rank", req->p2p_tag);
+        return;
+    }
     for (uint32_t k = 0; x && k < x->nposted; k++) {
         const wf_step_t *s = &req->plan->steps[x->posted[k].step];
         if (s->kind == WF_STEP_RECV) {

@@ -61,13 +61,15 @@ weft_status_t wf_engine_submit(wf_engine_t *e, struct weft_request *req,
         wf_req_complete(req, err);
         return err;
     }
-    const wf_coll_args_t *a = &req->args;
-    if (a->coll == WF_COLL_SEND)
-        req->seq = e->p2p_send_seq[a->peer]++;
-    else if (a->coll == WF_COLL_RECV)
-        req->seq = e->p2p_recv_seq[a->peer]++;
+    if (wf_req_is_p2p(req))
+        err = wf_p2p_seq_assign(e, req);
     else
         req->seq = e->coll_seq++;
+    if (err != WEFT_OK) {
+        pthread_mutex_unlock(&e->lock);
+        wf_req_complete(req, err);
+        return err;
+    }
     uint64_t now_ms = wf_time_ms(); /* for the deadline and the history */
     req->deadline_ms = wf_deadline_from(now_ms, e->timeout_ms);
     /* Only a gated request is seen by another thread before it is queued
@@ -93,6 +95,7 @@ static void finish(wf_engine_t *e, struct weft_request *req,
 {
     if (!wf_req_is_p2p(req))
         e->stray_due = true; /* what it left unreceived is stray now */
+    wf_p2p_forget(e, req);
     if (status == WEFT_OK)
         WEFT_TRACE(SCHED, "%s #%llu done", wf_coll_name(req->args.coll),
                    (unsigned long long)req->seq);
@@ -148,7 +151,8 @@ static bool take_submitted(wf_engine_t *e, bool *stop)
         struct weft_request *next = req->next;
         if (req->gated) /* its time runs from its place in the stream */
             req->deadline_ms = wf_deadline_after(e->timeout_ms);
-        weft_status_t st = wf_exec_start(e, req);
+        /* A deferred receive starts once it has its number (advance_all). */
+        weft_status_t st = req->seq_deferred ? WEFT_OK : wf_exec_start(e, req);
         if (st < 0) {
             wf_engine_fail(e, st, "%s #%llu: cannot start: %s",
                            wf_coll_name(req->args.coll),
@@ -167,16 +171,41 @@ static bool take_submitted(wf_engine_t *e, bool *stop)
     return started;
 }
 
+/* A deferred receive (p2p_seq.c) whose number has come is started:
+ * WEFT_OK, or WEFT_INPROGRESS while it waits, or its failure. */
+static weft_status_t start_deferred(wf_engine_t *e, struct weft_request *req)
+{
+    int r = wf_p2p_assign_deferred(e, req);
+    if (r == 0)
+        return WEFT_INPROGRESS;
+    weft_status_t st = r < 0 ? (weft_status_t)r : wf_exec_start(e, req);
+    if (st < 0)
+        wf_engine_fail(e, st, "%s #%llu: cannot start: %s",
+                       wf_coll_name(req->args.coll),
+                       (unsigned long long)req->seq, weft_strerror(st));
+    return st;
+}
+
 /* Advances every active request; returns the work done. */
 static int advance_all(wf_engine_t *e, weft_status_t sticky)
 {
     int work = 0;
     struct weft_request *prev = NULL, *req = e->active_head;
+    wf_p2p_round_begin(e);
     while (req) {
         struct weft_request *next = req->next;
         bool finished = false;
         weft_status_t st = sticky;
-        if (sticky == WEFT_OK)
+        if (sticky == WEFT_OK && req->seq_deferred) {
+            st = start_deferred(e, req);
+            if (st == WEFT_INPROGRESS) { /* still waiting for its turn */
+                prev = req;
+                req = next;
+                continue;
+            }
+            finished = st < 0;
+        }
+        if (sticky == WEFT_OK && !finished)
             work += wf_exec_advance(e, req, &finished, &st);
         /* A failure found while advancing may have let a peer's notice
          * in first (fail_req): the request reports the communicator's
@@ -513,6 +542,7 @@ static void engine_free(wf_engine_t *e)
         e->tops->fini(e->tctx);
     wf_engine_dev_free(e);
     wf_notice_free(e);
+    wf_p2p_free(e);
     wf_exec_scratch_free(e->spare_scratch, e->spare_bytes);
     wf_exec_spare_free(e);
     if (e->wake_fd >= 0)

@@ -137,3 +137,19 @@ WEFT_API weft_status_t weft_request_free(weft_request_t req)
     wf_req_release(req);
     return WEFT_OK;
 }
+
+WEFT_API weft_status_t weft_request_source(weft_request_t req, int *source)
+{
+    WEFT_CHECK(check_req(req));
+    if (!source || req->args.coll != WF_COLL_RECV) {
+        WEFT_WARN(COLL, "weft_request_source: %s", !source
+                  ? "source is NULL" : "the request is not a receive");
+        return WEFT_ERR_INVALID_ARG;
+    }
+    /* The sender is written (p2p_seq.c) before the request completes. */
+    if (!__atomic_load_n(&req->done, __ATOMIC_ACQUIRE) ||
+        req->args.peer == WEFT_ANY_SOURCE)
+        return WEFT_INPROGRESS;
+    *source = req->args.peer;
+    return WEFT_OK;
+}
