@@ -19,7 +19,8 @@ from ._core import Communicator, Error, Request, Server, as_array
 
 __version__ = "0.1.0"
 __all__ = [
-    "Communicator", "Error", "Request", "Server", "UNDEFINED", "init",
+    "Communicator", "Error", "Request", "Server", "UNDEFINED", "ANY_SOURCE",
+    "init",
     "finalize", "is_initialized", "get_comm", "rank", "size", "allreduce",
     "iallreduce", "broadcast", "ibroadcast", "reduce", "ireduce",
     "allgather", "iallgather", "reduce_scatter", "ireduce_scatter",
@@ -29,6 +30,7 @@ __all__ = [
 ]
 
 UNDEFINED = _lib.UNDEFINED
+ANY_SOURCE = _lib.ANY_SOURCE
 _default = None
 
 

@@ -171,8 +171,14 @@ class Request:
         self._finalize = finalize    # runs once after success
         self._status = None
         self._lock = threading.Lock()
+        self.source = None  # a receive's sender, once it has completed
 
     def _complete(self, status):
+        if self._what == "recv" and status == _lib.OK:
+            src = ctypes.c_int(-1)
+            if lib.weft_request_source(self._handle,
+                                       ctypes.byref(src)) == _lib.OK:
+                self.source = src.value
         lib.weft_request_free(self._handle)
         self._handle = None
         self._status = status
@@ -433,20 +439,25 @@ class Communicator:
     def ibarrier(self):
         return self._start("barrier", lib.weft_ibarrier, (), (), None)
 
-    def isend(self, x, dest):
+    def isend(self, x, dest, tag=0):
+        """Sends x to rank `dest`.  Messages of one pair and `tag` (0 to
+        2**31 - 1) arrive in order; different tags independently."""
         x = _contig(as_array(x))
         b = _bytes(x)
-        return self._start("send", lib.weft_isend,
-                           (_ptr(b), b.size, _lib.UINT8, dest), (x,), None)
+        return self._start("send", lib.weft_isend_tag,
+                           (_ptr(b), b.size, _lib.UINT8, dest, tag), (x,),
+                           None)
 
-    def irecv(self, out, source):
-        """Receives into `out` (C-contiguous, writeable; the sender's array
-        must have the same number of bytes) and returns it."""
+    def irecv(self, out, source=_lib.ANY_SOURCE, tag=0):
+        """Receives a message of `tag` from rank `source` (by default any
+        rank: the request's `source` says which once it is done) into
+        `out` (C-contiguous, writeable; the sender's array must have the
+        same number of bytes) and returns it."""
         out = _out(out, as_array(out).shape, as_array(out).dtype, "recv")
         b = _bytes(out)
-        return self._start("recv", lib.weft_irecv,
-                           (_ptr(b), b.size, _lib.UINT8, source), (out,),
-                           out)
+        return self._start("recv", lib.weft_irecv_tag,
+                           (_ptr(b), b.size, _lib.UINT8, source, tag),
+                           (out,), out)
 
     # -- blocking forms -----------------------------------------------------
 
@@ -477,11 +488,11 @@ class Communicator:
     def barrier(self):
         self.ibarrier().wait()
 
-    def send(self, x, dest):
-        self.isend(x, dest).wait()
+    def send(self, x, dest, tag=0):
+        self.isend(x, dest, tag).wait()
 
-    def recv(self, out, source):
-        return self.irecv(out, source).wait()
+    def recv(self, out, source=_lib.ANY_SOURCE, tag=0):
+        return self.irecv(out, source, tag).wait()
 
 
 # ---------------------------------------------------------------------------

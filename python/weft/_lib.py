@@ -56,6 +56,7 @@ PARAM_CONFIG = 1 << 5
 PARAM_TOKEN = 1 << 6
 
 UNDEFINED = -1  # WEFT_UNDEFINED, the colour that opts out of a split
+ANY_SOURCE = -2  # WEFT_ANY_SOURCE, a receive from whichever rank sends first
 
 
 class CommParams(ctypes.Structure):
@@ -101,8 +102,9 @@ _PROTOTYPES = {
     "weft_ibarrier": [_vp, _P(_vp)],
     "weft_igather": [_vp, _vp, _sz, _int, _int, _vp, _P(_vp)],
     "weft_iscatter": [_vp, _vp, _sz, _int, _int, _vp, _P(_vp)],
-    "weft_isend": [_vp, _sz, _int, _int, _vp, _P(_vp)],
-    "weft_irecv": [_vp, _sz, _int, _int, _vp, _P(_vp)],
+    "weft_isend_tag": [_vp, _sz, _int, _int, _int, _vp, _P(_vp)],
+    "weft_irecv_tag": [_vp, _sz, _int, _int, _int, _vp, _P(_vp)],
+    "weft_request_source": [_vp, _P(_int)],
     "weft_test": [_vp],
     "weft_wait": [_vp],
     "weft_request_free": [_vp],

@@ -1,7 +1,8 @@
 """What the native backend adds (workers/torch_vs_gloo.py), checked
 against gloo in the same processes: all_gather_coalesced's layout, Work
 status, bitwise and PREMUL_SUM reductions, uneven sizes, coalescing,
-monitored_barrier, sparse all_reduce, the backend's name."""
+monitored_barrier, sparse all_reduce, send/recv tags and receives from any
+source, the backend's name."""
 import pytest
 
 import harness
@@ -16,5 +17,5 @@ def test_vs_gloo(nranks):
     names = harness.check_names(results)
     for case in ("all_gather_coalesced", "is_completed", "BXOR",
                  "PREMUL_SUM", "uneven", "coalesced", "monitored_barrier",
-                 "sparse", "DDP logging"):
+                 "sparse", "tags match", "any source", "DDP logging"):
         assert any(case in n for n in names), case

@@ -84,6 +84,21 @@ def buffers_and_p2p(rep):
     got = weft.irecv(np.empty(3, np.int32), prv).wait()
     sreq.wait()
     rep.check("isend/irecv ring", np.all(got == prv), got)
+    # Tags match independently; a receive from any source says whose.
+    if R != 0:
+        weft.send(np.array([R], np.int32), 0, tag=3)
+        weft.send(np.array([-R], np.int32), 0, tag=4)
+    else:
+        firsts = [weft.irecv(np.zeros(1, np.int32), tag=4)
+                  for _ in range(N - 1)]
+        seconds = [weft.irecv(np.zeros(1, np.int32), tag=3)
+                   for _ in range(N - 1)]
+        pairs = [(q.wait()[0], q.source) for q in firsts + seconds]
+        rep.check("tags and any source",
+                  sorted(pairs) == sorted([(-r, r) for r in range(1, N)] +
+                                          [(r, r) for r in range(1, N)]),
+                  pairs)
+    weft.barrier()
 
 
 def nonblocking(rep):

@@ -12,6 +12,8 @@ reference), or, where gloo refuses the call, with values computed here:
   coalescing             _coalescing_manager all_reduce, batch_isend_irecv
   monitored_barrier      passes; names the rank that does not arrive
   sparse all_reduce      SUM of sparse COO tensors
+  tags, any source       send/recv tags matched out of order; recv()
+                         without src names the sender, as gloo does
   names                  DDP's logging says "weft"; profiler titles
   sequence numbers       count the group's operations
 
@@ -185,6 +187,51 @@ def check_coalescing(rep):
         assert same(got[1], torch.tensor([src, -src])), got
 
 
+def check_p2p(rep):
+    with rep.case("send/recv tags match out of order"):
+        def run(group):
+            got = [torch.zeros(3), torch.zeros(3)]
+            if R == 0:
+                ws = [dist.isend(torch.full((3,), 1.0), 1, group, tag=1),
+                      dist.isend(torch.full((3,), 2.0), 1, group, tag=2)]
+                for w in ws:
+                    w.wait()
+            elif R == 1:
+                dist.recv(got[1], 0, group, tag=2)
+                dist.recv(got[0], 0, group, tag=1)
+            dist.barrier(group)
+            return got
+        mine, ref = both(run)
+        for a, b in zip(mine, ref):
+            assert same(a, b), (mine, ref)
+        if R == 1:
+            assert same(mine[1], torch.full((3,), 2.0)), mine
+    with rep.case("recv from any source names the sender"):
+        def run(group):
+            seen = []
+            if R == 0:
+                for _ in range(N - 1):
+                    t = torch.zeros(2, dtype=torch.int64)
+                    src = dist.recv(t, group=group, tag=7)
+                    assert same(t, torch.tensor([src, -src])), (src, t)
+                    seen.append(src)
+                t = torch.zeros(1)
+                w = dist.irecv(t, group=group, tag=8)
+                w.wait()
+                seen.append(w._source_rank())
+                assert t.item() == 42.0, t
+            else:
+                dist.send(torch.tensor([R, -R]), 0, group, tag=7)
+                if R == N - 1:
+                    dist.send(torch.tensor([42.0]), 0, group, tag=8)
+            dist.barrier(group)
+            return sorted(seen[:-1]), seen[-1:]
+        mine, ref = both(run)
+        assert mine == ref, (mine, ref)
+        if R == 0:
+            assert mine == (list(range(1, N)), [N - 1]), mine
+
+
 def check_monitored_barrier(rep):
     with rep.case("monitored_barrier passes"):
         dist.monitored_barrier(WEFT, timeout=timedelta(seconds=30))
@@ -261,6 +308,7 @@ def main():
         check_uneven(rep)
         check_coalescing(rep)
         check_sparse(rep)
+        check_p2p(rep)
         check_names(rep)
         check_wait_timeout(rep)
         check_monitored_barrier(rep)   # last: it leaves a broken group

@@ -954,45 +954,48 @@ void WeftBackend::monitoredBarrier(const c10d::BarrierOptions& opts,
 }
 
 // ---- point-to-point -----------------------------------------------------
-// weft matches messages between a pair of ranks in posting order; torch's
-// tag is not transmitted.
+// torch's tag is weft's: messages of one pair and tag match in posting
+// order, different tags independently.
 
 c10::intrusive_ptr<Work> WeftBackend::send(TensorList& tensors, int dstRank,
-                                           int /*tag*/) {
+                                           int tag) {
   checkCpu(tensors, "send");
   auto op = newOp("send", std::chrono::milliseconds(0));
   for (auto& t : tensors) {
     auto buf = t.contiguous();
     op->keep.push_back(buf);
     start(op, [&](weft_request_t* r) {
-      return weft_isend(buf.data_ptr(), nbytes(buf), WEFT_UINT8, dstRank,
-                        comm_, r);
+      return weft_isend_tag(buf.data_ptr(), nbytes(buf), WEFT_UINT8, dstRank,
+                            tag, comm_, r);
     });
   }
   return finish(OpType::SEND, "weft:send", op, tensors, tensors);
 }
 
 c10::intrusive_ptr<Work> WeftBackend::recv(TensorList& tensors, int srcRank,
-                                           int /*tag*/) {
+                                           int tag) {
   checkCpu(tensors, "recv");
+  if (srcRank == WEFT_ANY_SOURCE && tensors.size() != 1)
+    invalid("recv", "a receive from any source takes one tensor, not " +
+                        std::to_string(tensors.size()));
   auto op = newOp("recv", std::chrono::milliseconds(0));
+  op->wantSource = true;
   for (auto& t : tensors) {
     auto buf = t.contiguous();
     op->keep.push_back(buf);
     copyBack(op, t, buf);
     start(op, [&](weft_request_t* r) {
-      return weft_irecv(buf.data_ptr(), nbytes(buf), WEFT_UINT8, srcRank,
-                        comm_, r);
+      return weft_irecv_tag(buf.data_ptr(), nbytes(buf), WEFT_UINT8, srcRank,
+                            tag, comm_, r);
     });
   }
   return finish(OpType::RECV, "weft:recv", op, tensors, std::nullopt);
 }
 
-c10::intrusive_ptr<Work> WeftBackend::recvAnysource(TensorList& /*tensors*/,
-                                                    int /*tag*/) {
-  throw WeftException(WEFT_ERR_UNSUPPORTED, "recv",
-                      "receiving from any source (weft matches messages "
-                      "per sender)");
+// The sender is the Work's sourceRank() once it is done.
+c10::intrusive_ptr<Work> WeftBackend::recvAnysource(TensorList& tensors,
+                                                    int tag) {
+  return recv(tensors, WEFT_ANY_SOURCE, tag);
 }
 
 void WeftBackend::setSequenceNumberForGroup() { seq_ = 0; }

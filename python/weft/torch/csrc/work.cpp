@@ -106,6 +106,10 @@ void OpState::complete() {
     if (st != WEFT_OK && !err)
       err = weftError(st, what, comm);
   }
+  int src = -1;
+  if (wantSource && !err && requests.size() == 1 &&
+      weft_request_source(requests[0], &src) == WEFT_OK)
+    source = src;
   for (auto r : requests)
     weft_request_free(r);
   requests.clear();
@@ -220,6 +224,17 @@ bool WeftWork::isSuccess() const {
       return false;
   }
   return true;
+}
+
+int WeftWork::sourceRank() const {
+  for (auto& op : ops_) {
+    std::lock_guard<std::mutex> g(op->mu);
+    if (op->finished && op->source >= 0)
+      return op->source;
+  }
+  throw WeftException(WEFT_ERR_INVALID_USAGE, "sourceRank",
+                      "the sender is known once a completed receive says "
+                      "so: wait() for it first");
 }
 
 std::exception_ptr WeftWork::exception() const {

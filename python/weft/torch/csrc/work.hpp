@@ -48,6 +48,9 @@ struct OpState {
   std::vector<std::function<void()>> finalize;  // copy-backs on success
   std::vector<at::Tensor> result;
   std::function<void()> endProfiling;
+  // a receive: keeps the rank its message came from (-1: not known)
+  bool wantSource = false;
+  int source = -1;
   weft_comm_t comm = nullptr;
   // deadline of a per-operation timeout (zero: the communicator's)
   std::chrono::milliseconds timeout{0};
@@ -101,6 +104,7 @@ class WeftWork : public c10d::Work {
   bool isCompleted() override;
   bool isSuccess() const override;
   std::exception_ptr exception() const override;
+  int sourceRank() const override;
   std::vector<at::Tensor> result() override;
   bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
