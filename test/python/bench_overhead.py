@@ -9,7 +9,8 @@ DDP and FSDP steps on weft against gloo (`make bench-python`).
 Per call: a blocking torch.distributed.all_reduce of a float32 tensor,
 in place, back to back (workers/bench_percall.py; also the ProcessGroup
 object's allreduce, without torch.distributed's Python layer, and gloo's
-dist.all_reduce for scale), against weft-bench's
+dist.all_reduce for scale, and torch's own FakeProcessGroup, which
+communicates nothing: torch's floor per call), against weft-bench's
 in-place allreduce row of the same size (`weft-bench allreduce -n RANKS
 ... -c 0`), both on local ranks.  Each round runs weft-bench, then torch
 on weft, then on gloo, fresh processes each; the ratio is taken per round and the
@@ -59,15 +60,16 @@ def torch_percall(args, sizes, backend):
 
 def percall(args):
     sizes = [int(s) for s in args.sizes.split(",")]
-    cols = ("bench", "api", "pg", "gloo")
+    cols = ("bench", "api", "pg", "gloo", "fake")
     times = {s: {c: [] for c in cols} for s in sizes}
     ratios = {s: {"api": [], "pg": []} for s in sizes}
     for _ in range(args.rounds):
         c = weft_bench(args, sizes)
         api, pg = torch_percall(args, sizes, "weft")
         gloo, _ = torch_percall(args, sizes, "gloo")
+        fake, _ = torch_percall(args, sizes, "fake")
         for s in sizes:
-            for col, v in zip(cols, (c[s], api[s], pg[s], gloo[s])):
+            for col, v in zip(cols, (c[s], api[s], pg[s], gloo[s], fake[s])):
                 times[s][col].append(v)
             ratios[s]["api"].append(api[s] / c[s])
             ratios[s]["pg"].append(pg[s] / c[s])
@@ -77,14 +79,15 @@ def percall(args):
                                                args.rounds))
     print("| bytes | weft-bench (C) | dist.all_reduce on weft | ratio | "
           "ProcessGroup.allreduce on weft | ratio | dist.all_reduce on "
-          "gloo |")
-    print("|---|---|---|---|---|---|---|")
+          "gloo | dist.all_reduce on torch's fake backend |")
+    print("|---|---|---|---|---|---|---|---|")
     for s in sizes:
         t = times[s]
         print("| %d | %.1f us | %.1f us | **%.2f** | %.1f us | **%.2f** | "
-              "%.1f us |" % (s, med(t["bench"]), med(t["api"]),
-                             med(ratios[s]["api"]), med(t["pg"]),
-                             med(ratios[s]["pg"]), med(t["gloo"])))
+              "%.1f us | %.1f us |" % (
+                  s, med(t["bench"]), med(t["api"]), med(ratios[s]["api"]),
+                  med(t["pg"]), med(ratios[s]["pg"]), med(t["gloo"]),
+                  med(t["fake"])))
 
 
 def steps(args, worker, extra, label):

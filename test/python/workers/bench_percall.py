@@ -8,6 +8,10 @@ through torch.distributed.all_reduce ("api") and through the ProcessGroup
 object's own allreduce([t]).wait() ("pg"), which leaves out
 torch.distributed's Python layer (argument checks, group lookup, logging
 decorators) and keeps the dispatcher, the backend and weft.
+
+BACKEND "fake" is torch's own FakeProcessGroup, which completes every call
+at once without communicating: what torch itself costs per call, the
+floor under any backend (each rank reports its own time then).
 """
 import sys
 import time
@@ -17,7 +21,7 @@ import torch
 import torch.distributed as dist
 
 import weft.torch  # noqa: F401
-from common import Report
+from common import RANK, WORLD, Report
 
 
 def main():
@@ -26,7 +30,13 @@ def main():
     torch.set_num_threads(1)
     rep = Report()
     with rep:
-        dist.init_process_group(backend, timeout=timedelta(seconds=300))
+        if backend == "fake":
+            from torch.testing._internal.distributed.fake_pg import FakeStore
+            dist.init_process_group("fake", store=FakeStore(), rank=RANK,
+                                    world_size=WORLD)
+        else:
+            dist.init_process_group(backend,
+                                    timeout=timedelta(seconds=300))
         pg = dist.group.WORLD
         calls = {"api": lambda t: dist.all_reduce(t),
                  "pg": lambda t: pg.allreduce([t]).wait()}

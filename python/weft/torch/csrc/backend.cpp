@@ -119,7 +119,7 @@ void WeftBackend::abort() {
 }
 
 std::shared_ptr<OpState> WeftBackend::newOp(
-    const char* what, std::chrono::milliseconds timeout) {
+    const char* what, std::chrono::milliseconds timeout, bool asyncOp) {
   if (comm_ == nullptr)
     throw WeftException(WEFT_ERR_INVALID_USAGE, what,
                         "the process group was shut down or aborted");
@@ -131,6 +131,7 @@ std::shared_ptr<OpState> WeftBackend::newOp(
     op->timeout = timeout;
     op->start = std::chrono::steady_clock::now();
   }
+  op->callerWaits = !asyncOp && !coalescing_ && op->timeout.count() == 0;
   seq_++;
   return op;
 }
@@ -149,6 +150,20 @@ void WeftBackend::start(const std::shared_ptr<OpState>& op, F&& fn) {
     std::rethrow_exception(err);
   }
   op->requests.push_back(req);
+}
+
+template <typename F>
+void WeftBackend::run(const std::shared_ptr<OpState>& op, F&& fn) {
+  int st = fn();
+  if (st != WEFT_OK) {
+    auto err = weftError(st, op->what, comm_);
+    if (!op->requests.empty()) {  // let what started end, then release
+      op->finalize.clear();
+      auto keep = op;
+      completer_->push([keep] { keep->complete(); });
+    }
+    std::rethrow_exception(err);
+  }
 }
 
 c10::intrusive_ptr<Work> WeftBackend::finish(
@@ -217,16 +232,22 @@ void WeftBackend::reduceInto(const std::shared_ptr<OpState>& op,
   auto r = reducible(t, red, op->what.c_str());
   op->keep.push_back(r.buf);
   copyBack(op, t, r.buf);
-  start(op, [&](weft_request_t* q) {
-    return weft_iallreduce(r.buf.data_ptr(), r.buf.data_ptr(), r.count,
-                           r.dtype, r.op, comm_, q);
-  });
+  if (op->callerWaits)
+    run(op, [&] {
+      return weft_allreduce(r.buf.data_ptr(), r.buf.data_ptr(), r.count,
+                            r.dtype, r.op, comm_);
+    });
+  else
+    start(op, [&](weft_request_t* q) {
+      return weft_iallreduce(r.buf.data_ptr(), r.buf.data_ptr(), r.count,
+                             r.dtype, r.op, comm_, q);
+    });
 }
 
 c10::intrusive_ptr<Work> WeftBackend::allreduce(
     TensorList& tensors, const c10d::AllreduceOptions& opts) {
   checkCpu(tensors, "allreduce");
-  auto op = newOp("allreduce", opts.timeout);
+  auto op = newOp("allreduce", opts.timeout, opts.asyncOp);
   for (auto& t : tensors) {
     if (t.is_sparse())
       allreduceSparse(t, opts.reduceOp);
@@ -363,15 +384,21 @@ c10::intrusive_ptr<Work> WeftBackend::broadcast(
   checkCpu(tensors, "broadcast");
   checkRoot(opts.rootRank, "broadcast");
   int root = static_cast<int>(opts.rootRank);
-  auto op = newOp("broadcast", opts.timeout);
+  auto op = newOp("broadcast", opts.timeout, opts.asyncOp);
   for (auto& t : tensors) {
     auto buf = t.contiguous();
     op->keep.push_back(buf);
     copyBack(op, t, buf);
-    start(op, [&](weft_request_t* r) {
-      return weft_ibroadcast(buf.data_ptr(), buf.data_ptr(), nbytes(buf),
-                             WEFT_UINT8, root, comm_, r);
-    });
+    if (op->callerWaits)
+      run(op, [&] {
+        return weft_broadcast(buf.data_ptr(), buf.data_ptr(), nbytes(buf),
+                              WEFT_UINT8, root, comm_);
+      });
+    else
+      start(op, [&](weft_request_t* r) {
+        return weft_ibroadcast(buf.data_ptr(), buf.data_ptr(), nbytes(buf),
+                               WEFT_UINT8, root, comm_, r);
+      });
   }
   return finish(OpType::BROADCAST, "weft:broadcast", op, tensors, tensors);
 }
@@ -431,15 +458,21 @@ c10::intrusive_ptr<Work> WeftBackend::_allgather_base(
     invalid("allgather", "output has " + describe(output) + ", expected " +
                              c10::toString(input.scalar_type()) + "[" +
                              std::to_string(size_ * input.numel()) + "]");
-  auto op = newOp("allgather", opts.timeout);
+  auto op = newOp("allgather", opts.timeout, opts.asyncOp);
   auto src = input.contiguous();
   auto dst = output.contiguous();
   op->keep.insert(op->keep.end(), {src, dst});
   copyBack(op, output, dst);
-  start(op, [&](weft_request_t* r) {
-    return weft_iallgather(src.data_ptr(), dst.data_ptr(), nbytes(src),
-                           WEFT_UINT8, comm_, r);
-  });
+  if (op->callerWaits)
+    run(op, [&] {
+      return weft_allgather(src.data_ptr(), dst.data_ptr(), nbytes(src),
+                            WEFT_UINT8, comm_);
+    });
+  else
+    start(op, [&](weft_request_t* r) {
+      return weft_iallgather(src.data_ptr(), dst.data_ptr(), nbytes(src),
+                             WEFT_UINT8, comm_, r);
+    });
   return finish(OpType::_ALLGATHER_BASE, "weft:_allgather_base", op,
                 {output}, TensorList{input});
 }
@@ -865,8 +898,11 @@ c10::intrusive_ptr<Work> WeftBackend::alltoall(
 
 c10::intrusive_ptr<Work> WeftBackend::barrier(
     const c10d::BarrierOptions& opts) {
-  auto op = newOp("barrier", opts.timeout);
-  start(op, [&](weft_request_t* r) { return weft_ibarrier(comm_, r); });
+  auto op = newOp("barrier", opts.timeout, opts.asyncOp);
+  if (op->callerWaits)
+    run(op, [&] { return weft_barrier(comm_); });
+  else
+    start(op, [&](weft_request_t* r) { return weft_ibarrier(comm_, r); });
   return finish(OpType::BARRIER, "weft:barrier", op, {});
 }
 

@@ -93,12 +93,22 @@ class WeftBackend : public c10d::Backend {
   weft_comm_t comm() const { return comm_; }
 
  private:
+  // asyncOp false: torch waits on the Work right away (dist.all_reduce
+  // without async_op), so the operation may run in the calling thread
+  // (OpState::callerWaits, run()).
   std::shared_ptr<OpState> newOp(const char* what,
-                                 std::chrono::milliseconds timeout);
+                                 std::chrono::milliseconds timeout,
+                                 bool asyncOp = true);
   // Starts one weft operation as part of `op`; on failure, what already
   // started is finished by the completion thread and the error is raised.
   template <typename F>
   void start(const std::shared_ptr<OpState>& op, F&& fn);
+  // Runs one weft operation of `op` to its end through weft's blocking
+  // call, which drives it in this thread without waking weft's progress
+  // thread: a non-blocking start wakes that thread every call, which
+  // costs more than a small operation itself.  Raises its error.
+  template <typename F>
+  void run(const std::shared_ptr<OpState>& op, F&& fn);
   c10::intrusive_ptr<Work> finish(
       c10d::OpType type, const char* title,
       const std::shared_ptr<OpState>& op, TensorList result,

@@ -48,6 +48,9 @@ struct OpState {
   std::vector<std::function<void()>> finalize;  // copy-backs on success
   std::vector<at::Tensor> result;
   std::function<void()> endProfiling;
+  // the caller waits at once and nothing asks for a deadline of its own:
+  // the backend runs the operation through weft's blocking calls
+  bool callerWaits = false;
   // a receive: keeps the rank its message came from (-1: not known)
   bool wantSource = false;
   int source = -1;
