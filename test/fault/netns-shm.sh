@@ -27,14 +27,19 @@ wf_netns_two_hosts "$prefix" "$build" || skip "cannot create namespaces"
 before=$(ip netns exec "$prefix-a" cat /sys/class/net/eth0/statistics/tx_bytes)
 fail=0
 pids=()
+# Each run has a job of its own: a rank that starts the second while a
+# slower one still leaves the first would find its rank of the first job
+# still claimed on the server.
 for r in 0 1 2 3; do
     host=$([ $r -lt 2 ] && echo a || echo b)
     ip netns exec "$prefix-$host" env WEFT_RANK=$r WEFT_WORLD_SIZE=4 \
-        WEFT_RENDEZVOUS=10.79.0.1:29500 WEFT_JOB_ID=shm2x2 \
+        WEFT_RENDEZVOUS=10.79.0.1:29500 \
         WEFT_SOCKET_IFNAME=eth0 WEFT_TIMEOUT=30s WEFT_LOG=info \
         WEFT_LOG_SUBSYS=net timeout 120 sh -c \
-        "'$build/bin/weft-bench' allreduce -b 8 -e 4M -f 8 -w 1 -r 5 -c 1 &&
-         '$build/bin/weft-bench' alltoall -b 64 -e 1M -f 16 -w 1 -r 3 -c 1" \
+        "WEFT_JOB_ID=shm2x2-allreduce '$build/bin/weft-bench' allreduce \
+             -b 8 -e 4M -f 8 -w 1 -r 5 -c 1 &&
+         WEFT_JOB_ID=shm2x2-alltoall '$build/bin/weft-bench' alltoall \
+             -b 64 -e 1M -f 16 -w 1 -r 3 -c 1" \
         > "$out/$r" 2>&1 &
     pids+=($!)
 done
