@@ -37,12 +37,19 @@ void wf_built_plan_release(wf_built_plan_t *built)
 
 wf_built_plan_t *wf_built_plan_retarget(const wf_built_plan_t *src, int peer)
 {
-    wf_built_plan_t *b = malloc(sizeof(*b));
+    wf_built_plan_t *b = calloc(1, sizeof(*b));
     if (!b)
         return NULL;
-    *b = *src;
+    /* Field by field: src->refs changes under other threads' feet. */
     b->refs = 1;
+    b->args = src->args;
     b->args.peer = peer;
+    b->hash = src->hash;
+    b->algo = src->algo;
+    b->algo_name = src->algo_name;
+    b->algo_id = src->algo_id;
+    b->plan = src->plan;
+    memcpy(b->transfer_max, src->transfer_max, sizeof(b->transfer_max));
     b->plan.cap = src->plan.nsteps;
     b->plan.steps = malloc((src->plan.nsteps ? src->plan.nsteps : 1) *
                            sizeof(wf_step_t));
