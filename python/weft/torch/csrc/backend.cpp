@@ -136,34 +136,30 @@ std::shared_ptr<OpState> WeftBackend::newOp(
   return op;
 }
 
+void WeftBackend::fail(const std::shared_ptr<OpState>& op, int status) {
+  auto err = weftError(status, op->what, comm_);
+  if (!op->requests.empty()) {  // let what started end, then release
+    op->finalize.clear();
+    auto keep = op;
+    completer_->push([keep] { keep->complete(); });
+  }
+  std::rethrow_exception(err);
+}
+
 template <typename F>
 void WeftBackend::start(const std::shared_ptr<OpState>& op, F&& fn) {
   weft_request_t req = nullptr;
   int st = fn(&req);
-  if (st != WEFT_OK) {
-    auto err = weftError(st, op->what, comm_);
-    if (!op->requests.empty()) {  // let what started end, then release
-      op->finalize.clear();
-      auto keep = op;
-      completer_->push([keep] { keep->complete(); });
-    }
-    std::rethrow_exception(err);
-  }
+  if (st != WEFT_OK)
+    fail(op, st);
   op->requests.push_back(req);
 }
 
 template <typename F>
 void WeftBackend::run(const std::shared_ptr<OpState>& op, F&& fn) {
   int st = fn();
-  if (st != WEFT_OK) {
-    auto err = weftError(st, op->what, comm_);
-    if (!op->requests.empty()) {  // let what started end, then release
-      op->finalize.clear();
-      auto keep = op;
-      completer_->push([keep] { keep->complete(); });
-    }
-    std::rethrow_exception(err);
-  }
+  if (st != WEFT_OK)
+    fail(op, st);
 }
 
 c10::intrusive_ptr<Work> WeftBackend::finish(

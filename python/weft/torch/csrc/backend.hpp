@@ -109,6 +109,9 @@ class WeftBackend : public c10d::Backend {
   // costs more than a small operation itself.  Raises its error.
   template <typename F>
   void run(const std::shared_ptr<OpState>& op, F&& fn);
+  // Raises weft's error `status` for `op`; the operations of `op` that
+  // started are finished by the completion thread first.
+  [[noreturn]] void fail(const std::shared_ptr<OpState>& op, int status);
   c10::intrusive_ptr<Work> finish(
       c10d::OpType type, const char* title,
       const std::shared_ptr<OpState>& op, TensorList result,
