@@ -132,9 +132,15 @@ struct wf_engine {
 #define WF_TAG_KIND_COLL 0ull
 #define WF_TAG_KIND_P2P 1ull
 #define WF_TAG_KIND_CTRL 2ull /* failure notices (notice.c) */
+#define WF_TAG_SEQ_MASK 0x3fffffffull /* the sequence bits a tag carries */
 static inline uint64_t wf_tag_make(uint64_t kind, uint64_t seq, uint32_t step)
 {
-    return kind << 62 | (seq & 0x3fffffffull) << 32 | step;
+    return kind << 62 | (seq & WF_TAG_SEQ_MASK) << 32 | step;
+}
+/* The sequence number a tag carries (masked to WF_TAG_SEQ_MASK). */
+static inline uint64_t wf_tag_seq(uint64_t tag)
+{
+    return (tag >> 32) & WF_TAG_SEQ_MASK;
 }
 
 /* Wakes whoever sleeps in the engine's poll() (the progress thread, or

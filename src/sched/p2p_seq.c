@@ -36,17 +36,17 @@ struct wf_p2p_tags {
     tag_slot_t *slot;
 };
 
-#define SEQ_MASK 0x3fffffffull /* the sequence bits of a wire tag */
-
 static uint32_t slot_hash(int peer, uint32_t tag, uint32_t cap)
 {
-    uint64_t h = ((uint64_t)(uint32_t)peer << 32 | tag) * 0x9e3779b97f4a7c15ull;
+    uint64_t key = (uint64_t)(uint32_t)peer << 32 | tag;
+    uint64_t h = key * 0x9e3779b97f4a7c15ull;
     return (uint32_t)(h >> 32) & (cap - 1);
 }
 
 static tag_slot_t *slot_find(struct wf_p2p_tags *t, int peer, uint32_t tag)
 {
-    for (uint32_t i = slot_hash(peer, tag, t->cap);; i = (i + 1) & (t->cap - 1)) {
+    uint32_t mask = t->cap - 1;
+    for (uint32_t i = slot_hash(peer, tag, t->cap);; i = (i + 1) & mask) {
         tag_slot_t *s = &t->slot[i];
         if (s->peer < 0 || (s->peer == peer && s->tag == tag))
             return s;
@@ -160,8 +160,8 @@ static bool is_next_message(void *arg, int peer, uint64_t tag,
     if (tag >> 62 != WF_TAG_KIND_P2P || (uint32_t)tag != s->tag ||
         peer == s->e->rank)
         return false;
-    uint64_t want = next_recv(s->e, peer, s->tag) & SEQ_MASK;
-    if (((tag >> 32) & SEQ_MASK) != want)
+    uint64_t want = next_recv(s->e, peer, s->tag) & WF_TAG_SEQ_MASK;
+    if (wf_tag_seq(tag) != want)
         return false;
     s->found = peer;
     return true;

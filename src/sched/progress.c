@@ -131,6 +131,17 @@ static struct weft_request *detach_submitted(wf_engine_t *e, bool all)
     return head;
 }
 
+/* A request that could not start fails the communicator; returns st. */
+static weft_status_t start_failed(wf_engine_t *e,
+                                  const struct weft_request *req,
+                                  weft_status_t st)
+{
+    wf_engine_fail(e, st, "%s #%llu: cannot start: %s",
+                   wf_coll_name(req->args.coll),
+                   (unsigned long long)req->seq, weft_strerror(st));
+    return st;
+}
+
 /* Moves new submissions to the active list and starts their execution;
  * returns whether it started any. */
 static bool take_submitted(wf_engine_t *e, bool *stop)
@@ -154,9 +165,7 @@ static bool take_submitted(wf_engine_t *e, bool *stop)
         /* A deferred receive starts once it has its number (advance_all). */
         weft_status_t st = req->seq_deferred ? WEFT_OK : wf_exec_start(e, req);
         if (st < 0) {
-            wf_engine_fail(e, st, "%s #%llu: cannot start: %s",
-                           wf_coll_name(req->args.coll),
-                           (unsigned long long)req->seq, weft_strerror(st));
+            start_failed(e, req, st);
             finish(e, req, st);
         } else {
             started = true;
@@ -179,11 +188,7 @@ static weft_status_t start_deferred(wf_engine_t *e, struct weft_request *req)
     if (r == 0)
         return WEFT_INPROGRESS;
     weft_status_t st = r < 0 ? (weft_status_t)r : wf_exec_start(e, req);
-    if (st < 0)
-        wf_engine_fail(e, st, "%s #%llu: cannot start: %s",
-                       wf_coll_name(req->args.coll),
-                       (unsigned long long)req->seq, weft_strerror(st));
-    return st;
+    return st < 0 ? start_failed(e, req, st) : st;
 }
 
 /* Advances every active request; returns the work done. */

@@ -22,21 +22,19 @@
 #include "common.h"
 #include "sched/engine_impl.h"
 
-#define SEQ_MASK 0x3fffffffull /* the sequence bits a tag carries */
-
 /* Whether collective `seq` (as a tag carries it) was started here. */
 static bool started(const wf_engine_t *e, uint64_t seq)
 {
     if (e->coll_started == 0)
         return false;
-    uint64_t last = (e->coll_started - 1) & SEQ_MASK;
-    return ((last - seq) & SEQ_MASK) <= SEQ_MASK / 2;
+    uint64_t last = (e->coll_started - 1) & WF_TAG_SEQ_MASK;
+    return ((last - seq) & WF_TAG_SEQ_MASK) <= WF_TAG_SEQ_MASK / 2;
 }
 
 static struct weft_request *active_coll(wf_engine_t *e, uint64_t seq)
 {
     for (struct weft_request *r = e->active_head; r; r = r->next)
-        if (!wf_req_is_p2p(r) && (r->seq & SEQ_MASK) == seq)
+        if (!wf_req_is_p2p(r) && (r->seq & WF_TAG_SEQ_MASK) == seq)
             return r;
     return NULL;
 }
@@ -61,7 +59,7 @@ static bool visit(void *arg, int peer, uint64_t tag, const uint64_t sig[2])
     wf_engine_t *e = arg;
     if (tag >> 62 != WF_TAG_KIND_COLL)
         return false;
-    uint64_t seq = (tag >> 32) & SEQ_MASK;
+    uint64_t seq = wf_tag_seq(tag);
     struct weft_request *req = active_coll(e, seq);
     if (req) {
         const uint64_t *mine = wf_exec_sig(req);
@@ -73,7 +71,7 @@ static bool visit(void *arg, int peer, uint64_t tag, const uint64_t sig[2])
     if (!started(e, seq))
         return false; /* the peer is ahead of this rank */
     uint64_t mine[2], full_seq = seq;
-    bool known = wf_history_coll_sig(e, seq, SEQ_MASK, &full_seq, mine);
+    bool known = wf_history_coll_sig(e, seq, WF_TAG_SEQ_MASK, &full_seq, mine);
     report(e, full_seq, known ? mine : NULL, true, peer, sig);
     return true;
 }
