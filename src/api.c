@@ -197,12 +197,6 @@ static weft_status_t launch(wf_comm_impl_t *c, const call_t *k,
     req->algo_name = req->built->algo_name;
     req->algo_id = req->built->algo_id;
     req->plan = &req->built->plan;
-    if ((dev || k->stream) && a->peer == WEFT_ANY_SOURCE) {
-        WEFT_WARN(COLL, "%s: a receive from any source needs host memory; "
-                  "this buffer is device memory", k->fn);
-        st = WEFT_ERR_UNSUPPORTED;
-        goto err;
-    }
     if (dev || k->stream)
         WEFT_CHECK_GOTO(wf_dev_call_prepare(c, k, req), st, err);
     st = wf_engine_submit(c->engine, req, !k->blocking);
@@ -252,6 +246,11 @@ static weft_status_t start_on(wf_comm_impl_t *c, const call_t *k,
     int ordinal = -1;
     WEFT_CHECK(wf_devbuf_classify(&c->memcache, k->fn, k->sendbuf, sb,
                                   k->recvbuf, rb, &dev, &ordinal));
+    if (dev && k->peer == WEFT_ANY_SOURCE) { /* streams: check_kinds */
+        WEFT_WARN(COLL, "%s: a receive from any source needs host memory; "
+                  "this buffer is device memory", k->fn);
+        return WEFT_ERR_UNSUPPORTED;
+    }
     return launch(c, k, &a, dev, ordinal, req);
 }
 
@@ -310,88 +309,91 @@ WEFT_API weft_status_t weft_allreduce(const void *sendbuf, void *recvbuf,
     return run(comm, &k);
 }
 
+/* Every point-to-point entry point: the untagged forms use tag 0.  A
+ * blocking call drives the engine in weft_wait and, when asked, stores
+ * the sender of what it received in *source. */
+static weft_status_t p2p(const char *fn, wf_coll_t coll, const void *sbuf,
+                         void *rbuf, size_t count, weft_dtype_t dtype,
+                         int peer, int tag, weft_comm_t comm, bool blocking,
+                         weft_request_t *req, int *source)
+{
+    call_t k = CALL(fn, coll, sbuf, rbuf, count, dtype, 0, -1, peer);
+    k.tag = tag;
+    if (!blocking)
+        return wf_api_start(comm, &k, req);
+    k.blocking = true;
+    weft_request_t own = NULL;
+    weft_status_t st = wf_api_start(comm, &k, &own);
+    if (st < 0)
+        return st;
+    st = weft_wait(own);
+    if (st == WEFT_OK && source)
+        weft_request_source(own, source);
+    weft_request_free(own);
+    return st;
+}
+
 WEFT_API weft_status_t weft_isend(const void *buf, size_t count,
                                   weft_dtype_t dtype, int peer,
                                   weft_comm_t comm, weft_request_t *req)
 {
-    call_t k = CALL("weft_isend", WF_COLL_SEND, buf, NULL, count, dtype, 0,
-                    -1, peer);
-    return wf_api_start(comm, &k, req);
+    return p2p("weft_isend", WF_COLL_SEND, buf, NULL, count, dtype, peer, 0,
+               comm, false, req, NULL);
 }
 
 WEFT_API weft_status_t weft_irecv(void *buf, size_t count, weft_dtype_t dtype,
                                   int peer, weft_comm_t comm,
                                   weft_request_t *req)
 {
-    call_t k = CALL("weft_irecv", WF_COLL_RECV, NULL, buf, count, dtype, 0,
-                    -1, peer);
-    return wf_api_start(comm, &k, req);
+    return p2p("weft_irecv", WF_COLL_RECV, NULL, buf, count, dtype, peer, 0,
+               comm, false, req, NULL);
 }
 
 WEFT_API weft_status_t weft_isend_tag(const void *buf, size_t count,
                                       weft_dtype_t dtype, int peer, int tag,
                                       weft_comm_t comm, weft_request_t *req)
 {
-    call_t k = CALL("weft_isend_tag", WF_COLL_SEND, buf, NULL, count, dtype,
-                    0, -1, peer);
-    k.tag = tag;
-    return wf_api_start(comm, &k, req);
+    return p2p("weft_isend_tag", WF_COLL_SEND, buf, NULL, count, dtype, peer,
+               tag, comm, false, req, NULL);
 }
 
 WEFT_API weft_status_t weft_irecv_tag(void *buf, size_t count,
                                       weft_dtype_t dtype, int peer, int tag,
                                       weft_comm_t comm, weft_request_t *req)
 {
-    call_t k = CALL("weft_irecv_tag", WF_COLL_RECV, NULL, buf, count, dtype,
-                    0, -1, peer);
-    k.tag = tag;
-    return wf_api_start(comm, &k, req);
+    return p2p("weft_irecv_tag", WF_COLL_RECV, NULL, buf, count, dtype, peer,
+               tag, comm, false, req, NULL);
 }
 
 WEFT_API weft_status_t weft_send_tag(const void *buf, size_t count,
                                      weft_dtype_t dtype, int peer, int tag,
                                      weft_comm_t comm)
 {
-    call_t k = CALL("weft_send_tag", WF_COLL_SEND, buf, NULL, count, dtype,
-                    0, -1, peer);
-    k.tag = tag;
-    return run(comm, &k);
+    return p2p("weft_send_tag", WF_COLL_SEND, buf, NULL, count, dtype, peer,
+               tag, comm, true, NULL, NULL);
 }
 
 WEFT_API weft_status_t weft_recv_tag(void *buf, size_t count,
                                      weft_dtype_t dtype, int peer, int tag,
                                      weft_comm_t comm, int *source)
 {
-    call_t k = CALL("weft_recv_tag", WF_COLL_RECV, NULL, buf, count, dtype,
-                    0, -1, peer);
-    k.tag = tag;
-    k.blocking = true;
-    weft_request_t req = NULL;
-    weft_status_t st = wf_api_start(comm, &k, &req);
-    if (st < 0)
-        return st;
-    st = weft_wait(req);
-    if (st == WEFT_OK && source)
-        weft_request_source(req, source);
-    weft_request_free(req);
-    return st;
+    return p2p("weft_recv_tag", WF_COLL_RECV, NULL, buf, count, dtype, peer,
+               tag, comm, true, NULL, source);
 }
 
 WEFT_API weft_status_t weft_send(const void *buf, size_t count,
                                  weft_dtype_t dtype, int peer,
                                  weft_comm_t comm)
 {
-    call_t k = CALL("weft_send", WF_COLL_SEND, buf, NULL, count, dtype, 0, -1,
-                    peer);
-    return run(comm, &k);
+    return p2p("weft_send", WF_COLL_SEND, buf, NULL, count, dtype, peer, 0,
+               comm, true, NULL, NULL);
 }
 
 WEFT_API weft_status_t weft_recv(void *buf, size_t count, weft_dtype_t dtype,
                                  int peer, weft_comm_t comm)
 {
-    call_t k = CALL("weft_recv", WF_COLL_RECV, NULL, buf, count, dtype, 0, -1,
-                    peer);
-    return run(comm, &k);
+    return p2p("weft_recv", WF_COLL_RECV, NULL, buf, count, dtype, peer, 0,
+               comm, true, NULL, NULL);
 }
 
 /* The other collectives: each a non-blocking call and its blocking twin,
