@@ -42,6 +42,23 @@ int64_t wf_stall_every_ms(int64_t timeout_ms)
     return every < 250 ? 250 : every > 30000 ? 30000 : every;
 }
 
+/* Splits a failure record "status origin message"; false (with a warning)
+ * for a malformed one. */
+static bool parse_failure(wf_comm_impl_t *c, const char *value, int *status,
+                          int *origin, const char **text)
+{
+    int at = 0;
+    *status = 0, *origin = -1;
+    if (sscanf(value, "%d %d %n", status, origin, &at) < 2 || at <= 0 ||
+        *status >= 0 || *origin < 0 || *origin >= c->size) {
+        WEFT_WARN(COLL, "store %s: ignoring a malformed failure record",
+                  wf_store_describe(c->store));
+        return false;
+    }
+    *text = value + at;
+    return true;
+}
+
 /* The failure another rank posted, adopted as a notice would be. */
 static void adopt_posted_failure(wf_comm_impl_t *c)
 {
@@ -51,16 +68,13 @@ static void adopt_posted_failure(wf_comm_impl_t *c)
                      0) != WEFT_OK)
         return;
     value[len] = '\0';
-    int status = 0, origin = -1, at = 0;
-    if (sscanf(value, "%d %d %n", &status, &origin, &at) < 2 || at <= 0 ||
-        status >= 0 || origin < 0 || origin >= c->size) {
-        WEFT_WARN(COLL, "store %s: ignoring a malformed failure record",
-                  wf_store_describe(c->store));
+    int status, origin;
+    const char *text;
+    if (!parse_failure(c, value, &status, &origin, &text))
         return;
-    }
     if (status == WEFT_ERR_ABORTED)
         status = WEFT_ERR_REMOTE; /* as a notice would say it */
-    wf_engine_adopt(c->engine, (weft_status_t)status, origin, value + at);
+    wf_engine_adopt(c->engine, (weft_status_t)status, origin, text);
 }
 
 /* Posts this rank's signature of collective `req`; fails the communicator
@@ -112,6 +126,26 @@ static void stall_check(wf_comm_impl_t *c, struct weft_request *req)
     }
 }
 
+/* A peer lost here may have left because of an earlier failure elsewhere
+ * that no notice brought: a rank that failed before it ever connected to
+ * this one refuses the connection once it has gone, and this rank's own
+ * message then names the messenger.  The job's first posted failure names
+ * the cause, so it is added to the message the caller reads. */
+static void name_first_failure(wf_comm_impl_t *c, weft_status_t st,
+                               int origin, const char *first)
+{
+    int first_status, first_origin;
+    const char *text;
+    if (origin >= 0 || (st != WEFT_ERR_REMOTE && st != WEFT_ERR_TRANSPORT) ||
+        !parse_failure(c, first, &first_status, &first_origin, &text) ||
+        first_origin == c->rank)
+        return;
+    char note[WF_ERRMSG_MAX];
+    snprintf(note, sizeof(note), "; the job's first failure, posted to the "
+             "rendezvous by rank %d: %s", first_origin, text);
+    wf_engine_append_error(c->engine, note);
+}
+
 static void post_failure(wf_comm_impl_t *c)
 {
     const char *msg = NULL;
@@ -130,10 +164,14 @@ static void post_failure(wf_comm_impl_t *c)
         snprintf(value, WF_ERRMSG_MAX + 64, "%d %d %s", (int)st, origin,
                  msg ? msg : "");
     /* The first post stays; a later one only reads it back. */
-    bool created;
-    size_t len;
-    (void)wf_store_set_once(c->store, FAILED_KEY, value, strlen(value),
-                            &created, value, WF_ERRMSG_MAX + 64, &len);
+    bool created = true;
+    size_t len = 0;
+    if (wf_store_set_once(c->store, FAILED_KEY, value, strlen(value),
+                          &created, value, WF_ERRMSG_MAX + 63,
+                          &len) == WEFT_OK && !created) {
+        value[len] = '\0';
+        name_first_failure(c, st, origin, value);
+    }
     free(value);
 }
 

@@ -358,3 +358,50 @@ WF_TEST(fault_failure_reaches_a_rank_connected_to_nobody, 60)
     wf_test_run_threads(3, unconnected_rank, (void *)wf_test_unique("nc"));
     pthread_barrier_destroy(&unconnected_first_received);
 }
+
+/* A cascade that no notice carries: rank 3 leaves having connected to
+ * nobody; rank 2's receive from it fails (its connection is refused) and
+ * rank 2 leaves too, connected to nobody alive.  Ranks 0 and 1 then send
+ * to rank 2 and are refused in turn.  Their own message can only name
+ * rank 2; the failure rank 2 posted to the rendezvous names rank 3, and it
+ * must be in theirs (src/stall.c).  Seen in fault_kill9_shm_large_messages
+ * as a survivor blaming a survivor that had left. */
+static pthread_barrier_t cascade_step;
+
+static void cascade_rank(int rank, int size, void *p)
+{
+    weft_comm_t comm;
+    ASSERT_OK(wf_test_comm_mem(p, rank, size,
+                               "WEFT_TIMEOUT=8s,WEFT_TRANSPORT=shm", &comm));
+    pthread_barrier_wait(&cascade_step); /* all created */
+    if (rank == 3)
+        weft_comm_destroy(comm);
+    pthread_barrier_wait(&cascade_step); /* rank 3 has left */
+    float v = 1;
+    const char *msg = NULL;
+    if (rank == 2) {
+        ASSERT_STATUS(weft_recv(&v, 1, WEFT_FLOAT32, 3, comm),
+                      WEFT_ERR_REMOTE);
+        ASSERT_STATUS(weft_comm_get_error(comm, &msg), WEFT_ERR_REMOTE);
+        ASSERT_STR_CONTAINS(msg, "peer 3 (");
+        weft_comm_destroy(comm);
+    }
+    pthread_barrier_wait(&cascade_step); /* rank 2 has failed and left */
+    if (rank < 2) {
+        ASSERT_STATUS(weft_send(&v, 1, WEFT_FLOAT32, 2, comm),
+                      WEFT_ERR_REMOTE);
+        ASSERT_STATUS(weft_comm_get_error(comm, &msg), WEFT_ERR_REMOTE);
+        ASSERT_STR_CONTAINS(msg, "peer 2 (");
+        ASSERT_STR_CONTAINS(msg, "first failure, posted to the rendezvous "
+                                 "by rank 2");
+        ASSERT_STR_CONTAINS(msg, "peer 3 (");
+        weft_comm_destroy(comm);
+    }
+}
+
+WF_TEST(fault_cascade_names_the_first_failure, 60)
+{
+    pthread_barrier_init(&cascade_step, NULL, 4);
+    wf_test_run_threads(4, cascade_rank, (void *)wf_test_unique("cascade"));
+    pthread_barrier_destroy(&cascade_step);
+}
