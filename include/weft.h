@@ -250,6 +250,29 @@ WEFT_API weft_status_t weft_comm_shrink(weft_comm_t comm,
 WEFT_API weft_status_t weft_comm_rank(weft_comm_t comm, int *rank);
 WEFT_API weft_status_t weft_comm_size(weft_comm_t comm, int *size);
 
+/* Where this rank sits among the machines of the communicator: what
+ * Horovod calls local_rank/local_size/cross_rank/cross_size, and MPI gets
+ * from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED).  Ranks share a machine
+ * when they run under one kernel with one hostname; machines are numbered
+ * in the order of their lowest rank. */
+typedef enum {
+    WEFT_COMM_LOCAL_RANK = 0, /* index among the ranks of this machine,
+                               * in rank order */
+    WEFT_COMM_LOCAL_SIZE = 1, /* ranks on this machine */
+    WEFT_COMM_NODE = 2,       /* this machine's index, 0 .. NODES - 1 */
+    WEFT_COMM_NODES = 3,      /* machines the communicator spans */
+    WEFT_COMM_CROSS_RANK = 4, /* index among the ranks of the same local
+                               * rank on every machine (Horovod's
+                               * cross_rank; the machine's index when
+                               * every machine runs the same count) */
+    WEFT_COMM_CROSS_SIZE = 5, /* ranks of this local rank on all machines */
+} weft_comm_attr_t;
+
+/* Writes attribute `attr` of `comm` to *value.  Thread-safe,
+ * non-blocking; WEFT_ERR_INVALID_ARG for an unknown attr or NULL value. */
+WEFT_API weft_status_t weft_comm_query(weft_comm_t comm,
+                                       weft_comm_attr_t attr, int *value);
+
 /* The first error the communicator met (sticky), with its cause, or NULL in
  * *message when there was none.  The string belongs to the communicator and
  * lives as long as it does.  Returns that error's status (WEFT_OK if none).

@@ -165,13 +165,8 @@ weft_status_t wf_comm_connect(wf_comm_impl_t *c)
                                           addr_len, c->cfg.timeout_ms,
                                           peer_addrs, peer_lens, node_keys),
                     st, out);
-    /* Ranks on this machine: they share its cores (the cost model). */
-    c->local_rank = c->local_size = 0;
-    for (int r = 0; r < c->size; r++)
-        if (node_keys[r] == node_keys[c->rank]) {
-            c->local_rank += r < c->rank;
-            c->local_size++;
-        }
+    /* Ranks on this machine share its cores (the cost model). */
+    WEFT_CHECK_GOTO(wf_comm_layout(c, node_keys), st, out);
     c->host_cores = wf_online_cores();
     WEFT_CHECK_GOTO(wf_bootstrap_ready(c->store, c->rank, c->size,
                                        c->server != NULL, c->cfg.timeout_ms),
@@ -258,9 +253,10 @@ WEFT_API weft_status_t weft_comm_create(const weft_comm_params_t *params,
         wf_strlcpy(c->cfg.token, "(set)", sizeof(c->cfg.token));
     WEFT_CHECK_GOTO(wf_comm_connect(c), st, err);
     WEFT_INFO(INIT, "rank %d of %d joined job %s via %s, transport %s, "
-              "local rank %d of %d on host %s",
+              "local rank %d of %d on host %s, node %d of %d",
               c->rank, c->size, c->cfg.job_id, c->cfg.rendezvous,
-              c->transport_name, c->local_rank, c->local_size, wf_hostname());
+              c->transport_name, c->local_rank, c->local_size, wf_hostname(),
+              c->node, c->nodes);
     *comm = wf_comm_wrap(shell, c);
     return WEFT_OK;
 err:

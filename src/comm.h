@@ -34,6 +34,8 @@ typedef struct wf_comm_impl {
     char transport_name[16];
     int local_rank;  /* among the ranks on this machine (same node key) */
     int local_size;  /* ranks on this machine */
+    int node, nodes; /* this machine's index (by lowest rank), machines */
+    int cross_rank, cross_size; /* among the ranks of this local rank */
     int host_cores;  /* CPUs this process may use */
     size_t single_copy_min; /* the transport's single copy on one machine
                              * from this size, 0: none (the cost model) */
@@ -88,6 +90,10 @@ weft_status_t wf_comm_child(wf_comm_impl_t *p, uint64_t comm_key, int rank,
 
 /* Releases an implementation (engine, store handle, hosted server). */
 void wf_comm_impl_free(wf_comm_impl_t *c, bool abort);
+
+/* Fills c's local rank and size, node and node count, cross rank and
+ * size from every rank's node key (comm_layout.c). */
+weft_status_t wf_comm_layout(wf_comm_impl_t *c, const uint64_t *node_keys);
 
 /* Parses WEFT_PORT_RANGE ("LOW-HIGH"; empty: 0-0, any port). */
 weft_status_t wf_comm_port_range(const char *text, int *lo, int *hi);

@@ -21,7 +21,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Communicator", "Error", "Request", "Server", "UNDEFINED", "ANY_SOURCE",
     "init",
-    "finalize", "is_initialized", "get_comm", "rank", "size", "allreduce",
+    "finalize", "is_initialized", "get_comm", "rank", "size", "local_rank",
+    "local_size", "cross_rank", "cross_size", "allreduce",
     "iallreduce", "broadcast", "ibroadcast", "reduce", "ireduce",
     "allgather", "iallgather", "reduce_scatter", "ireduce_scatter",
     "alltoall", "ialltoall", "gather", "igather", "scatter", "iscatter",
@@ -73,6 +74,24 @@ def rank():
 
 def size():
     return get_comm().size
+
+
+def local_rank():
+    """Index among the ranks on this machine."""
+    return get_comm().local_rank
+
+
+def local_size():
+    return get_comm().local_size
+
+
+def cross_rank():
+    """Index among the ranks of this local rank on every machine."""
+    return get_comm().cross_rank
+
+
+def cross_size():
+    return get_comm().cross_size
 
 
 def version():

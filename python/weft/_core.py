@@ -237,6 +237,15 @@ class Communicator:
         _check(lib.weft_comm_rank(self._h, ctypes.byref(rank)), "comm_rank")
         _check(lib.weft_comm_size(self._h, ctypes.byref(size)), "comm_size")
         self.rank, self.size = rank.value, size.value
+        # Where this rank sits among the machines (weft_comm_query):
+        # Horovod's local_rank/local_size/cross_rank/cross_size, and the
+        # machine's index and count.
+        for attr, name in enumerate(("local_rank", "local_size", "node",
+                                     "nodes", "cross_rank", "cross_size")):
+            v = ctypes.c_int()
+            _check(lib.weft_comm_query(self._h, attr, ctypes.byref(v)),
+                   "comm_query")
+            setattr(self, name, v.value)
 
     @classmethod
     def init(cls):

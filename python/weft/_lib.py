@@ -93,6 +93,7 @@ _PROTOTYPES = {
     "weft_comm_rank": [_vp, _P(_int)],
     "weft_comm_size": [_vp, _P(_int)],
     "weft_comm_get_error": [_vp, _P(_c.c_char_p)],
+    "weft_comm_query": [_vp, _int, _P(_int)],
     "weft_iallreduce": [_vp, _vp, _sz, _int, _int, _vp, _P(_vp)],
     "weft_ibroadcast": [_vp, _vp, _sz, _int, _int, _vp, _P(_vp)],
     "weft_ireduce": [_vp, _vp, _sz, _int, _int, _int, _vp, _P(_vp)],

@@ -5,9 +5,11 @@
 # ranks of the other by tcp (the info log's "reaches peer P by T" lines
 # for every pair a collective used), with weft-bench's element-wise check
 # passing for allreduce and alltoall (which connects every pair) and
-# bytes crossing the veth.  Namespaces are created here and deleted by an
-# EXIT trap.  Exits 0 when all pass, 1 on a failure, 77 (skip) without
-# root, ip or namespaces.
+# bytes crossing the veth.  Each namespace gets a hostname of its own (a
+# UTS namespace), so weft also counts two machines: each rank's join line
+# must say local rank r % 2 of 2 on node r / 2 of 2.  Namespaces are
+# created here and deleted by an EXIT trap.  Exits 0 when all pass, 1 on
+# a failure, 77 (skip) without root, ip or namespaces.
 #
 # usage: netns-shm.sh BUILD_DIR
 set -uo pipefail
@@ -35,8 +37,9 @@ for r in 0 1 2 3; do
     ip netns exec "$prefix-$host" env WEFT_RANK=$r WEFT_WORLD_SIZE=4 \
         WEFT_RENDEZVOUS=10.79.0.1:29500 \
         WEFT_SOCKET_IFNAME=eth0 WEFT_TIMEOUT=30s WEFT_LOG=info \
-        WEFT_LOG_SUBSYS=net timeout 120 sh -c \
-        "WEFT_JOB_ID=shm2x2-allreduce '$build/bin/weft-bench' allreduce \
+        WEFT_LOG_SUBSYS=net,init timeout 120 unshare --uts sh -c \
+        "hostname '$prefix-$host' &&
+         WEFT_JOB_ID=shm2x2-allreduce '$build/bin/weft-bench' allreduce \
              -b 8 -e 4M -f 8 -w 1 -r 5 -c 1 &&
          WEFT_JOB_ID=shm2x2-alltoall '$build/bin/weft-bench' alltoall \
              -b 64 -e 1M -f 16 -w 1 -r 3 -c 1" \
@@ -62,6 +65,14 @@ pairs=$(grep -h -o 'rank [0-9]* reaches peer [0-9]* by [a-z]*' "$out"/* |
     exit 1
 }
 echo "$pairs"
+# Each rank's place: local rank r % 2 of 2 on node r / 2 of 2.
+for r in 0 1 2 3; do
+    grep -q "rank $r of 4 joined .*local rank $((r % 2)) of 2 on host .*, node $((r / 2)) of 2" "$out/$r" || {
+        echo "FAIL: rank $r's join line does not give local rank $((r % 2)) of 2, node $((r / 2)) of 2:"
+        grep -h 'joined job' "$out/$r" | head -n 2
+        exit 1
+    }
+done
 grep -h '#wrong\|Out of bounds' "$out/0"
 if grep -h 'Out of bounds values' "$out"/* | grep -qv ': 0 OK'; then
     echo "FAIL: wrong results"

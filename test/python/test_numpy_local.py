@@ -58,6 +58,15 @@ def test_threads_collectives():
         assert bf[0] == 0x4040, hex(bf[0])
 
 
+def test_layout_on_one_machine():
+    """Threads of one process share a machine: local rank is the rank."""
+    def job(c):
+        return (c.local_rank, c.local_size, c.node, c.nodes, c.cross_rank,
+                c.cross_size)
+    for r, got in enumerate(run_threads(3, job, "layout3")):
+        assert got == (r, 3, 0, 1, 0, 1), got
+
+
 def test_shrink_after_a_failure():
     """A mismatch fails the communicator on both ranks (each receives the
     other's message); shrink gives the survivors (here: everyone) a working
