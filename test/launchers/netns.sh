@@ -133,12 +133,13 @@ auto_interface() {
 }
 wf_check netns_auto_interface auto_interface
 
-# Each rank: local rank r%2 of 2 on host r/2 (hostname + boot id; the boot
-# id is the same for all, so the hostnames alone tell the hosts apart).
+# Each rank: local rank r%2 of 2 on host r/2, machine r/2 of 4 (hostname +
+# boot id; the boot id is the same for all, so the hostnames alone tell the
+# hosts apart).
 local_rank() {
     local r ok=0
     for ((r = 0; r < size; r++)); do
-        grep -q "rank $r of $size joined job netns_allreduce .*local rank $((r % per_host)) of $per_host on host host$((r / per_host))\$" \
+        grep -q "rank $r of $size joined job netns_allreduce .*local rank $((r % per_host)) of $per_host on host host$((r / per_host)), node $((r / per_host)) of $hosts\$" \
             "$WF_LOGDIR/netns_allreduce.rank$r" || { echo "rank $r:"; grep 'joined job' "$WF_LOGDIR/netns_allreduce.rank$r"; ok=1; }
     done
     return $ok
