@@ -148,21 +148,22 @@ static void name_first_failure(wf_comm_impl_t *c, weft_status_t st,
 
 static void post_failure(wf_comm_impl_t *c)
 {
-    const char *msg = NULL;
-    weft_status_t st = wf_engine_error(c->engine, &msg);
+    char msg[WF_ERRMSG_MAX];
+    int origin;
+    weft_status_t st = wf_engine_error_copy(c->engine, msg, sizeof(msg),
+                                            &origin);
     if (st == WEFT_OK)
         return;
-    int origin = wf_engine_error_origin(c->engine);
     char *value = malloc(WF_ERRMSG_MAX + 64);
     if (!value)
         return;
     /* Prefixed with the rank it arose on, as notices carry it. */
     if (origin < 0)
         snprintf(value, WF_ERRMSG_MAX + 64, "%d %d rank %d: %s", (int)st,
-                 c->rank, c->rank, msg ? msg : weft_strerror(st));
+                 c->rank, c->rank, msg[0] ? msg : weft_strerror(st));
     else
         snprintf(value, WF_ERRMSG_MAX + 64, "%d %d %s", (int)st, origin,
-                 msg ? msg : "");
+                 msg);
     /* The first post stays; a later one only reads it back. */
     bool created = true;
     size_t len = 0;

@@ -194,6 +194,11 @@ void wf_engine_adopt(wf_engine_t *engine, weft_status_t status, int origin,
 
 /* The sticky error and its message (NULL when none). */
 weft_status_t wf_engine_error(wf_engine_t *engine, const char **message);
+/* The sticky error, its message copied into buf ("" when none), and the
+ * rank it came from (wf_engine_error_origin's answer), read at one time:
+ * for readers on threads that wf_engine_append_error may race with. */
+weft_status_t wf_engine_error_copy(wf_engine_t *engine, char *buf,
+                                   size_t len, int *origin);
 
 /* Where the sticky error came from: -1 when it arose here (or there is
  * none), else the rank whose notice reported it. */

@@ -59,6 +59,17 @@ weft_status_t wf_engine_error(wf_engine_t *e, const char **message)
     return st;
 }
 
+weft_status_t wf_engine_error_copy(wf_engine_t *e, char *buf, size_t len,
+                                   int *origin)
+{
+    pthread_mutex_lock(&e->lock);
+    weft_status_t st = e->error;
+    wf_strlcpy(buf, st == WEFT_OK ? "" : e->error_msg, len);
+    *origin = st == WEFT_OK ? -1 : e->error_origin;
+    pthread_mutex_unlock(&e->lock);
+    return st;
+}
+
 int wf_engine_error_origin(wf_engine_t *e)
 {
     pthread_mutex_lock(&e->lock);

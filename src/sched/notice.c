@@ -194,15 +194,19 @@ static void notice_send_all(wf_engine_t *e, uint64_t sig0, int origin,
 
 void wf_notice_fail_all(wf_engine_t *e)
 {
-    const char *msg;
-    weft_status_t st = wf_engine_error(e, &msg);
-    /* The text outlives the sends: it is copied into e->notice_text. */
-    if (e->error_origin < 0)
-        snprintf(e->notice_text, sizeof(e->notice_text), "rank %d: %s",
-                 e->rank, msg ? msg : weft_strerror(st));
-    else
-        wf_strlcpy(e->notice_text, msg ? msg : "", sizeof(e->notice_text));
-    int origin = e->error_origin < 0 ? e->rank : e->error_origin;
+    /* Copied: the text outlives the sends, and another thread may be
+     * appending to the engine's message (wf_engine_append_error). */
+    char msg[WF_ERRMSG_MAX];
+    int origin;
+    weft_status_t st = wf_engine_error_copy(e, msg, sizeof(msg), &origin);
+    size_t used = 0;
+    if (origin < 0) /* prefixed with the rank it arose on */
+        used = (size_t)snprintf(e->notice_text, sizeof(e->notice_text),
+                                "rank %d: ", e->rank);
+    wf_strlcpy(e->notice_text + used,
+               origin < 0 && !msg[0] ? weft_strerror(st) : msg,
+               sizeof(e->notice_text) - used);
+    origin = origin < 0 ? e->rank : origin;
     notice_send_all(e, WF_NOTICE_FAIL | (uint64_t)(uint32_t)st << 32, origin,
                     e->notice_text);
 }
