@@ -34,6 +34,17 @@
 
 typedef struct wf_engine wf_engine_t;
 typedef struct wf_exec wf_exec_t; /* per-request execution state */
+struct weft_request;
+
+/* An operation the engine runs by asking its runner instead of executing
+ * a plan (the shared-segment collectives, src/node/node_coll.h).  Called
+ * under the progress lock. */
+typedef struct wf_req_runner {
+    /* One look: WEFT_INPROGRESS, WEFT_OK when done, or its failure. */
+    weft_status_t (*advance)(struct weft_request *req);
+    /* What it waits for, for timeout messages. */
+    void (*describe)(struct weft_request *req, char *buf, size_t len);
+} wf_req_runner_t;
 
 #define WF_REQ_MAGIC 0x77667271u /* "wfrq" */
 #define WF_ERRMSG_MAX 1024
@@ -79,6 +90,12 @@ struct weft_request {
                                * calls of the same arguments (a reference) */
     const wf_plan_t *plan;    /* &built->plan */
     wf_exec_t *exec;
+    /* Run by a runner instead of a plan when set (plan NULL); its state. */
+    const wf_req_runner_t *runner;
+    void *runner_ctx;
+    uint64_t runner_seq;
+    int runner_phase;
+    uint32_t runner_looks;
     struct weft_request *next; /* engine queues */
     /* Called by weft_wait, with `owner`: the communicator's handle, which
      * stays recognisable after a destroy; NULL: nothing to call.
@@ -123,6 +140,15 @@ typedef struct wf_engine_params {
     int progress_cpu;           /* chosen by the topology (comm_topo.c) */
     int numa;                   /* OS index of the NUMA node for scratch
                                  * (wf_topo_mem_alloc); -1: unbound */
+    /* A failure board shared with the other ranks outside the data
+     * connections (src/node/), or NULL: board_post gets the engine's
+     * first failure (origin -1: it arose here), board_poll is called
+     * each round while the engine has no error and adopts what another
+     * rank posted. */
+    void (*board_post)(void *arg, weft_status_t status, int origin,
+                       const char *msg);
+    void (*board_poll)(void *arg, wf_engine_t *engine);
+    void *board_arg;
 } wf_engine_params_t;
 
 /* Creates the engine and starts its progress thread.  On success the
@@ -179,6 +205,14 @@ bool wf_engine_dev_streams_pending(wf_engine_t *engine);
 weft_status_t wf_engine_dev_wait_plain(wf_engine_t *engine,
                                        int64_t timeout_ms);
 
+/* The next collective number for an operation run outside the engine
+ * (the shared segment's, src/node/), recorded in the history as running
+ * `algo`: the engine's sticky error, or WEFT_ERR_INVALID_USAGE once it
+ * stops, instead. */
+weft_status_t wf_engine_take_coll_seq(wf_engine_t *engine,
+                                      const wf_coll_args_t *args,
+                                      const char *algo, uint64_t *seq);
+
 /* Wakes the progress thread (a gate opened). */
 void wf_engine_kick(wf_engine_t *engine);
 
@@ -211,6 +245,21 @@ void wf_engine_append_error(wf_engine_t *engine, const char *text);
  * died, or its host or network went away.  weft_comm_shrink leaves them
  * out.  Thread-safe. */
 void wf_engine_lost_peers(wf_engine_t *engine, uint8_t *lost);
+
+/* Marks `peer` lost as a broken connection would (weft_comm_shrink
+ * leaves it out): for failures found outside the transport.  Thread-safe
+ * without the progress lock. */
+void wf_engine_mark_lost(wf_engine_t *engine, int peer);
+
+/* Whether an operation may run outside the engine now: no request in
+ * flight and no check for stray messages due (an earlier collective may
+ * have left some, which only an engine round looks for).  Lock-free. */
+bool wf_engine_quiet(wf_engine_t *engine);
+
+/* Records the end of an operation that wf_engine_take_coll_seq numbered,
+ * in the history. */
+void wf_engine_end_outside(wf_engine_t *engine, uint64_t seq, wf_coll_t coll,
+                           weft_status_t status);
 
 /* Runs progress rounds in the calling thread until *done is set (returns
  * true), until the engine stops (the progress thread completes what is

@@ -23,6 +23,8 @@ static bool record_error(wf_engine_t *e, weft_status_t status, int origin,
         wf_strlcpy(e->error_msg, msg, sizeof(e->error_msg));
     }
     pthread_mutex_unlock(&e->lock);
+    if (first && e->board_post)
+        e->board_post(e->board_arg, status, origin, msg);
     wf_engine_wake(e);
     return first;
 }

@@ -79,6 +79,10 @@ struct wf_engine {
 
     int error_origin;              /* rank the failure came from; -1: here */
     bool debug_dump;
+    void (*board_post)(void *arg, weft_status_t status, int origin,
+                       const char *msg);
+    void (*board_poll)(void *arg, wf_engine_t *engine);
+    void *board_arg;
     wf_history_t history;          /* recent operations (history.c) */
     /* Per peer: 1 + the collective sequence number of the last message
      * received from it (0: none yet), for "who has not arrived" in
@@ -101,7 +105,8 @@ struct wf_engine {
      * last check, and whether a collective started or finished since. */
     uint64_t coll_started;
     uint64_t stray_arrivals;
-    bool stray_due;
+    bool stray_due;     /* atomic: read by wf_engine_quiet */
+    int reqs_live;      /* atomic: submitted and not yet finished */
 
     /* Receives from any source (p2p_seq.c), under progress_lock: how
      * many deferred receives got their numbers (a receive from any
@@ -176,8 +181,14 @@ void wf_p2p_free(wf_engine_t *e);
 /* ---- history (history.c), under the engine's state lock ------------------ */
 void wf_history_start(wf_engine_t *e, const struct weft_request *req,
                       uint64_t start_ms);
+void wf_history_start_args(wf_engine_t *e, uint64_t seq,
+                           const wf_coll_args_t *args, const char *algo,
+                           uint64_t start_ms);
+/* These two take the state lock themselves. */
 void wf_history_end(wf_engine_t *e, const struct weft_request *req,
                     weft_status_t status);
+void wf_history_end_of(wf_engine_t *e, uint64_t seq, wf_coll_t coll,
+                       weft_status_t status);
 /* The signature of the last collective whose sequence number, masked
  * with `mask`, is `seq`; its whole sequence number goes to *full.  False
  * when it is no longer recorded. */

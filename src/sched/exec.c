@@ -131,6 +131,8 @@ static void scratch_give(wf_engine_t *e, void *p, uint64_t bytes)
 
 weft_status_t wf_exec_start(wf_engine_t *e, struct weft_request *req)
 {
+    if (req->runner)
+        return WEFT_OK;
     uint32_t n = req->plan->nsteps;
     wf_exec_t *x = exec_new(e, req->built);
     if (!x)
@@ -471,6 +473,12 @@ int wf_exec_advance(wf_engine_t *e, struct weft_request *req, bool *finished,
                     weft_status_t *status)
 {
     weft_status_t st = WEFT_OK;
+    if (req->runner) {
+        st = req->runner->advance(req);
+        *finished = st != WEFT_INPROGRESS;
+        *status = st;
+        return *finished;
+    }
     int work = req->stage ? req->stage->poll(e, req, &st) : 0;
     if (st >= 0)
         work += poll_posted(e, req, &st);
@@ -512,6 +520,10 @@ void wf_exec_describe_wait(wf_engine_t *e, struct weft_request *req,
                            char *buf, size_t len)
 {
     wf_exec_t *x = req->exec;
+    if (req->runner) {
+        req->runner->describe(req, buf, len);
+        return;
+    }
     if (req->seq_deferred) {
         snprintf(buf, len, req->args.peer == WEFT_ANY_SOURCE
                  ? "waiting for a message of tag %u from any rank"

@@ -15,16 +15,23 @@
 #include "reduce/reduce.h"
 #include "sched/engine_impl.h"
 
-void wf_history_start(wf_engine_t *e, const struct weft_request *req,
-                      uint64_t start_ms)
+void wf_history_start_args(wf_engine_t *e, uint64_t seq,
+                           const wf_coll_args_t *args, const char *algo,
+                           uint64_t start_ms)
 {
     wf_history_entry_t *h = &e->history.e[e->history.n++ % WF_HISTORY];
     *h = (wf_history_entry_t){
-        .seq = req->seq, .coll = req->args.coll, .count = req->args.count,
-        .dtype = req->args.dtype, .algo = req->algo_name ? req->algo_name : "?",
+        .seq = seq, .coll = args->coll, .count = args->count,
+        .dtype = args->dtype, .algo = algo ? algo : "?",
         .start_ms = start_ms, .status = WEFT_INPROGRESS};
+}
+
+void wf_history_start(wf_engine_t *e, const struct weft_request *req,
+                      uint64_t start_ms)
+{
+    wf_history_start_args(e, req->seq, &req->args, req->algo_name, start_ms);
     if (req->algo_name)
-        wf_sig_make(req, h->sig);
+        wf_sig_make(req, e->history.e[(e->history.n - 1) % WF_HISTORY].sig);
 }
 
 bool wf_history_coll_sig(wf_engine_t *e, uint64_t seq, uint64_t mask,
@@ -47,15 +54,14 @@ bool wf_history_coll_sig(wf_engine_t *e, uint64_t seq, uint64_t mask,
     return found;
 }
 
-void wf_history_end(wf_engine_t *e, const struct weft_request *req,
-                    weft_status_t status)
+void wf_history_end_of(wf_engine_t *e, uint64_t seq, wf_coll_t coll,
+                       weft_status_t status)
 {
     pthread_mutex_lock(&e->lock);
     uint64_t n = e->history.n, first = n > WF_HISTORY ? n - WF_HISTORY : 0;
     for (uint64_t i = n; i-- > first;) {
         wf_history_entry_t *h = &e->history.e[i % WF_HISTORY];
-        if (h->seq == req->seq && h->coll == (int)req->args.coll &&
-            h->end_ms == 0) {
+        if (h->seq == seq && h->coll == (int)coll && h->end_ms == 0) {
             /* The coarse clock may read below the precise start. */
             uint64_t end_ms = wf_time_ms_coarse();
             h->end_ms = end_ms > h->start_ms ? end_ms : h->start_ms;
@@ -64,6 +70,12 @@ void wf_history_end(wf_engine_t *e, const struct weft_request *req,
         }
     }
     pthread_mutex_unlock(&e->lock);
+}
+
+void wf_history_end(wf_engine_t *e, const struct weft_request *req,
+                    weft_status_t status)
+{
+    wf_history_end_of(e, req->seq, req->args.coll, status);
 }
 
 static void describe(const wf_history_entry_t *h, uint64_t now, char *buf,

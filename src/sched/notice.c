@@ -77,7 +77,7 @@ static void notice_lost(wf_engine_t *e, int peer, weft_status_t st)
 {
     wf_notice_peer_t *np = &e->notice[peer];
     np->state = NP_LEFT;
-    np->lost = true;
+    __atomic_store_n(&np->lost, true, __ATOMIC_RELAXED);
     wf_engine_fail(e, st, "rank %d lost %s (%s): the process died, its host "
                    "or network went away, or it left without "
                    "weft_comm_destroy", e->rank,
@@ -235,14 +235,21 @@ bool wf_notice_flushed(wf_engine_t *e)
 
 void wf_notice_mark_lost(wf_engine_t *e, int peer)
 {
-    e->notice[peer].lost = true;
+    /* Atomic: the shared segment's waiters mark peers too, without the
+     * progress lock (wf_engine_mark_lost). */
+    __atomic_store_n(&e->notice[peer].lost, true, __ATOMIC_RELAXED);
+}
+
+void wf_engine_mark_lost(wf_engine_t *e, int peer)
+{
+    wf_notice_mark_lost(e, peer);
 }
 
 void wf_engine_lost_peers(wf_engine_t *e, uint8_t *lost)
 {
     pthread_mutex_lock(&e->progress_lock);
     for (int peer = 0; peer < e->size; peer++)
-        if (e->notice[peer].lost)
+        if (__atomic_load_n(&e->notice[peer].lost, __ATOMIC_RELAXED))
             lost[peer / 8] |= (uint8_t)(1u << (peer % 8));
     pthread_mutex_unlock(&e->progress_lock);
 }

@@ -80,6 +80,7 @@ weft_status_t wf_engine_submit(wf_engine_t *e, struct weft_request *req,
     else
         req->engine = e;
     wf_history_start(e, req, now_ms);
+    __atomic_add_fetch(&e->reqs_live, 1, __ATOMIC_ACQ_REL);
     wf_req_retain(req);
     append(&e->submitted_head, &e->submitted_tail, req);
     __atomic_store_n(&e->has_submitted, true, __ATOMIC_RELEASE);
@@ -89,12 +90,41 @@ weft_status_t wf_engine_submit(wf_engine_t *e, struct weft_request *req,
     return WEFT_OK;
 }
 
+weft_status_t wf_engine_take_coll_seq(wf_engine_t *e,
+                                      const wf_coll_args_t *args,
+                                      const char *algo, uint64_t *seq)
+{
+    pthread_mutex_lock(&e->lock);
+    weft_status_t err = e->error;
+    if (err == WEFT_OK && e->stop)
+        err = WEFT_ERR_INVALID_USAGE;
+    if (err == WEFT_OK) {
+        *seq = e->coll_seq++;
+        wf_history_start_args(e, *seq, args, algo, wf_time_ms_coarse());
+    }
+    pthread_mutex_unlock(&e->lock);
+    return err;
+}
+
+void wf_engine_end_outside(wf_engine_t *e, uint64_t seq, wf_coll_t coll,
+                           weft_status_t status)
+{
+    wf_history_end_of(e, seq, coll, status);
+}
+
+bool wf_engine_quiet(wf_engine_t *e)
+{
+    return __atomic_load_n(&e->reqs_live, __ATOMIC_ACQUIRE) == 0 &&
+           !__atomic_load_n(&e->stray_due, __ATOMIC_ACQUIRE);
+}
+
 /* Ends a request the thread holds: completion, state, reference. */
 static void finish(wf_engine_t *e, struct weft_request *req,
                    weft_status_t status)
 {
-    if (!wf_req_is_p2p(req))
-        e->stray_due = true; /* what it left unreceived is stray now */
+    /* What it left unreceived is stray now (a runner sends nothing). */
+    if (!wf_req_is_p2p(req) && !req->runner)
+        __atomic_store_n(&e->stray_due, true, __ATOMIC_RELEASE);
     wf_p2p_forget(e, req);
     if (status == WEFT_OK)
         WEFT_TRACE(SCHED, "%s #%llu done", wf_coll_name(req->args.coll),
@@ -103,6 +133,7 @@ static void finish(wf_engine_t *e, struct weft_request *req,
     wf_exec_free(e, req);
     wf_req_complete(req, status); /* clears req->engine */
     wf_req_release(req);
+    __atomic_sub_fetch(&e->reqs_live, 1, __ATOMIC_ACQ_REL);
 }
 
 void wf_engine_kick(wf_engine_t *e) { wf_engine_wake(e); }
@@ -172,7 +203,8 @@ static bool take_submitted(wf_engine_t *e, bool *stop)
             append(&e->active_head, &e->active_tail, req);
             if (!wf_req_is_p2p(req)) {
                 e->coll_started = req->seq + 1;
-                e->stray_due = true; /* held messages may be for it */
+                /* Held messages may be for it. */
+                __atomic_store_n(&e->stray_due, true, __ATOMIC_RELEASE);
             }
         }
         req = next;
@@ -253,6 +285,9 @@ static int check_deadlines(wf_engine_t *e)
             return 0;
         }
         timeout = wf_deadline_remaining_ms_cheap(req->deadline_ms, timeout);
+        /* A runner's peers write shared memory, which wakes no fd. */
+        if (req->runner && timeout > 1)
+            timeout = 1;
     }
     return timeout;
 }
@@ -343,6 +378,8 @@ static int progress_round(wf_engine_t *e, int *timeout, bool *exit,
     e->checks_skipped = false;
     if (sticky == WEFT_OK)
         work += wf_notice_poll(e);
+    if (sticky == WEFT_OK && e->board_poll)
+        e->board_poll(e->board_arg, e);
     if (sticky == WEFT_OK)
         wf_stray_check(e);
     if (e->notice_phase == WF_NOTICE_FLUSHING &&
@@ -583,6 +620,9 @@ weft_status_t wf_engine_create(const wf_engine_params_t *p,
     e->timeout_ms = p->timeout_ms;
     e->error_origin = -1;
     e->debug_dump = p->debug_dump;
+    e->board_post = p->board_post;
+    e->board_poll = p->board_poll;
+    e->board_arg = p->board_arg;
     e->idle_polls = p->busy_poll ? WF_IDLE_POLLS : 0;
     e->numa = p->numa;
     e->peer_addrs = malloc(n * WF_TADDR_MAX);

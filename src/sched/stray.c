@@ -81,10 +81,11 @@ void wf_stray_check(wf_engine_t *e)
     if (!e->tops->scan_unexpected)
         return;
     uint64_t arrivals = e->tops->scan_unexpected(e->tctx, NULL, NULL);
-    if (arrivals == e->stray_arrivals && !e->stray_due)
+    if (arrivals == e->stray_arrivals &&
+        !__atomic_load_n(&e->stray_due, __ATOMIC_ACQUIRE))
         return;
     e->stray_arrivals = arrivals;
-    e->stray_due = false;
+    __atomic_store_n(&e->stray_due, false, __ATOMIC_RELEASE);
     if (arrivals)
         e->tops->scan_unexpected(e->tctx, visit, e);
 }
