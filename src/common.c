@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -111,6 +112,18 @@ uint64_t wf_node_key(void)
     }
     size_t used = strlen(id);
     wf_strlcpy(id + used, wf_hostname(), sizeof(id) - used);
+    return wf_hash64(id, strlen(id));
+}
+
+uint64_t wf_shared_memory_key(void)
+{
+    char id[96];
+    struct stat st;
+    unsigned long long ns = stat("/proc/self/ns/net", &st) == 0
+                                ? (unsigned long long)st.st_ino
+                                : 0;
+    snprintf(id, sizeof(id), "%016llx/%llx",
+             (unsigned long long)wf_node_key(), ns);
     return wf_hash64(id, strlen(id));
 }
 

@@ -96,6 +96,11 @@ const char *wf_hostname(void);
 /* Identifies this machine (hostname and boot id): equal for the ranks that
  * share it. */
 uint64_t wf_node_key(void);
+/* wf_node_key and the network namespace: equal for the ranks that meet in
+ * shared memory (the shared-memory transport's sockets and the node
+ * collectives' segment are reached within one namespace, which is also
+ * what lets tests' namespaces stand in for hosts). */
+uint64_t wf_shared_memory_key(void);
 /* CPUs this process may run on (its affinity mask). */
 int wf_online_cores(void);
 /* Sleeps ms milliseconds (a signal may cut it short). */

@@ -134,7 +134,6 @@ struct wf_tctx {
 };
 
 /* ---- shm_init.c -------------------------------------------------------- */
-uint64_t wf_shm_node_key(void);
 bool wf_shm_probe(char *why, size_t why_len);
 
 /* ---- shm_conn.c -------------------------------------------------------- */

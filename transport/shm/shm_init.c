@@ -27,18 +27,6 @@
 #include "config.h"
 #include "shm.h"
 
-uint64_t wf_shm_node_key(void)
-{
-    char id[96];
-    struct stat st;
-    unsigned long long ns = stat("/proc/self/ns/net", &st) == 0
-                                ? (unsigned long long)st.st_ino
-                                : 0;
-
-    snprintf(id, sizeof(id), "%016llx/%llx",
-             (unsigned long long)wf_node_key(), ns);
-    return wf_hash64(id, strlen(id));
-}
 
 bool wf_shm_probe(char *why, size_t why_len)
 {
@@ -112,7 +100,7 @@ static weft_status_t open_context(wf_tctx_t *ctx)
     if (ctx->cma_min)
         wf_cma_allow_readers();
     ctx->addr.magic = WF_SHM_ADDR_MAGIC;
-    ctx->addr.node = wf_shm_node_key();
+    ctx->addr.node = wf_shared_memory_key();
     ctx->addr.pid = (uint32_t)getpid();
     return WEFT_OK;
 }

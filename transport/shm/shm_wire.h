@@ -96,7 +96,7 @@ static inline size_t wf_shm_seg_bytes(uint32_t slots)
 /* What get_address publishes. */
 typedef struct wf_shm_addr {
     uint64_t magic;
-    uint64_t node;     /* wf_shm_node_key(): who can reach the socket */
+    uint64_t node;     /* wf_shared_memory_key(): who can reach the socket */
     uint32_t pid;
     uint32_t pad;
     char sock[WF_SHM_SOCK_NAME]; /* abstract socket name, NUL-terminated */
