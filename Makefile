@@ -52,7 +52,7 @@ LDLIBS += -lm $(CRYPTO_LIBS) $(HWLOC_LIBS) $(TRANSPORT_LIBS)
 # cuda/dev_load.c finds the device layer at run time; the layer itself is
 # libweft_cuda.so (mk/cuda.mk), or the tests' fake (test/harness/).
 LIB_SRCS := $(wildcard src/*.c src/rdv/*.c src/plan/*.c src/algo/*.c \
-              src/sched/*.c src/dev/*.c src/reduce/*.c) \
+              src/sched/*.c src/dev/*.c src/reduce/*.c src/node/*.c) \
             $(TOPO_SRC) $(TRANSPORT_SRC) cuda/dev_load.c
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 

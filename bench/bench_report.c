@@ -213,7 +213,7 @@ static void csv_line(const bench_ctx_t *c, const bench_info_t *info,
     csv_field(c->o->algo, false);
     printf("%d,", c->size);
     csv_field(info->host_list, false);
-    printf("%s,%s,%d,%s,%g,%d,%d,%s,%s,%zu,%zu,%.3f,%.3f,%.3f,%.6f,%.6f,%ld,",
+    printf("%s,%s,%d,%s,%g,%d,%d,%s,%s,%zu,%zu,%.4f,%.4f,%.4f,%.6f,%.6f,%ld,",
            bench_dtype_name(c->o->dtype), redop(c), root(c), mode_column(c),
            msgs(c), c->o->warmup, row->iters, info->date,
            in ? "in-place" : "out-of-place", row->bytes, row->count,

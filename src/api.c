@@ -16,6 +16,7 @@
 #include "dev/dev_call.h"
 #include "dev/devbuf.h"
 #include "diag.h"
+#include "node/node_coll.h"
 #include "reduce/reduce.h"
 #include "stall.h"
 
@@ -137,24 +138,25 @@ static weft_status_t check_overlap(const call_t *k, uint64_t sb, uint64_t rb,
  * after another data-path failure it posts the failure for ranks no notice
  * reaches (stall.c).  The handle is checked again: the communicator may
  * have been destroyed meanwhile. */
+static void report_failure(wf_comm_impl_t *c, weft_status_t status,
+                           const char *where)
+{
+    if (status == WEFT_ERR_TIMEOUT)
+        wf_diag_gather(c, where);
+    else if (status == WEFT_ERR_REMOTE || status == WEFT_ERR_MISMATCH ||
+             status == WEFT_ERR_TRANSPORT)
+        wf_stall_post_failure(c);
+}
+
 static void request_failed(struct weft_request *req, void *owner,
                            weft_status_t status)
 {
-    bool data_path = status == WEFT_ERR_REMOTE ||
-                     status == WEFT_ERR_MISMATCH ||
-                     status == WEFT_ERR_TRANSPORT;
-    if (status != WEFT_ERR_TIMEOUT && !data_path)
-        return;
     wf_comm_impl_t *c;
     if (wf_comm_get((weft_comm_t)owner, "failure report", &c) != WEFT_OK)
         return;
-    if (status == WEFT_ERR_TIMEOUT) {
-        char where[96];
-        wf_diag_position(req, where, sizeof(where));
-        wf_diag_gather(c, where);
-    } else {
-        wf_stall_post_failure(c);
-    }
+    char where[96];
+    wf_diag_position(req, where, sizeof(where));
+    report_failure(c, status, where);
     wf_comm_put(c);
 }
 
@@ -171,7 +173,7 @@ static void request_stalled(struct weft_request *req, void *owner)
 /* Builds the plan and submits it; *out gets the request on success. */
 static weft_status_t launch(wf_comm_impl_t *c, const call_t *k,
                             const wf_coll_args_t *a, const wf_dev_ops_t *dev,
-                            int ordinal, weft_request_t *out)
+                            int ordinal, bool node, weft_request_t *out)
 {
     weft_status_t st;
     struct weft_request *req = wf_req_create();
@@ -192,11 +194,15 @@ static weft_status_t launch(wf_comm_impl_t *c, const call_t *k,
     req->on_stall = request_stalled;
     req->stall_every_ms = wf_stall_every_ms(c->cfg.timeout_ms);
     req->owner = k->comm;
-    WEFT_CHECK_GOTO(wf_plan_cache_get(&c->plans, &lookup, c->cfg.algo,
-                                      &req->built), st, err);
-    req->algo_name = req->built->algo_name;
-    req->algo_id = req->built->algo_id;
-    req->plan = &req->built->plan;
+    if (node) {
+        wf_node_coll_attach(c->node_coll, req);
+    } else {
+        WEFT_CHECK_GOTO(wf_plan_cache_get(&c->plans, &lookup, c->cfg.algo,
+                                          &req->built), st, err);
+        req->algo_name = req->built->algo_name;
+        req->algo_id = req->built->algo_id;
+        req->plan = &req->built->plan;
+    }
     if (dev || k->stream)
         WEFT_CHECK_GOTO(wf_dev_call_prepare(c, k, req), st, err);
     st = wf_engine_submit(c->engine, req, !k->blocking);
@@ -251,7 +257,25 @@ static weft_status_t start_on(wf_comm_impl_t *c, const call_t *k,
                   "this buffer is device memory", k->fn);
         return WEFT_ERR_UNSUPPORTED;
     }
-    return launch(c, k, &a, dev, ordinal, req);
+    /* Small host collectives among the ranks of one machine go through
+     * the shared segment; a blocking one with nothing queued before it
+     * runs in this thread, without a request (*req stays NULL). */
+    bool node = !dev && !k->stream && strcmp(c->cfg.algo, "auto") == 0 &&
+                wf_node_coll_fits(c->node_coll, &a);
+    if (node && k->blocking && wf_engine_quiet(c->engine)) {
+        uint64_t seq = 0;
+        weft_status_t st = wf_node_coll_run(c->node_coll, &a, k->sendbuf,
+                                            k->recvbuf, &seq);
+        if (st < 0) { /* as request_failed says it */
+            char where[96];
+            snprintf(where, sizeof(where), "%s #%llu", wf_coll_name(a.coll),
+                     (unsigned long long)seq);
+            report_failure(c, st, where);
+        }
+        *req = NULL;
+        return st;
+    }
+    return launch(c, k, &a, dev, ordinal, node, req);
 }
 
 /* The communicator is referenced only until the operation is handed to the
@@ -284,9 +308,9 @@ static weft_status_t run(weft_comm_t comm, const call_t *k)
     weft_request_t req = NULL;
     call_t blocking = *k;
     blocking.blocking = true;
-    /* Started before req is read. */
+    /* Started before req is read; none when it ran already. */
     weft_status_t st = wf_api_start(comm, &blocking, &req);
-    return wait_free(st, req);
+    return st < 0 || req ? wait_free(st, req) : st;
 }
 
 

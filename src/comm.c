@@ -4,6 +4,7 @@
  * store, the transport and the engine, and tearing them down.
  */
 #include "comm.h"
+#include "node/node_coll.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -182,7 +183,10 @@ weft_status_t wf_comm_connect(wf_comm_impl_t *c)
         .numa = c->staging_numa,
     };
     wf_comm_place(c, &ep.pin, &ep.progress_cpu);
+    WEFT_CHECK_GOTO(wf_node_coll_open(c), st, out);
+    wf_node_coll_hooks(c->node_coll, &ep);
     WEFT_CHECK_GOTO(wf_engine_create(&ep, &c->engine), st, out);
+    wf_node_coll_set_engine(c->node_coll, c->engine);
     tctx = NULL; /* the engine owns it now */
 out:
     if (tctx)
@@ -196,6 +200,7 @@ out:
 void wf_comm_impl_free(wf_comm_impl_t *c, bool abort)
 {
     wf_engine_destroy(c->engine, abort);
+    wf_node_coll_close(c->node_coll); /* the engine posted to its board */
     wf_store_close(c->store);
     weft_server_stop(c->server);
     memset(c->secret, 0, sizeof(c->secret));

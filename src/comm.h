@@ -31,6 +31,8 @@ typedef struct wf_comm_impl {
     wf_store_t *store;
     weft_server_t server; /* when this rank hosts the rendezvous */
     wf_engine_t *engine;
+    struct wf_node_coll *node_coll; /* the shared segment of small collectives
+                                * (src/node/), or NULL */
     char transport_name[16];
     int local_rank;  /* among the ranks on this machine (same node key) */
     int local_size;  /* ranks on this machine */

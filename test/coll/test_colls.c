@@ -4,7 +4,12 @@
  * 1,2,3,4,5,7,8,13,16) and as processes over weft-rendezvous, edge counts,
  * dtype x op combinations, roots, in place and out of place, an odd
  * multi-MB count; results checked element-wise against serial references
- * (test/harness/coll_util.h).
+ * (test/harness/coll_util.h).  Then the same cases with the library's own
+ * choice, which for small calls among ranks of one machine is the shared
+ * segment (src/node/), its slots cut to 4 KiB (WEFT_NODE_COLL_MAX) so that
+ * counts up to 1000 floats fit and 1025 do not; allreduce, reduce and
+ * allgather of 1000 floats fit only up to 4 ranks (its bound on what each
+ * rank reads), and go by messages beyond.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,13 +207,22 @@ typedef struct {
     const char *extra; /* more config overrides, or NULL */
 } colls_arg_t;
 
+/* The shared segment's collectives, as pseudo-algorithms: no WEFT_ALGO. */
+static const wf_algo_t node_algos[] = {
+    {.name = "auto", .coll = WF_COLL_ALLREDUCE},
+    {.name = "auto", .coll = WF_COLL_BROADCAST},
+    {.name = "auto", .coll = WF_COLL_REDUCE},
+    {.name = "auto", .coll = WF_COLL_ALLGATHER},
+    {.name = "auto", .coll = WF_COLL_BARRIER},
+};
+
 static void colls_rank(int rank, int size, void *p)
 {
     const colls_arg_t *a = p;
-    size_t n;
+    size_t n, nnode = sizeof(node_algos) / sizeof(*node_algos);
     const wf_algo_t *const *reg = wf_algo_registry(&n);
-    for (size_t i = 0; i < n; i++) {
-        const wf_algo_t *algo = reg[i];
+    for (size_t i = 0; i < n + nnode; i++) {
+        const wf_algo_t *algo = i < n ? reg[i] : &node_algos[i - n];
         if (algo->coll == WF_COLL_SEND || algo->coll == WF_COLL_RECV)
             continue;
         char cfg[384], job[256], uri[300];
@@ -216,6 +230,11 @@ static void colls_rank(int rank, int size, void *p)
                  "WEFT_TIMEOUT=60s,WEFT_SOCKET_IFNAME=lo%s%s",
                  wf_coll_name(algo->coll), algo->name, CHUNK,
                  a->extra ? "," : "", a->extra ? a->extra : "");
+        if (i >= n)
+            snprintf(cfg, sizeof(cfg), "WEFT_CHUNK_SIZE=%d,WEFT_TIMEOUT=60s,"
+                     "WEFT_NODE_COLL_MAX=%d,WEFT_SOCKET_IFNAME=lo%s%s", CHUNK,
+                     CHUNK, a->extra ? "," : "",
+                     a->extra ? a->extra : "");
         snprintf(job, sizeof(job), "%s-%zu", a->job, i);
         snprintf(uri, sizeof(uri), "mem://%s", job);
         weft_comm_params_t prm = {

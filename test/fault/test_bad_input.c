@@ -262,11 +262,17 @@ WF_TEST(fault_mismatch_p2p_count, 30)
 }
 
 /* A rank that never joins the collective: the others time out naming who
- * they wait for, within the timeout (plus slack). */
+ * they wait for, within the timeout (plus slack); through messages (the
+ * engine) and through the shared segment (src/node/). */
+typedef struct {
+    const char *name, *config, *waiting;
+} timeout_case_t;
+
 static void timeout_rank(int rank, int size, void *p)
 {
+    const timeout_case_t *tc = p;
     weft_comm_t comm;
-    ASSERT_OK(wf_test_comm_mem(p, rank, size, "WEFT_TIMEOUT=1500ms", &comm));
+    ASSERT_OK(wf_test_comm_mem(tc->name, rank, size, tc->config, &comm));
     if (rank == 0) {
         float v = 1;
         double t0 = wf_test_now_s();
@@ -276,7 +282,7 @@ static void timeout_rank(int rank, int size, void *p)
         const char *msg;
         ASSERT_STATUS(weft_comm_get_error(comm, &msg), WEFT_ERR_TIMEOUT);
         ASSERT_STR_CONTAINS(msg, "timed out after 1500 ms");
-        ASSERT_STR_CONTAINS(msg, "waiting to receive from peer 1");
+        ASSERT_STR_CONTAINS(msg, tc->waiting);
     } else {
         sleep(3);
     }
@@ -285,7 +291,13 @@ static void timeout_rank(int rank, int size, void *p)
 
 WF_TEST(fault_collective_times_out_naming_peer, 30)
 {
-    wf_test_run_threads(2, timeout_rank, (void *)wf_test_unique("to"));
+    timeout_case_t engine = {wf_test_unique("to"),
+                             "WEFT_TIMEOUT=1500ms,WEFT_NODE_COLL_MAX=0",
+                             "waiting to receive from peer 1"};
+    wf_test_run_threads(2, timeout_rank, &engine);
+    timeout_case_t node = {wf_test_unique("to"), "WEFT_TIMEOUT=1500ms",
+                           "shared segment, waiting for rank(s) 1"};
+    wf_test_run_threads(2, timeout_rank, &node);
 }
 
 /* Abort from another thread unblocks a waiting collective promptly. */

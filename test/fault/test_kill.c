@@ -227,3 +227,13 @@ WF_TEST(fault_kill9_shm_large_messages, 300)
     kill_transport = "shm";
     kill_trials(8);
 }
+
+/* Small operations among the ranks of one machine run through the shared
+ * segment (src/node/), where nothing but the dead rank's pidfd tells it
+ * is gone; alltoall between them still takes messages. */
+WF_TEST(fault_kill9_node_collectives, 300)
+{
+    kill_count = 16;
+    kill_transport = "auto";
+    kill_trials(12);
+}

@@ -145,7 +145,8 @@ static void late_rank(int rank, int size, void *p)
 {
     weft_comm_t comm;
     ASSERT_OK(wf_test_comm_mem(p, rank, size,
-                               "WEFT_TIMEOUT=1500ms,WEFT_DEBUG_DUMP=1", &comm));
+                               "WEFT_TIMEOUT=1500ms,WEFT_DEBUG_DUMP=1,"
+                               "WEFT_NODE_COLL_MAX=0", &comm));
     float v = 1;
     ASSERT_OK(weft_allreduce(&v, &v, 1, WEFT_FLOAT32, WEFT_SUM, comm));
     if (rank == 0) {

@@ -1,0 +1,84 @@
+/*
+ * node_impl.h - the shared segment of node_coll.h and the state of one
+ * rank's view of it (node_seg.c, node_run.c).
+ *
+ *   head    magic, keys, sizes, the failure board        (64-byte aligned)
+ *   pids    every rank's process id, for its pidfd
+ *   slots   [depth][rank]: a 64-byte header (number, signature) and the
+ *           payload, each a whole number of cache lines
+ */
+#ifndef WF_NODE_IMPL_H
+#define WF_NODE_IMPL_H
+
+#include <stdint.h>
+
+#include "node/node_coll.h"
+
+#define WF_NODE_MAGIC 0x776674736567ull /* "weftseg" */
+/* Operations a rank's slots hold (a power of two): how far a broadcast's
+ * root or a reduce's senders, which wait for nobody, may run ahead. */
+#define WF_NODE_DEPTH 8
+
+typedef struct {
+    uint64_t magic;
+    uint64_t comm_key;
+    uint64_t nonce;    /* random, from rank 0's store record: attaching to
+                        * a stale or foreign segment fails the check */
+    uint32_t size;
+    uint32_t payload;
+    /* The failure board: the first rank to claim it (rank + 1) writes
+     * status, origin and text, then sets posted. */
+    uint32_t claim;    /* atomic */
+    uint32_t posted;   /* atomic */
+    int32_t status;
+    int32_t origin;
+    char text[WF_ERRMSG_MAX];
+} __attribute__((aligned(64))) wf_node_head_t;
+
+typedef struct {
+    uint64_t seq;      /* atomic: the operation last published here */
+    uint64_t sig[2];   /* its signature (wf_sig_describe's format) */
+    /* Data this small rides in the header's cache line: a reader then
+     * takes one line from the writer's cache, not two. */
+    char inline_data[40];
+} __attribute__((aligned(64))) wf_node_slot_t;
+
+struct wf_node_coll {
+    wf_node_head_t *head;
+    int32_t *pids;
+    char *slots;
+    size_t slot_bytes;     /* header + payload, rounded to cache lines */
+    size_t map_bytes;
+    int rank, size;
+    uint32_t payload;
+    int64_t timeout_ms;
+    uint32_t spin_polls;   /* polls before yielding: 0 when the ranks
+                            * outnumber the cores */
+    wf_engine_t *engine;
+    uint64_t next;         /* atomic: number of the last operation taken */
+    uint64_t done;         /* atomic: number of the last one finished */
+    uint64_t prev_sig[2];  /* the signature of the last one published, */
+    uint64_t prev_seq;     /* and its collective number (node_run.c) */
+    int *pidfds;           /* of the other ranks' processes, -1: none */
+};
+
+/* Adopts a failure another rank posted on the board into e; whether
+ * there was one (node_seg.c). */
+bool wf_node_board_adopt(wf_node_coll_t *n, wf_engine_t *e);
+
+static inline wf_node_slot_t *wf_node_slot(const wf_node_coll_t *n,
+                                           uint64_t seq, int rank)
+{
+    size_t i = (size_t)(seq & (WF_NODE_DEPTH - 1)) * (size_t)n->size +
+               (size_t)rank;
+    return (wf_node_slot_t *)(n->slots + i * n->slot_bytes);
+}
+
+/* Where a slot's `bytes` of data are: every rank of one operation has
+ * the same size per rank, so writer and readers agree. */
+static inline char *wf_node_data(wf_node_slot_t *s, size_t bytes)
+{
+    return bytes <= sizeof(s->inline_data) ? s->inline_data : (char *)(s + 1);
+}
+
+#endif /* WF_NODE_IMPL_H */
