@@ -151,7 +151,7 @@ static weft_status_t agree(wf_comm_impl_t *c, bool attached, bool *all)
             keys[r] = names[r];
         }
         st = wf_store_wait(c->store, keys, (size_t)c->size,
-                           c->cfg.timeout_ms);
+                           wf_store_wait_ms(c->cfg.timeout_ms));
     }
     free(names);
     free(keys);
@@ -212,7 +212,7 @@ weft_status_t wf_node_coll_open(wf_comm_impl_t *c)
         char record[96];
         size_t len = 0;
         st = wf_store_get(c->store, "node/seg", record, sizeof(record) - 1,
-                          &len, c->cfg.timeout_ms);
+                          &len, wf_store_wait_ms(c->cfg.timeout_ms));
         record[st == WEFT_OK ? len : 0] = '\0';
         attached = st == WEFT_OK && n && want && attach_segment(c, n, record);
     }

@@ -170,7 +170,7 @@ weft_status_t wf_bootstrap_ready(wf_store_t *store, int rank, int size,
             keys[r] = names[r];
         }
         st = wf_store_wait(store, keys, (size_t)size,
-                           timeout_ms > 0 ? timeout_ms : INT32_MAX);
+                           wf_store_wait_ms(timeout_ms));
     } else {
         WEFT_WARN(INIT, "out of memory waiting for %d ranks", size);
     }

@@ -57,6 +57,13 @@ weft_status_t wf_store_get(wf_store_t *store, const char *key, void *value,
 weft_status_t wf_store_wait(wf_store_t *store, const char *const *keys,
                             size_t nkeys, int64_t timeout_ms);
 
+/* A communicator's timeout (WEFT_TIMEOUT, 0: no deadline) as the
+ * timeout_ms of a store wait, where 0 would be a probe. */
+static inline int64_t wf_store_wait_ms(int64_t timeout_ms)
+{
+    return timeout_ms > 0 ? timeout_ms : INT32_MAX;
+}
+
 /* Atomically adds delta to the integer stored at key (missing = 0) and
  * returns the new value. */
 weft_status_t wf_store_add(wf_store_t *store, const char *key, int64_t delta,
