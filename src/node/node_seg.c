@@ -138,24 +138,9 @@ static bool attach_segment(wf_comm_impl_t *c, wf_node_coll_t *n,
 static weft_status_t agree(wf_comm_impl_t *c, bool attached, bool *all)
 {
     int64_t total = 0;
-    char key[32];
     WEFT_CHECK(wf_store_add(c->store, "node/attached", attached, &total));
-    snprintf(key, sizeof(key), "node/said/%d", c->rank);
-    WEFT_CHECK(wf_store_set(c->store, key, "1", 1));
-    char (*names)[32] = calloc((size_t)c->size, sizeof(*names));
-    const char **keys = calloc((size_t)c->size, sizeof(*keys));
-    weft_status_t st = WEFT_ERR_NO_MEMORY;
-    if (names && keys) {
-        for (int r = 0; r < c->size; r++) {
-            snprintf(names[r], sizeof(names[r]), "node/said/%d", r);
-            keys[r] = names[r];
-        }
-        st = wf_store_wait(c->store, keys, (size_t)c->size,
-                           wf_store_wait_ms(c->cfg.timeout_ms));
-    }
-    free(names);
-    free(keys);
-    WEFT_CHECK(st);
+    WEFT_CHECK(wf_store_barrier(c->store, "node/said", c->rank, c->size,
+                                wf_store_wait_ms(c->cfg.timeout_ms)));
     WEFT_CHECK(wf_store_add(c->store, "node/attached", 0, &total));
     *all = total == c->size;
     if (!*all && attached)

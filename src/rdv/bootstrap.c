@@ -156,25 +156,10 @@ weft_status_t wf_bootstrap_node_rank(wf_store_t *store, int rank, int size,
 weft_status_t wf_bootstrap_ready(wf_store_t *store, int rank, int size,
                                  bool wait_all, int64_t timeout_ms)
 {
+    if (wait_all)
+        return wf_store_barrier(store, "ready", rank, size,
+                                wf_store_wait_ms(timeout_ms));
     char key[32];
     snprintf(key, sizeof(key), "ready/%d", rank);
-    WEFT_CHECK(wf_store_set(store, key, "1", 1));
-    if (!wait_all)
-        return WEFT_OK;
-    char (*names)[32] = calloc((size_t)size, sizeof(*names));
-    const char **keys = calloc((size_t)size, sizeof(*keys));
-    weft_status_t st = WEFT_ERR_NO_MEMORY;
-    if (names && keys) {
-        for (int r = 0; r < size; r++) {
-            snprintf(names[r], sizeof(names[r]), "ready/%d", r);
-            keys[r] = names[r];
-        }
-        st = wf_store_wait(store, keys, (size_t)size,
-                           wf_store_wait_ms(timeout_ms));
-    } else {
-        WEFT_WARN(INIT, "out of memory waiting for %d ranks", size);
-    }
-    free(names);
-    free(keys);
-    return st;
+    return wf_store_set(store, key, "1", 1);
 }

@@ -313,6 +313,29 @@ out:
     return st;
 }
 
+weft_status_t wf_store_barrier(wf_store_t *store, const char *prefix,
+                               int rank, int size, int64_t timeout_ms)
+{
+    char key[64];
+    snprintf(key, sizeof(key), "%s/%d", prefix, rank);
+    WEFT_CHECK(wf_store_set(store, key, "1", 1));
+    char (*names)[64] = calloc((size_t)size, sizeof(*names));
+    const char **keys = calloc((size_t)size, sizeof(*keys));
+    weft_status_t st = WEFT_ERR_NO_MEMORY;
+    if (names && keys) {
+        for (int r = 0; r < size; r++) {
+            snprintf(names[r], sizeof(names[r]), "%s/%d", prefix, r);
+            keys[r] = names[r];
+        }
+        st = wf_store_wait(store, keys, (size_t)size, timeout_ms);
+    } else {
+        WEFT_WARN(INIT, "out of memory waiting for %d ranks", size);
+    }
+    free(names);
+    free(keys);
+    return st;
+}
+
 weft_status_t wf_store_add(wf_store_t *store, const char *key, int64_t delta,
                            int64_t *result)
 {

@@ -57,6 +57,11 @@ weft_status_t wf_store_get(wf_store_t *store, const char *key, void *value,
 weft_status_t wf_store_wait(wf_store_t *store, const char *const *keys,
                             size_t nkeys, int64_t timeout_ms);
 
+/* Sets "<prefix>/<rank>" and waits until the key of every rank of
+ * `size` is there: a barrier through the store (prefix of a few words). */
+weft_status_t wf_store_barrier(wf_store_t *store, const char *prefix,
+                               int rank, int size, int64_t timeout_ms);
+
 /* A communicator's timeout (WEFT_TIMEOUT, 0: no deadline) as the
  * timeout_ms of a store wait, where 0 would be a probe. */
 static inline int64_t wf_store_wait_ms(int64_t timeout_ms)
