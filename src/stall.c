@@ -158,12 +158,9 @@ static void post_failure(wf_comm_impl_t *c)
     if (!value)
         return;
     /* Prefixed with the rank it arose on, as notices carry it. */
-    if (origin < 0)
-        snprintf(value, WF_ERRMSG_MAX + 64, "%d %d rank %d: %s", (int)st,
-                 c->rank, c->rank, msg[0] ? msg : weft_strerror(st));
-    else
-        snprintf(value, WF_ERRMSG_MAX + 64, "%d %d %s", (int)st, origin,
-                 msg);
+    char text[WF_ERRMSG_MAX + 32];
+    int from = wf_failure_text(c->rank, origin, st, msg, text, sizeof(text));
+    snprintf(value, WF_ERRMSG_MAX + 64, "%d %d %s", (int)st, from, text);
     /* The first post stays; a later one only reads it back. */
     bool created = true;
     size_t len = 0;

@@ -246,11 +246,8 @@ static void board_post(void *arg, weft_status_t status, int origin,
                                      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return; /* someone else's failure came first */
     h->status = status;
-    h->origin = origin < 0 ? n->rank : origin;
-    if (origin < 0) /* prefixed with the rank, as notices are */
-        snprintf(h->text, sizeof(h->text), "rank %d: %s", n->rank, msg);
-    else
-        wf_strlcpy(h->text, msg, sizeof(h->text));
+    h->origin = wf_failure_text(n->rank, origin, status, msg, h->text,
+                                sizeof(h->text));
     __atomic_store_n(&h->posted, 1, __ATOMIC_RELEASE);
 }
 

@@ -234,6 +234,13 @@ weft_status_t wf_engine_error(wf_engine_t *engine, const char **message);
 weft_status_t wf_engine_error_copy(wf_engine_t *engine, char *buf,
                                    size_t len, int *origin);
 
+/* A failure as the other ranks are told it (notices, the rendezvous,
+ * the shared segment's board): the text prefixed with "rank R: " when it
+ * arose on this rank (origin < 0), weft_strerror(status) standing in for
+ * an empty one; returns the rank it arose on. */
+int wf_failure_text(int rank, int origin, weft_status_t status,
+                    const char *msg, char *buf, size_t len);
+
 /* Where the sticky error came from: -1 when it arose here (or there is
  * none), else the rank whose notice reported it. */
 int wf_engine_error_origin(wf_engine_t *engine);

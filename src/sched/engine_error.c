@@ -72,6 +72,20 @@ weft_status_t wf_engine_error_copy(wf_engine_t *e, char *buf, size_t len,
     return st;
 }
 
+int wf_failure_text(int rank, int origin, weft_status_t status,
+                    const char *msg, char *buf, size_t len)
+{
+    if (origin >= 0) {
+        wf_strlcpy(buf, msg, len);
+        return origin;
+    }
+    size_t used = (size_t)snprintf(buf, len, "rank %d: ", rank);
+    if (used < len)
+        wf_strlcpy(buf + used, msg[0] ? msg : weft_strerror(status),
+                   len - used);
+    return rank;
+}
+
 int wf_engine_error_origin(wf_engine_t *e)
 {
     pthread_mutex_lock(&e->lock);

@@ -199,14 +199,8 @@ void wf_notice_fail_all(wf_engine_t *e)
     char msg[WF_ERRMSG_MAX];
     int origin;
     weft_status_t st = wf_engine_error_copy(e, msg, sizeof(msg), &origin);
-    size_t used = 0;
-    if (origin < 0) /* prefixed with the rank it arose on */
-        used = (size_t)snprintf(e->notice_text, sizeof(e->notice_text),
-                                "rank %d: ", e->rank);
-    wf_strlcpy(e->notice_text + used,
-               origin < 0 && !msg[0] ? weft_strerror(st) : msg,
-               sizeof(e->notice_text) - used);
-    origin = origin < 0 ? e->rank : origin;
+    origin = wf_failure_text(e->rank, origin, st, msg, e->notice_text,
+                             sizeof(e->notice_text));
     notice_send_all(e, WF_NOTICE_FAIL | (uint64_t)(uint32_t)st << 32, origin,
                     e->notice_text);
 }
