@@ -268,8 +268,7 @@ static weft_status_t start_on(wf_comm_impl_t *c, const call_t *k,
                                             k->recvbuf, &seq);
         if (st < 0) { /* as request_failed says it */
             char where[96];
-            snprintf(where, sizeof(where), "%s #%llu", wf_coll_name(a.coll),
-                     (unsigned long long)seq);
+            wf_diag_coll_position(a.coll, seq, where, sizeof(where));
             report_failure(c, st, where);
         }
         *req = NULL;

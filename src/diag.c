@@ -44,8 +44,14 @@ void wf_diag_position(const struct weft_request *req, char *buf, size_t len)
                  req->args.coll == WF_COLL_SEND ? "to" : "from",
                  req->args.peer);
     else
-        snprintf(buf, len, "%s #%llu", name,
-                 (unsigned long long)req->seq);
+        wf_diag_coll_position(req->args.coll, req->seq, buf, len);
+}
+
+void wf_diag_coll_position(wf_coll_t coll, uint64_t seq, char *buf,
+                           size_t len)
+{
+    snprintf(buf, len, "%s #%llu", wf_coll_name(coll),
+             (unsigned long long)seq);
 }
 
 /* Appends "0-2,4" style ranges of the ranks r with pick[r] set. */

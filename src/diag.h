@@ -10,6 +10,9 @@
 
 /* "allreduce #1843" or "recv from rank 2": where a request's caller is. */
 void wf_diag_position(const struct weft_request *req, char *buf, size_t len);
+/* "allreduce #1843": where the caller of collective number seq is. */
+void wf_diag_coll_position(wf_coll_t coll, uint64_t seq, char *buf,
+                           size_t len);
 
 /* After a blocking call on `c` timed out at `where`: publishes this rank's
  * position; on the rank where the timeout arose, also collects the other

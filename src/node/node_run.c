@@ -82,16 +82,6 @@ bool wf_node_coll_fits(const wf_node_coll_t *n, const wf_coll_args_t *a)
     }
 }
 
-static void make_sig(const wf_coll_args_t *a, uint64_t sig[2])
-{
-    uint64_t op = wf_coll_reduces(a->coll) ? (uint64_t)a->op : 0;
-    bool rooted = a->coll == WF_COLL_BROADCAST || a->coll == WF_COLL_REDUCE;
-    uint64_t root = rooted ? (uint64_t)(uint32_t)a->root : 0;
-    sig[0] = (uint64_t)a->coll | (uint64_t)a->dtype << 8 | op << 16 |
-             root << 32;
-    sig[1] = a->count;
-}
-
 /* This rank finished k - 1, and every rank has published
  * k - WF_NODE_DEPTH + 1, so each has finished k - WF_NODE_DEPTH, whose
  * slots k now takes. */
@@ -336,7 +326,7 @@ static weft_status_t run_here(wf_node_coll_t *n, node_op_t *op_)
 {
     node_op_t op = *op_;
     op.k = __atomic_add_fetch(&n->next, 1, __ATOMIC_ACQ_REL);
-    make_sig(op.a, op.sig);
+    wf_sig_of(op.a, 0, op.sig);
     /* Started at the first look at the clock: most operations end before
      * it, and reading the clock is a good part of a small one's time. */
     uint64_t deadline = 0;
@@ -395,8 +385,21 @@ static node_op_t req_op(struct weft_request *req)
     node_op_t op = {.a = &req->args, .sendbuf = req->sendbuf,
                     .recvbuf = req->recvbuf, .k = req->runner_seq,
                     .seq = req->seq};
-    make_sig(&req->args, op.sig);
+    wf_sig_of(&req->args, 0, op.sig);
     return op;
+}
+
+/* A round in which the request still waits.  The engine's own deadline
+ * check covers the clock and its board_poll the board each round; the
+ * pidfds cost a system call, so they are looked at every so many rounds. */
+static weft_status_t req_waiting(struct weft_request *req,
+                                 const node_op_t *op)
+{
+    wf_node_coll_t *n = req->runner_ctx;
+    bool pids = ++req->runner_looks % WF_NODE_CHECK_EVERY == 0;
+    weft_status_t st = pids ? check(n, op, req->runner_phase == 1, 0, 0)
+                            : wf_engine_error(n->engine, NULL);
+    return st != WEFT_OK ? st : WEFT_INPROGRESS;
 }
 
 static weft_status_t req_advance(struct weft_request *req)
@@ -407,27 +410,15 @@ static weft_status_t req_advance(struct weft_request *req)
         int p = try_publish(n, &op);
         if (p < 0)
             return wf_engine_error(n->engine, NULL);
-        if (p == 0) {
-            bool pids = ++req->runner_looks % WF_NODE_CHECK_EVERY == 0;
-            weft_status_t st = pids ? check(n, &op, false, 0, 0)
-                                    : wf_engine_error(n->engine, NULL);
-            return st != WEFT_OK ? st : WEFT_INPROGRESS;
-        }
+        if (p == 0)
+            return req_waiting(req, &op);
         req->runner_phase = 1;
     }
     int r = arrived(n, &op);
     if (r < 0)
         return wf_engine_error(n->engine, NULL);
-    if (r == 0) {
-        /* The engine's own deadline check covers the clock; the pidfds
-         * cost a system call, so only every so many rounds. */
-        bool pids = ++req->runner_looks % WF_NODE_CHECK_EVERY == 0;
-        weft_status_t st = pids ? check(n, &op, true, 0, 0)
-                                : wf_engine_error(n->engine, NULL);
-        if (st == WEFT_OK && wf_node_board_adopt(n, n->engine))
-            st = wf_engine_error(n->engine, NULL);
-        return st != WEFT_OK ? st : WEFT_INPROGRESS;
-    }
+    if (r == 0)
+        return req_waiting(req, &op);
     combine(n, &op);
     return WEFT_OK;
 }

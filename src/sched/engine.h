@@ -330,6 +330,9 @@ void wf_exec_describe_wait(wf_engine_t *engine, struct weft_request *req,
 
 /* Signature and tag encoding shared by exec.c and messages. */
 void wf_sig_make(const struct weft_request *req, uint64_t sig[2]);
+/* The same for a call's arguments and an algorithm id (the shared
+ * segment's calls, which run no registered algorithm, use 0). */
+void wf_sig_of(const wf_coll_args_t *args, unsigned algo_id, uint64_t sig[2]);
 void wf_sig_describe(const uint64_t sig[2], char *buf, size_t len);
 
 #endif /* WF_ENGINE_H */

@@ -558,13 +558,17 @@ void wf_exec_describe_wait(wf_engine_t *e, struct weft_request *req,
  * equal; op and root are zero where they do not apply. */
 void wf_sig_make(const struct weft_request *req, uint64_t sig[2])
 {
-    const wf_coll_args_t *a = &req->args;
+    wf_sig_of(&req->args, req->algo_id, sig);
+}
+
+void wf_sig_of(const wf_coll_args_t *a, unsigned algo_id, uint64_t sig[2])
+{
     bool p2p = a->coll == WF_COLL_SEND || a->coll == WF_COLL_RECV;
     uint64_t coll = p2p ? WF_COLL_SEND : a->coll;
     uint64_t op = wf_coll_reduces(a->coll) ? (uint64_t)a->op : 0;
     uint64_t root = a->root >= 0 && !p2p ? (uint64_t)(uint32_t)a->root : 0;
     sig[0] = coll | (uint64_t)a->dtype << 8 | op << 16 |
-             (uint64_t)req->algo_id << 24 | root << 32;
+             (uint64_t)algo_id << 24 | root << 32;
     sig[1] = a->count;
 }
 

@@ -49,13 +49,20 @@ static void append(struct weft_request **head, struct weft_request **tail,
     *tail = req;
 }
 
+/* Whether a new operation may start (under e->lock): the sticky error,
+ * or WEFT_ERR_INVALID_USAGE once the engine stops. */
+static weft_status_t admit(const wf_engine_t *e)
+{
+    if (e->error != WEFT_OK)
+        return e->error;
+    return e->stop ? WEFT_ERR_INVALID_USAGE : WEFT_OK;
+}
+
 weft_status_t wf_engine_submit(wf_engine_t *e, struct weft_request *req,
                                bool wake_thread)
 {
     pthread_mutex_lock(&e->lock);
-    weft_status_t err = e->error;
-    if (err == WEFT_OK && e->stop)
-        err = WEFT_ERR_INVALID_USAGE;
+    weft_status_t err = admit(e);
     if (err != WEFT_OK) {
         pthread_mutex_unlock(&e->lock);
         wf_req_complete(req, err);
@@ -95,9 +102,7 @@ weft_status_t wf_engine_take_coll_seq(wf_engine_t *e,
                                       const char *algo, uint64_t *seq)
 {
     pthread_mutex_lock(&e->lock);
-    weft_status_t err = e->error;
-    if (err == WEFT_OK && e->stop)
-        err = WEFT_ERR_INVALID_USAGE;
+    weft_status_t err = admit(e);
     if (err == WEFT_OK) {
         *seq = e->coll_seq++;
         wf_history_start_args(e, *seq, args, algo, wf_time_ms_coarse());
