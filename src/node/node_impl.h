@@ -4,8 +4,10 @@
  *
  *   head    magic, keys, sizes, the failure board        (64-byte aligned)
  *   pids    every rank's process id, for its pidfd
- *   slots   [depth][rank]: a 64-byte header (number, signature) and the
- *           payload, each a whole number of cache lines
+ *   headers [rank][depth]: a 64-byte line per operation (number,
+ *           signature, small data); one rank's lines are consecutive, so
+ *           a reader running through them streams, as through a ring
+ *   data    [depth][rank]: the payloads, each a whole number of lines
  */
 #ifndef WF_NODE_IMPL_H
 #define WF_NODE_IMPL_H
@@ -46,8 +48,9 @@ typedef struct {
 struct wf_node_coll {
     wf_node_head_t *head;
     int32_t *pids;
-    char *slots;
-    size_t slot_bytes;     /* header + payload, rounded to cache lines */
+    wf_node_slot_t *headers;
+    char *data;
+    size_t data_stride;    /* payload, rounded to cache lines */
     size_t map_bytes;
     int rank, size;
     uint32_t payload;
@@ -60,6 +63,8 @@ struct wf_node_coll {
     uint64_t prev_sig[2];  /* the signature of the last one published, */
     uint64_t prev_seq;     /* and its collective number (node_run.c) */
     int *pidfds;           /* of the other ranks' processes, -1: none */
+    uint64_t *known;       /* atomic: the last operation each rank is
+                            * known to have published (node_run.c) */
 };
 
 /* Adopts a failure another rank posted on the board into e; whether
@@ -69,16 +74,20 @@ bool wf_node_board_adopt(wf_node_coll_t *n, wf_engine_t *e);
 static inline wf_node_slot_t *wf_node_slot(const wf_node_coll_t *n,
                                            uint64_t seq, int rank)
 {
-    size_t i = (size_t)(seq & (WF_NODE_DEPTH - 1)) * (size_t)n->size +
-               (size_t)rank;
-    return (wf_node_slot_t *)(n->slots + i * n->slot_bytes);
+    return &n->headers[(size_t)rank * WF_NODE_DEPTH +
+                       (size_t)(seq & (WF_NODE_DEPTH - 1))];
 }
 
-/* Where a slot's `bytes` of data are: every rank of one operation has
- * the same size per rank, so writer and readers agree. */
-static inline char *wf_node_data(wf_node_slot_t *s, size_t bytes)
+/* Where rank's `bytes` of data for operation seq are: every rank of one
+ * operation has the same size per rank, so writer and readers agree. */
+static inline char *wf_node_data(const wf_node_coll_t *n, uint64_t seq,
+                                 int rank, size_t bytes)
 {
-    return bytes <= sizeof(s->inline_data) ? s->inline_data : (char *)(s + 1);
+    if (bytes <= sizeof(n->headers[0].inline_data))
+        return wf_node_slot(n, seq, rank)->inline_data;
+    size_t i = (size_t)(seq & (WF_NODE_DEPTH - 1)) * (size_t)n->size +
+               (size_t)rank;
+    return n->data + i * n->data_stride;
 }
 
 #endif /* WF_NODE_IMPL_H */

@@ -82,10 +82,37 @@ bool wf_node_coll_fits(const wf_node_coll_t *n, const wf_coll_args_t *a)
     }
 }
 
+/* Rank r has published operation k: what this rank knows of the others
+ * grows as it reads their slots, so it reads a slot only when what it
+ * knows does not let it on. */
+static void note_published(wf_node_coll_t *n, int r, uint64_t k)
+{
+    if (__atomic_load_n(&n->known[r], __ATOMIC_RELAXED) < k)
+        __atomic_store_n(&n->known[r], k, __ATOMIC_RELEASE);
+}
+
+/* Whether rank r has published at least operation `want` of k's reused
+ * slot, probed at k - 1 (further on, enough for several operations) and
+ * then at `want` itself. */
+static bool has_published(wf_node_coll_t *n, int r, uint64_t want,
+                          uint64_t k)
+{
+    if (__atomic_load_n(&n->known[r], __ATOMIC_ACQUIRE) >= want)
+        return true;
+    uint64_t probe[2] = {k - 1, want};
+    for (int i = 0; i < 2; i++)
+        if (__atomic_load_n(&wf_node_slot(n, probe[i], r)->seq,
+                            __ATOMIC_ACQUIRE) >= probe[i]) {
+            note_published(n, r, probe[i]);
+            return true;
+        }
+    return false;
+}
+
 /* This rank finished k - 1, and every rank has published
  * k - WF_NODE_DEPTH + 1, so each has finished k - WF_NODE_DEPTH, whose
  * slots k now takes. */
-static bool can_publish(const wf_node_coll_t *n, uint64_t k)
+static bool can_publish(wf_node_coll_t *n, uint64_t k)
 {
     if (__atomic_load_n(&n->done, __ATOMIC_ACQUIRE) != k - 1)
         return false;
@@ -93,8 +120,7 @@ static bool can_publish(const wf_node_coll_t *n, uint64_t k)
         return true;
     uint64_t reused = k - WF_NODE_DEPTH + 1;
     for (int r = 0; r < n->size; r++)
-        if (__atomic_load_n(&wf_node_slot(n, reused, r)->seq,
-                            __ATOMIC_ACQUIRE) < reused)
+        if (r != n->rank && !has_published(n, r, reused, k))
             return false;
     return true;
 }
@@ -124,9 +150,11 @@ static weft_status_t check_previous(wf_node_coll_t *n, uint64_t k)
         return WEFT_OK;
     for (int j = 0; j < n->size; j++) {
         wf_node_slot_t *s = wf_node_slot(n, k - 1, j);
-        if (j != n->rank &&
-            __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) == k - 1 &&
-            (s->sig[0] != n->prev_sig[0] || s->sig[1] != n->prev_sig[1]))
+        if (j == n->rank ||
+            __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != k - 1)
+            continue;
+        note_published(n, j, k - 1);
+        if (s->sig[0] != n->prev_sig[0] || s->sig[1] != n->prev_sig[1])
             return mismatch(n, n->prev_seq, n->prev_sig, j, s->sig);
     }
     return WEFT_OK;
@@ -136,7 +164,7 @@ static void publish(wf_node_coll_t *n, const node_op_t *op)
 {
     wf_node_slot_t *s = wf_node_slot(n, op->k, n->rank);
     if (writes_data(op->a) && data_bytes(op->a))
-        memcpy(wf_node_data(s, data_bytes(op->a)), op->sendbuf,
+        memcpy(wf_node_data(n, op->k, n->rank, data_bytes(op->a)), op->sendbuf,
                data_bytes(op->a));
     s->sig[0] = op->sig[0];
     s->sig[1] = op->sig[1];
@@ -171,6 +199,7 @@ static int arrived(wf_node_coll_t *n, const node_op_t *op)
         wf_node_slot_t *s = wf_node_slot(n, op->k, j);
         if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) < op->k)
             return 0;
+        note_published(n, j, op->k);
         if (s->sig[0] != op->sig[0] || s->sig[1] != op->sig[1])
             return mismatch(n, op->seq, op->sig, j, s->sig);
     }
@@ -189,19 +218,19 @@ static void combine(wf_node_coll_t *n, const node_op_t *op)
     case WF_COLL_REDUCE:
         if (a->coll == WF_COLL_REDUCE && a->rank != a->root)
             break;
-        wf_reduce(out, wf_node_data(wf_node_slot(n, op->k, 0), bytes),
-                  wf_node_data(wf_node_slot(n, op->k, 1), bytes), a->count,
+        wf_reduce(out, wf_node_data(n, op->k, 0, bytes),
+                  wf_node_data(n, op->k, 1, bytes), a->count,
                   a->dtype, a->op);
         for (int j = 2; j < n->size; j++)
             wf_reduce(out, out,
-                      wf_node_data(wf_node_slot(n, op->k, j), bytes),
+                      wf_node_data(n, op->k, j, bytes),
                       a->count, a->dtype, a->op);
         if (a->op == WEFT_AVG)
             wf_reduce_avg_finish(out, a->count, a->dtype, n->size);
         break;
     case WF_COLL_BROADCAST:
         if (a->rank != a->root)
-            memcpy(out, wf_node_data(wf_node_slot(n, op->k, a->root), bytes),
+            memcpy(out, wf_node_data(n, op->k, a->root, bytes),
                    bytes);
         else if (out && out != op->sendbuf)
             memcpy(out, op->sendbuf, bytes);
@@ -211,8 +240,7 @@ static void combine(wf_node_coll_t *n, const node_op_t *op)
             char *dst = out + (size_t)j * bytes;
             const char *src = j == n->rank
                                   ? op->sendbuf
-                                  : wf_node_data(wf_node_slot(n, op->k, j),
-                                                 bytes);
+                                  : wf_node_data(n, op->k, j, bytes);
             if (dst != src)
                 memcpy(dst, src, bytes);
         }

@@ -34,19 +34,23 @@
 
 static size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
 
-static size_t map_bytes(int size, uint32_t payload, size_t *slot_bytes)
+static size_t map_bytes(int size, uint32_t payload)
 {
-    *slot_bytes = sizeof(wf_node_slot_t) + round_up(payload, 64);
     return sizeof(wf_node_head_t) + round_up((size_t)size * 4, 64) +
-           WF_NODE_DEPTH * (size_t)size * *slot_bytes;
+           WF_NODE_DEPTH * (size_t)size *
+               (sizeof(wf_node_slot_t) + round_up(payload, 64));
 }
 
 static void lay_out(wf_node_coll_t *n, void *base, int size, uint32_t payload)
 {
+    size_t lines = WF_NODE_DEPTH * (size_t)size;
     n->head = base;
     n->pids = (int32_t *)((char *)base + sizeof(wf_node_head_t));
-    n->slots = (char *)n->pids + round_up((size_t)size * 4, 64);
-    n->map_bytes = map_bytes(size, payload, &n->slot_bytes);
+    n->headers = (wf_node_slot_t *)((char *)n->pids +
+                                    round_up((size_t)size * 4, 64));
+    n->data = (char *)(n->headers + lines);
+    n->data_stride = round_up(payload, 64);
+    n->map_bytes = map_bytes(size, payload);
     n->payload = payload;
 }
 
@@ -62,7 +66,7 @@ static bool create_segment(wf_comm_impl_t *c, wf_node_coll_t *n, int *fd,
     if (want > WF_NODE_PAYLOAD_MAX)
         want = WF_NODE_PAYLOAD_MAX;
     uint32_t payload = (uint32_t)(want / 64 * 64);
-    size_t slot_bytes, len = map_bytes(c->size, payload, &slot_bytes);
+    size_t len = map_bytes(c->size, payload);
     *fd = memfd_create("weft-node", MFD_CLOEXEC);
     if (*fd < 0 || ftruncate(*fd, (off_t)len) != 0) {
         WEFT_INFO(INIT, "node collectives off: shared segment of %zu bytes: "
@@ -120,11 +124,10 @@ static bool attach_segment(wf_comm_impl_t *c, wf_node_coll_t *n,
     if (base == MAP_FAILED)
         return false;
     const wf_node_head_t *h = base;
-    size_t slot_bytes;
     if ((size_t)sb.st_size < sizeof(*h) || h->magic != WF_NODE_MAGIC ||
         h->comm_key != c->comm_key || h->nonce != nonce ||
         h->size != (uint32_t)c->size || h->payload > WF_NODE_PAYLOAD_MAX ||
-        map_bytes(c->size, h->payload, &slot_bytes) != (size_t)sb.st_size) {
+        map_bytes(c->size, h->payload) != (size_t)sb.st_size) {
         WEFT_WARN(INIT, "node collectives off: %s is not this "
                   "communicator's segment", path);
         munmap(base, (size_t)sb.st_size);
@@ -175,6 +178,10 @@ weft_status_t wf_node_coll_open(wf_comm_impl_t *c)
         return WEFT_OK; /* the same answer on every rank */
     bool want = c->cfg.node_coll_max > 0 && shm_allowed(c->cfg.transport);
     wf_node_coll_t *n = calloc(1, sizeof(*n));
+    if (n && !(n->known = calloc((size_t)c->size, sizeof(uint64_t)))) {
+        free(n);
+        n = NULL;
+    }
     bool attached = false;
     int fd = -1;
     if (n) {
@@ -217,6 +224,8 @@ weft_status_t wf_node_coll_open(wf_comm_impl_t *c)
     }
     if (n && n->head)
         munmap(n->head, n->map_bytes);
+    if (n)
+        free(n->known);
     free(n);
     return st;
 }
@@ -229,6 +238,7 @@ void wf_node_coll_close(wf_node_coll_t *n)
         if (n->pidfds[r] >= 0)
             close(n->pidfds[r]);
     free(n->pidfds);
+    free(n->known);
     munmap(n->head, n->map_bytes);
     free(n);
 }
