@@ -118,7 +118,9 @@ static weft_status_t route_query(wf_tctx_t *rc, wf_tdev_attr_t *attr)
 {
     /* The cost model gets one link: the slowest member's, the network
      * that the ranks of other machines are behind (docs/transports.md,
-     * "Per-peer transports"). */
+     * "Per-peer transports").  Its single copy, which the model uses only
+     * when every rank is on one machine, is the first member's: the one
+     * that then reaches them all. */
     weft_status_t st = rc->ops[rc->n - 1]->query(rc->ctx[rc->n - 1], attr);
     wf_tdev_attr_t a;
 
@@ -130,6 +132,8 @@ static weft_status_t route_query(wf_tctx_t *rc, wf_tdev_attr_t *attr)
             attr->reg_min = attr->reg_min && a.reg_min
                                 ? WF_MIN(attr->reg_min, a.reg_min)
                                 : attr->reg_min | a.reg_min;
+            if (i == 0)
+                attr->single_copy_min = a.single_copy_min;
         }
     wf_strlcpy(attr->name, rc->name, sizeof(attr->name));
     return WEFT_OK;

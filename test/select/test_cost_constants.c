@@ -39,3 +39,13 @@ WF_TEST(select_comm_tells_the_cost_model_about_the_single_copy, 30)
     check("WEFT_TRANSPORT=tcp,WEFT_TCP_CMA_MIN=1m", 1 << 20);
     check("WEFT_TRANSPORT=tcp,WEFT_TCP_CMA_MIN=0", 0);
 }
+
+/* Over several transports the ranks of one machine are the first one's,
+ * shared memory: its single copy counts, not the network's member's. */
+WF_TEST(select_route_tells_the_cost_model_about_shm_single_copy, 30)
+{
+    check("WEFT_TRANSPORT=auto,WEFT_TCP_CMA_MIN=0", 32 << 10);
+    check("WEFT_TRANSPORT=auto,WEFT_SHM_CMA_MIN=128k,WEFT_TCP_CMA_MIN=1m",
+          128 << 10);
+    check("WEFT_TRANSPORT=auto,WEFT_SHM_CMA_MIN=0", 0);
+}
