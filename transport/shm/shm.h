@@ -124,6 +124,8 @@ struct wf_tctx {
     int epfd; /* lfd, efd and every pair's socket: get_fd() */
     uint64_t cookie; /* what a peer's cma probe reads */
     uint64_t round, tick;
+    uint64_t posts_seen; /* m.posts when the last progress() returned */
+    int idle_calls;      /* progress() calls in a row with nothing done */
     bool armed;       /* wait_prepare ran since the last progress */
     int handshakes;   /* pairs in their handshake, and pending accepts */
     wf_shm_pending_t pend[WF_SHM_MAX_PENDING];
@@ -168,7 +170,12 @@ weft_status_t wf_shm_irecv(wf_tctx_t *ctx, int peer, uint64_t tag, void *buf,
                            size_t cap, void *mh, wf_treq_t **req);
 /* Takes what the peer published; returns the slots taken. */
 int wf_shm_rx_drain(wf_tctx_t *ctx, wf_shm_peer_t *p);
-/* Reads unexpected RTS messages of earlier rounds into buffers. */
+/* Reads unexpected RTS messages of earlier rounds into buffers; the
+ * caller does so only once the rank has had nothing else to do for
+ * WF_SHM_IDLE_CALLS calls of progress() in a row, as tcp's single copy
+ * does (docs/transports.md): a busy rank is about to post their
+ * receives, and reading them early costs a second copy. */
+#define WF_SHM_IDLE_CALLS 3
 void wf_shm_pull_unclaimed(wf_tctx_t *ctx, wf_shm_peer_t *p);
 void wf_shm_claim_remote(wf_match_t *m, wf_mmsg_t *msg, wf_mreq_t *r);
 bool wf_shm_rx_pending(const wf_shm_peer_t *p);

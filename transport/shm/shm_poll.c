@@ -52,6 +52,32 @@ static int poll_events(wf_tctx_t *ctx)
     return work;
 }
 
+/* Unclaimed RTS messages are read into buffers once the rank is idle;
+ * while they wait, progress() reports work, so the engine does not sleep
+ * on them.  Returns what to add to the call's count of work. */
+static int pull_when_idle(wf_tctx_t *ctx, int work)
+{
+    bool waiting = false;
+    for (int i = 0; i < ctx->nup && !waiting; i++)
+        waiting = ctx->peers[ctx->up[i]].remote_unexp > 0;
+    bool idle = work == 0 && ctx->m.posts == ctx->posts_seen;
+    ctx->posts_seen = ctx->m.posts;
+    if (!waiting) {
+        ctx->idle_calls = 0;
+        return 0;
+    }
+    ctx->idle_calls = idle ? ctx->idle_calls + 1 : 0;
+    if (ctx->idle_calls < WF_SHM_IDLE_CALLS)
+        return work ? 0 : 1;
+    ctx->idle_calls = 0;
+    for (int i = ctx->nup - 1; i >= 0; i--) {
+        wf_shm_peer_t *p = &ctx->peers[ctx->up[i]];
+        if (p->state == WF_SHM_UP && p->remote_unexp)
+            wf_shm_pull_unclaimed(ctx, p);
+    }
+    return 1;
+}
+
 int wf_shm_progress(wf_tctx_t *ctx)
 {
     int work = 0;
@@ -77,10 +103,8 @@ int wf_shm_progress(wf_tctx_t *ctx)
         work += wf_shm_rx_drain(ctx, p);
         if (p->state == WF_SHM_UP && (p->sq || p->nfins))
             work += wf_shm_tx_pump(ctx, p);
-        if (p->state == WF_SHM_UP && p->remote_unexp)
-            wf_shm_pull_unclaimed(ctx, p);
     }
-    return work;
+    return work + pull_when_idle(ctx, work);
 }
 
 static bool tx_blocked(const wf_shm_peer_t *p)
