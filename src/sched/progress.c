@@ -31,8 +31,13 @@
  * in less time than a sched_yield() call takes, which it would then wait
  * out (bench/results/2026-12-02-shm-transport.md). */
 #define WF_IDLE_POLLS 200
-/* How long a failing or departing engine keeps trying to deliver its
- * notices (notice.c) before it gives up on a peer. */
+/* How long a failing engine keeps trying to deliver its notices
+ * (notice.c) before it gives up on a peer.  A departing one waits for its
+ * goodbyes as long as for any operation (the communicator's timeout): a
+ * peer that is alive but slow to read (descheduled, its ring full) would
+ * otherwise see the connection close with the goodbye still queued behind
+ * it, and count a clean departure as a lost peer.  A dead peer ends the
+ * wait sooner, by failing the send. */
 #define WF_NOTICE_GRACE_MS 250
 /* Longest sleep of a driving caller between rounds.  Rounds that complete
  * a sleeping driver's request wake it; the cap only bounds a lost wake-up. */
@@ -349,7 +354,8 @@ static int progress_round(wf_engine_t *e, int *timeout, bool *exit,
         else
             wf_notice_bye_all(e);
         e->notice_phase = WF_NOTICE_FLUSHING;
-        e->notice_deadline = wf_deadline_after(WF_NOTICE_GRACE_MS);
+        e->notice_deadline = wf_deadline_after(
+            sticky != WEFT_OK ? WF_NOTICE_GRACE_MS : e->timeout_ms);
     }
     int work = 0;
     /* A new operation's first sends go out before the transport is read:

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -128,6 +129,55 @@ WF_TEST(coll_leave_early_nothing_more_to_receive, 60)
 {
     early_arg_t a = {0};
     run_procs_rdv(2, gone_rank, &a, "gone-sender");
+}
+
+/* Rank 0 fills its ring to rank 1 while rank 1 is stopped (SIGSTOP, a
+ * stand-in for a rank descheduled on a loaded machine), then leaves: its
+ * goodbye waits behind the full ring.  It must be delivered once rank 1
+ * runs again, not dropped after a grace period shorter than the
+ * communicator's timeout, which made rank 1 count a clean departure as a
+ * lost peer. */
+#define FULL_RING_SLOTS 8
+#define STOPPED_MS 800
+
+static void full_ring_rank(int rank, int size, void *p)
+{
+    weft_comm_t comm = rdv_comm(p, rank, size,
+                                "WEFT_TIMEOUT=20s,WEFT_TRANSPORT=shm,"
+                                "WEFT_SHM_SLOTS=8");
+    int32_t x = 0;
+    if (rank == 0) {
+        ASSERT_OK(weft_recv(&x, 1, WEFT_INT32, 1, comm)); /* 1 is stopping */
+        usleep(100 * 1000);
+        for (int32_t k = 0; k < FULL_RING_SLOTS; k++)
+            ASSERT_OK(weft_send(&k, 1, WEFT_INT32, 1, comm));
+        ASSERT_OK(weft_comm_destroy(comm));
+        return;
+    }
+    pid_t waker = fork();
+    ASSERT_TRUE(waker >= 0);
+    if (waker == 0) {
+        usleep(STOPPED_MS * 1000);
+        kill(getppid(), SIGCONT);
+        _exit(0);
+    }
+    ASSERT_OK(weft_send(&x, 1, WEFT_INT32, 0, comm));
+    raise(SIGSTOP);
+    waitpid(waker, NULL, 0);
+    for (int32_t k = 0; k < FULL_RING_SLOTS; k++) {
+        ASSERT_OK(weft_recv(&x, 1, WEFT_INT32, 0, comm));
+        ASSERT_EQ(x, k);
+    }
+    usleep(SLOW_MS * 1000); /* the goodbye, then the close */
+    const char *msg = NULL;
+    ASSERT_OK(weft_comm_get_error(comm, &msg));
+    ASSERT_OK(weft_comm_destroy(comm));
+}
+
+WF_TEST(coll_leave_early_behind_a_full_ring, 60)
+{
+    early_arg_t a = {0};
+    run_procs_rdv(2, full_ring_rank, &a, "full-ring");
 }
 
 /* Rank 0 sends and dies without weft_comm_destroy; rank 1 comes late.
