@@ -40,10 +40,29 @@ typedef struct {
 typedef struct {
     uint64_t seq;      /* atomic: the operation last published here */
     uint64_t sig[2];   /* its signature (wf_sig_describe's format) */
+    /* A hash of the signatures of every operation this rank published
+     * through the segment, up to this one: two ranks whose histories agree
+     * at one operation agreed at all before it (node_run.c). */
+    uint64_t history;
     /* Data this small rides in the header's cache line: a reader then
      * takes one line from the writer's cache, not two. */
-    char inline_data[40];
+    char inline_data[32];
 } __attribute__((aligned(64))) wf_node_slot_t;
+
+/* What a rank keeps of the operations it published, for the last
+ * WF_NODE_DEPTH of them: enough to name the call in which another rank's
+ * history first differs. */
+typedef struct {
+    uint64_t seq;      /* the communicator's collective number */
+    uint64_t sig[2];
+    uint64_t history;
+} wf_node_past_t;
+
+/* What a rank knows of another, from the slots it has read (atomic). */
+typedef struct {
+    uint64_t known;    /* the last operation it is known to have published */
+    uint64_t verified; /* the last one whose history was compared */
+} wf_node_peer_t;
 
 struct wf_node_coll {
     wf_node_head_t *head;
@@ -60,11 +79,10 @@ struct wf_node_coll {
     wf_engine_t *engine;
     uint64_t next;         /* atomic: number of the last operation taken */
     uint64_t done;         /* atomic: number of the last one finished */
-    uint64_t prev_sig[2];  /* the signature of the last one published, */
-    uint64_t prev_seq;     /* and its collective number (node_run.c) */
+    wf_node_past_t past[WF_NODE_DEPTH]; /* by operation number */
     int *pidfds;           /* of the other ranks' processes, -1: none */
-    uint64_t *known;       /* atomic: the last operation each rank is
-                            * known to have published (node_run.c) */
+    wf_node_peer_t *peers; /* by rank (node_run.c) */
+    uint64_t verified_all; /* atomic: the least of peers[].verified */
 };
 
 /* Adopts a failure another rank posted on the board into e; whether

@@ -48,8 +48,8 @@ static bool writes_data(const wf_coll_args_t *a)
 /* Whether this rank waits for rank j's slot of this operation: what it
  * reads, and everyone for a barrier.  A broadcast's root and a reduce's
  * other ranks wait for nobody, so a loop of them runs up to
- * WF_NODE_DEPTH operations ahead; the signatures of the slots a rank did
- * not wait for are compared at its next publish (check_previous). */
+ * WF_NODE_DEPTH operations ahead; their calls are compared with the
+ * others' through the histories (check_histories). */
 static bool waits_for(const wf_coll_args_t *a, int j)
 {
     switch (a->coll) {
@@ -87,19 +87,24 @@ bool wf_node_coll_fits(const wf_node_coll_t *n, const wf_coll_args_t *a)
  * knows does not let it on. */
 static void note_published(wf_node_coll_t *n, int r, uint64_t k)
 {
-    if (__atomic_load_n(&n->known[r], __ATOMIC_RELAXED) < k)
-        __atomic_store_n(&n->known[r], k, __ATOMIC_RELEASE);
+    if (__atomic_load_n(&n->peers[r].known, __ATOMIC_RELAXED) < k)
+        __atomic_store_n(&n->peers[r].known, k, __ATOMIC_RELEASE);
 }
 
-/* Whether rank r has published at least operation `want` of k's reused
- * slot, probed at k - 1 (further on, enough for several operations) and
- * then at `want` itself. */
+/* Whether rank r has published at least operation `want`, k's reused
+ * slot.  Where what this rank knows does not tell, it looks whether r has
+ * published k - 1 (enough for WF_NODE_DEPTH - 1 more operations) or
+ * k - WF_NODE_DEPTH / 2 (for half as many), not at `want` itself: a
+ * rank running ahead of a slower one (a broadcast's root) then reads the
+ * other's lines once every few operations, not on every one, and
+ * each read moves a line between the two caches.  The slowest rank never
+ * waits for this (the others have published more than it has). */
 static bool has_published(wf_node_coll_t *n, int r, uint64_t want,
                           uint64_t k)
 {
-    if (__atomic_load_n(&n->known[r], __ATOMIC_ACQUIRE) >= want)
+    if (__atomic_load_n(&n->peers[r].known, __ATOMIC_ACQUIRE) >= want)
         return true;
-    uint64_t probe[2] = {k - 1, want};
+    uint64_t probe[2] = {k - 1, k - WF_NODE_DEPTH / 2};
     for (int i = 0; i < 2; i++)
         if (__atomic_load_n(&wf_node_slot(n, probe[i], r)->seq,
                             __ATOMIC_ACQUIRE) >= probe[i]) {
@@ -139,38 +144,160 @@ static weft_status_t mismatch(wf_node_coll_t *n, uint64_t seq,
     return WEFT_ERR_MISMATCH;
 }
 
-/* Before publishing k: the slots of k - 1 this rank did not wait for.
- * A rank that published k - 1 cannot write that slot again before this
- * one publishes k, so what is there is stable; a rank that has not
- * published it yet compares this rank's slot when it publishes k.
- * Either way every pair of ranks is compared for every operation. */
-static weft_status_t check_previous(wf_node_coll_t *n, uint64_t k)
+/* ---- histories ------------------------------------------------------------
+ * Every slot carries a hash of its rank's signatures so far.  Where a rank
+ * waits for another's slot it compares both the call and the history; a
+ * rank that waits for nobody (a broadcast's root) compares the others'
+ * histories only every WF_NODE_DEPTH operations, when it must look at
+ * their progress anyway: reading another rank's line on every call would
+ * cost a transfer between caches that the data itself does not need.  A
+ * disagreement is seen at most WF_NODE_DEPTH operations late by such a
+ * rank, at once by any rank that waits for the other. */
+
+/* Reads the signature and history of operation m from slot s, which its
+ * rank may be reusing for a later one meanwhile (publish marks a slot it
+ * rewrites with 0 first): false when s does not hold m throughout. */
+static bool read_stable(const wf_node_slot_t *s, uint64_t m, uint64_t sig[2],
+                        uint64_t *history)
 {
-    if (k < 2)
-        return WEFT_OK;
-    for (int j = 0; j < n->size; j++) {
-        wf_node_slot_t *s = wf_node_slot(n, k - 1, j);
-        if (j == n->rank ||
-            __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != k - 1)
-            continue;
-        note_published(n, j, k - 1);
-        if (s->sig[0] != n->prev_sig[0] || s->sig[1] != n->prev_sig[1])
-            return mismatch(n, n->prev_seq, n->prev_sig, j, s->sig);
+    if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != m)
+        return false;
+    if (sig) {
+        sig[0] = __atomic_load_n(&s->sig[0], __ATOMIC_RELAXED);
+        sig[1] = __atomic_load_n(&s->sig[1], __ATOMIC_RELAXED);
     }
+    if (history)
+        *history = __atomic_load_n(&s->history, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return __atomic_load_n(&s->seq, __ATOMIC_RELAXED) == m;
+}
+
+static uint64_t history_next(uint64_t h, const uint64_t sig[2])
+{
+    h = (h ^ sig[0]) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 31;
+    h = (h ^ sig[1]) * 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 29);
+}
+
+static const wf_node_past_t *past(const wf_node_coll_t *n, uint64_t k)
+{
+    return &n->past[k & (WF_NODE_DEPTH - 1)];
+}
+
+static void note_verified(wf_node_coll_t *n, int j, uint64_t k)
+{
+    if (__atomic_load_n(&n->peers[j].verified, __ATOMIC_RELAXED) < k)
+        __atomic_store_n(&n->peers[j].verified, k, __ATOMIC_RELAXED);
+}
+
+/* Rank j's history disagrees with this rank's at operation `to`: names
+ * the first call after `from` whose signatures differ, where j's slot of
+ * it still holds it. */
+static weft_status_t history_mismatch(wf_node_coll_t *n, int j, uint64_t from,
+                                      uint64_t to)
+{
+    for (uint64_t m = from + 1; m <= to; m++) {
+        wf_node_slot_t *s = wf_node_slot(n, m, j);
+        uint64_t theirs[2];
+        if (!read_stable(s, m, theirs, NULL))
+            continue;
+        const wf_node_past_t *mine = past(n, m);
+        if (theirs[0] != mine->sig[0] || theirs[1] != mine->sig[1])
+            return mismatch(n, mine->seq, mine->sig, j, theirs);
+    }
+    char a[160];
+    wf_sig_describe(past(n, to)->sig, a, sizeof(a));
+    wf_engine_fail(n->engine, WEFT_ERR_MISMATCH, "operations #%llu to #%llu "
+                   "mismatch: rank %d and rank %d called different "
+                   "collectives in between (their histories in the shared "
+                   "segment differ; rank %d's last was %s)",
+                   (unsigned long long)past(n, from + 1)->seq,
+                   (unsigned long long)past(n, to)->seq, n->rank, j, n->rank,
+                   a);
+    return WEFT_ERR_MISMATCH;
+}
+
+/* Compares j's history at operation m, read from its slot as `theirs`. */
+static weft_status_t compare_history(wf_node_coll_t *n, int j, uint64_t m,
+                                     uint64_t theirs)
+{
+    uint64_t from = __atomic_load_n(&n->peers[j].verified, __ATOMIC_RELAXED);
+    if (m <= from)
+        return WEFT_OK;
+    if (theirs != past(n, m)->history)
+        return history_mismatch(n, j, from, m);
+    note_verified(n, j, m);
+    return WEFT_OK;
+}
+
+/* j's history at an operation this rank still keeps, before it publishes
+ * k: at k - 1 where j has published that (its slot cannot be reused
+ * before this rank publishes k), otherwise at k - WF_NODE_DEPTH + 1,
+ * which j has published (can_publish) but may be reusing for k + 1 right
+ * now; then k - 1 holds k - 1 at the next look. */
+static uint64_t read_history(const wf_node_coll_t *n, int j, uint64_t k,
+                             uint64_t *m)
+{
+    uint64_t h = 0;
+    for (;;) {
+        *m = k - 1;
+        if (read_stable(wf_node_slot(n, *m, j), *m, NULL, &h))
+            return h;
+        *m = k - WF_NODE_DEPTH + 1;
+        if (read_stable(wf_node_slot(n, *m, j), *m, NULL, &h))
+            return h;
+    }
+}
+
+/* Before publishing k: every other rank's history is compared up to
+ * k - WF_NODE_DEPTH at least, so a disagreement is found while this rank
+ * still keeps the calls to name it by. */
+static weft_status_t check_histories(wf_node_coll_t *n, uint64_t k)
+{
+    if (k <= __atomic_load_n(&n->verified_all, __ATOMIC_RELAXED) +
+                 WF_NODE_DEPTH)
+        return WEFT_OK;
+    uint64_t all = UINT64_MAX;
+    for (int j = 0; j < n->size; j++) {
+        if (j == n->rank)
+            continue;
+        if (__atomic_load_n(&n->peers[j].verified, __ATOMIC_RELAXED) +
+                WF_NODE_DEPTH < k) {
+            uint64_t m;
+            uint64_t theirs = read_history(n, j, k, &m);
+            note_published(n, j, m);
+            weft_status_t st = compare_history(n, j, m, theirs);
+            if (st != WEFT_OK)
+                return st;
+        }
+        all = WF_MIN(all, __atomic_load_n(&n->peers[j].verified,
+                                          __ATOMIC_RELAXED));
+    }
+    __atomic_store_n(&n->verified_all, all, __ATOMIC_RELAXED);
     return WEFT_OK;
 }
 
 static void publish(wf_node_coll_t *n, const node_op_t *op)
 {
     wf_node_slot_t *s = wf_node_slot(n, op->k, n->rank);
+    wf_node_past_t *mine = &n->past[op->k & (WF_NODE_DEPTH - 1)];
     if (writes_data(op->a) && data_bytes(op->a))
         memcpy(wf_node_data(n, op->k, n->rank, data_bytes(op->a)), op->sendbuf,
                data_bytes(op->a));
-    s->sig[0] = op->sig[0];
-    s->sig[1] = op->sig[1];
-    n->prev_sig[0] = op->sig[0];
-    n->prev_sig[1] = op->sig[1];
-    n->prev_seq = op->seq;
+    mine->seq = op->seq;
+    mine->sig[0] = op->sig[0];
+    mine->sig[1] = op->sig[1];
+    mine->history = history_next(past(n, op->k - 1)->history, op->sig);
+    /* Another rank may read a reused slot's history and signature while
+     * they change (read_stable): the slot holds no operation meanwhile. */
+    if (op->k > WF_NODE_DEPTH) {
+        __atomic_store_n(&s->seq, 0, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&s->sig[0], op->sig[0], __ATOMIC_RELAXED);
+    __atomic_store_n(&s->sig[1], op->sig[1], __ATOMIC_RELAXED);
+    __atomic_store_n(&s->history, mine->history, __ATOMIC_RELAXED);
     __atomic_store_n(&s->seq, op->k, __ATOMIC_RELEASE);
 }
 
@@ -181,7 +308,7 @@ static int try_publish(wf_node_coll_t *n, const node_op_t *op)
 {
     if (!can_publish(n, op->k))
         return 0;
-    weft_status_t st = check_previous(n, op->k);
+    weft_status_t st = check_histories(n, op->k);
     if (st != WEFT_OK)
         return st;
     publish(n, op);
@@ -200,8 +327,13 @@ static int arrived(wf_node_coll_t *n, const node_op_t *op)
         if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) < op->k)
             return 0;
         note_published(n, j, op->k);
-        if (s->sig[0] != op->sig[0] || s->sig[1] != op->sig[1])
-            return mismatch(n, op->seq, op->sig, j, s->sig);
+        uint64_t theirs[2] = {__atomic_load_n(&s->sig[0], __ATOMIC_RELAXED),
+                              __atomic_load_n(&s->sig[1], __ATOMIC_RELAXED)};
+        if (theirs[0] != op->sig[0] || theirs[1] != op->sig[1])
+            return mismatch(n, op->seq, op->sig, j, theirs);
+        if (compare_history(n, j, op->k,
+                            __atomic_load_n(&s->history, __ATOMIC_RELAXED)))
+            return WEFT_ERR_MISMATCH;
     }
     return 1;
 }

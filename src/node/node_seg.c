@@ -178,7 +178,7 @@ weft_status_t wf_node_coll_open(wf_comm_impl_t *c)
         return WEFT_OK; /* the same answer on every rank */
     bool want = c->cfg.node_coll_max > 0 && shm_allowed(c->cfg.transport);
     wf_node_coll_t *n = calloc(1, sizeof(*n));
-    if (n && !(n->known = calloc((size_t)c->size, sizeof(uint64_t)))) {
+    if (n && !(n->peers = calloc((size_t)c->size, sizeof(*n->peers)))) {
         free(n);
         n = NULL;
     }
@@ -225,7 +225,7 @@ weft_status_t wf_node_coll_open(wf_comm_impl_t *c)
     if (n && n->head)
         munmap(n->head, n->map_bytes);
     if (n)
-        free(n->known);
+        free(n->peers);
     free(n);
     return st;
 }
@@ -238,7 +238,7 @@ void wf_node_coll_close(wf_node_coll_t *n)
         if (n->pidfds[r] >= 0)
             close(n->pidfds[r]);
     free(n->pidfds);
-    free(n->known);
+    free(n->peers);
     munmap(n->head, n->map_bytes);
     free(n);
 }
