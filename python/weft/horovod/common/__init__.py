@@ -1,0 +1,1 @@
+"""The framework-independent part of weft.horovod (see weft/horovod/__init__.py)."""
