@@ -58,6 +58,8 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
 TOOLS := weft-rendezvous weftrun weft-info weft-bench
 TOOL_BINS := $(TOOLS:%=$(BUILD)/bin/%)
+# Tools that are scripts, copied as they are.
+SCRIPT_BINS := $(BUILD)/bin/weft-timeline
 SPAWN_OBJ := $(BUILD)/tool-obj/src/tools/spawn.o
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/tool-obj/%.o)
@@ -69,7 +71,11 @@ RPATH := -Wl,-rpath,'$$ORIGIN/../lib'
 all: lib tools
 
 lib: $(BUILD)/lib/libweft.so $(BUILD)/lib/libweft.a
-tools: $(TOOL_BINS)
+tools: $(TOOL_BINS) $(SCRIPT_BINS)
+
+$(BUILD)/bin/weft-timeline: src/tools/weft-timeline
+	@mkdir -p $(dir $@)
+	install -m 755 $< $@
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -115,7 +121,7 @@ install: all
 	# The CUDA layer, when make cuda built it: libweft looks for it beside
 	# itself (docs/cuda.md).
 	if [ -f $(CUDA_LIB) ]; then install -m 755 $(CUDA_LIB) $(DESTDIR)$(PREFIX)/lib/; fi
-	install -m 755 $(TOOL_BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(TOOL_BINS) $(SCRIPT_BINS) $(DESTDIR)$(PREFIX)/bin/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@HWLOC_LIBS@|$(HWLOC_LIBS)|g' weft.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/weft.pc
 
 clean:

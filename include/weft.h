@@ -515,6 +515,26 @@ WEFT_API weft_status_t weft_simulate(const char *coll, int ranks,
                                      FILE *out);
 
 /* ------------------------------------------------------------------------ */
+/* Timeline (docs/timeline.md)                                              */
+/* ------------------------------------------------------------------------ */
+
+/* Starts writing every later operation of every communicator of this
+ * process to `path`, a Chrome trace / Perfetto JSON file: one event per
+ * operation with its start, duration, collective, bytes, algorithm,
+ * status, and the peer whose part came last.  In `path`, %r is this
+ * process's rank in its first communicator ("pid<pid>" before it has one),
+ * %p its pid, %h the host name.  WEFT_TIMELINE=path does the same when
+ * the first communicator is created.  WEFT_ERR_INVALID_USAGE while a
+ * timeline is already being written; WEFT_ERR_SYSTEM when the file cannot
+ * be created.  Thread-safe. */
+WEFT_API weft_status_t weft_timeline_start(const char *path);
+
+/* Writes what is queued, closes the file (a valid JSON array) and stops
+ * recording.  WEFT_OK also when no timeline was being written; at exit it
+ * stops by itself. */
+WEFT_API weft_status_t weft_timeline_stop(void);
+
+/* ------------------------------------------------------------------------ */
 /* Host inspection (weft-info --topology, --doctor; docs/topology.md)       */
 /* ------------------------------------------------------------------------ */
 

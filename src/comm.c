@@ -15,6 +15,7 @@
 #include "rdv/bootstrap.h"
 #include "rdv/launch_env.h"
 #include "route.h"
+#include "timeline.h"
 #include "transport.h"
 
 /* A number from an API field, with its unit where the knob has one (a
@@ -207,6 +208,8 @@ void wf_comm_impl_free(wf_comm_impl_t *c, bool abort)
     wf_memcache_fini(&c->memcache);
     wf_plan_cache_fini(&c->plans);
     free(c);
+    /* What it did is on disk before the process may be killed. */
+    wf_timeline_flush();
 }
 
 WEFT_API weft_status_t weft_comm_create(const weft_comm_params_t *params,
@@ -240,6 +243,8 @@ WEFT_API weft_status_t weft_comm_create(const weft_comm_params_t *params,
     c->rank = (int)c->cfg.rank;
     c->size = (int)c->cfg.world_size;
     wf_log_set_rank(c->rank);
+    WEFT_CHECK_GOTO(wf_timeline_comm_created(c->cfg.timeline, c->rank), st,
+                    err);
     /* The job key only tells jobs apart in handshake messages; it is no
      * secret and nothing about the token goes into it (a hash of the token
      * on the wire would let an eavesdropper guess the token offline). */

@@ -318,14 +318,17 @@ static int try_publish(wf_node_coll_t *n, const node_op_t *op)
 /* 1 when every slot this rank waits for holds operation k, 0 while one
  * does not, WEFT_ERR_MISMATCH (failing the engine) when one holds another
  * call. */
-static int arrived(wf_node_coll_t *n, const node_op_t *op)
+static int arrived(wf_node_coll_t *n, const node_op_t *op, int *waiting)
 {
     for (int j = 0; j < n->size; j++) {
         if (j == n->rank || !waits_for(op->a, j))
             continue;
         wf_node_slot_t *s = wf_node_slot(n, op->k, j);
-        if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) < op->k)
+        if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) < op->k) {
+            if (waiting)
+                *waiting = j;
             return 0;
+        }
         note_published(n, j, op->k);
         uint64_t theirs[2] = {__atomic_load_n(&s->sig[0], __ATOMIC_RELAXED),
                               __atomic_load_n(&s->sig[1], __ATOMIC_RELAXED)};
@@ -443,7 +446,7 @@ static weft_status_t check(wf_node_coll_t *n, const node_op_t *op,
     int dead = dead_peer(n, sleep_ms);
     /* A peer may finish the operation and exit while this rank looks
      * away: it only failed this rank if something of it is missing. */
-    if (dead >= 0 && !(published ? arrived(n, op) > 0
+    if (dead >= 0 && !(published ? arrived(n, op, NULL) > 0
                                  : can_publish(n, op->k))) {
         wf_engine_mark_lost(n->engine, dead);
         wf_engine_fail(n->engine, WEFT_ERR_REMOTE, "%s #%llu: rank %d lost "
@@ -481,8 +484,10 @@ static void log_choice(const wf_node_coll_t *n, const wf_coll_args_t *a)
               wf_dtype_name(a->dtype), n->size, n->payload);
 }
 
-/* Publishes, waits and combines in the calling thread. */
-static weft_status_t run_here(wf_node_coll_t *n, node_op_t *op_)
+/* Publishes, waits and combines in the calling thread; *waited_on is
+ * the rank it waited for last, if any. */
+static weft_status_t run_here(wf_node_coll_t *n, node_op_t *op_,
+                              int *waited_on)
 {
     node_op_t op = *op_;
     op.k = __atomic_add_fetch(&n->next, 1, __ATOMIC_ACQ_REL);
@@ -499,7 +504,7 @@ static weft_status_t run_here(wf_node_coll_t *n, node_op_t *op_)
             published = p > 0;
         }
         if (published) {
-            int r = arrived(n, &op);
+            int r = arrived(n, &op, waited_on);
             if (r < 0)
                 return wf_engine_error(n->engine, NULL);
             if (r > 0)
@@ -533,8 +538,9 @@ weft_status_t wf_node_coll_run(wf_node_coll_t *n, const wf_coll_args_t *a,
     log_choice(n, a);
     WEFT_CHECK(wf_engine_take_coll_seq(n->engine, a, "node", &op.seq));
     *seq = op.seq;
-    weft_status_t st = run_here(n, &op);
-    wf_engine_end_outside(n->engine, op.seq, a->coll, st);
+    int waited_on = -1;
+    weft_status_t st = run_here(n, &op, &waited_on);
+    wf_engine_end_outside(n->engine, op.seq, a->coll, st, waited_on);
     return st;
 }
 
@@ -574,7 +580,7 @@ static weft_status_t req_advance(struct weft_request *req)
             return req_waiting(req, &op);
         req->runner_phase = 1;
     }
-    int r = arrived(n, &op);
+    int r = arrived(n, &op, &req->waited_on);
     if (r < 0)
         return wf_engine_error(n->engine, NULL);
     if (r == 0)

@@ -96,6 +96,11 @@ struct weft_request {
     uint64_t runner_seq;
     int runner_phase;
     uint32_t runner_looks;
+    /* The peer whose part of it came last (-1: none yet), and when
+     * (wf_time_ns, while a timeline is written; else 0): the timeline's
+     * "waited on". */
+    int waited_on;
+    uint64_t waited_ns;
     struct weft_request *next; /* engine queues */
     /* Called by weft_wait, with `owner`: the communicator's handle, which
      * stays recognisable after a destroy; NULL: nothing to call.
@@ -264,9 +269,10 @@ void wf_engine_mark_lost(wf_engine_t *engine, int peer);
 bool wf_engine_quiet(wf_engine_t *engine);
 
 /* Records the end of an operation that wf_engine_take_coll_seq numbered,
- * in the history. */
+ * in the history (and the timeline: waited_on is the peer it waited for
+ * last, or -1). */
 void wf_engine_end_outside(wf_engine_t *engine, uint64_t seq, wf_coll_t coll,
-                           weft_status_t status);
+                           weft_status_t status, int waited_on);
 
 /* Runs progress rounds in the calling thread until *done is set (returns
  * true), until the engine stops (the progress thread completes what is

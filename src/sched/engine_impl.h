@@ -25,6 +25,7 @@ typedef struct {
     const char *algo;
     uint64_t sig[2];          /* its message signature (wf_sig_make) */
     uint64_t start_ms, end_ms; /* end 0: not finished */
+    uint64_t start_ns;        /* for the timeline: 0 when it is off */
     weft_status_t status;
 } wf_history_entry_t;
 typedef struct {
@@ -84,6 +85,7 @@ struct wf_engine {
     void (*board_poll)(void *arg, wf_engine_t *engine);
     void *board_arg;
     wf_history_t history;          /* recent operations (history.c) */
+    uint32_t timeline_id;          /* its track in the timeline */
     /* Per peer: 1 + the collective sequence number of the last message
      * received from it (0: none yet), for "who has not arrived" in
      * timeout messages.  Under progress_lock. */
@@ -187,8 +189,10 @@ void wf_history_start_args(wf_engine_t *e, uint64_t seq,
 /* These two take the state lock themselves. */
 void wf_history_end(wf_engine_t *e, const struct weft_request *req,
                     weft_status_t status);
+/* An operation the engine did not run (wf_engine_end_outside); waited_on
+ * is the peer it waited for last, or -1. */
 void wf_history_end_of(wf_engine_t *e, uint64_t seq, wf_coll_t coll,
-                       weft_status_t status);
+                       weft_status_t status, int waited_on);
 /* The signature of the last collective whose sequence number, masked
  * with `mask`, is `seq`; its whole sequence number goes to *full.  False
  * when it is no longer recorded. */

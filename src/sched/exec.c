@@ -11,6 +11,7 @@
 #include "common.h"
 #include "reduce/reduce.h"
 #include "sched/exec_impl.h"
+#include "timeline.h"
 #include "topo/topo.h"
 
 /* Whether a finished request's execution state is kept for the next one
@@ -440,6 +441,9 @@ static int poll_posted(wf_engine_t *e, struct weft_request *req,
         }
         x->posted[k] = x->posted[--x->nposted];
         release_flow_slot(e, req, &p);
+        req->waited_on = s->peer;
+        if (wf_timeline_active())
+            req->waited_ns = wf_time_ns();
         if (st < 0) {
             staging_give(e, req, p.staging);
             fail_req(e, req, *status = st, s);

@@ -14,6 +14,7 @@
 #include "common.h"
 #include "reduce/reduce.h"
 #include "sched/engine_impl.h"
+#include "timeline.h"
 
 void wf_history_start_args(wf_engine_t *e, uint64_t seq,
                            const wf_coll_args_t *args, const char *algo,
@@ -23,7 +24,8 @@ void wf_history_start_args(wf_engine_t *e, uint64_t seq,
     *h = (wf_history_entry_t){
         .seq = seq, .coll = args->coll, .count = args->count,
         .dtype = args->dtype, .algo = algo ? algo : "?",
-        .start_ms = start_ms, .status = WEFT_INPROGRESS};
+        .start_ms = start_ms, .status = WEFT_INPROGRESS,
+        .start_ns = wf_timeline_active() ? wf_time_ns() : 0};
 }
 
 void wf_history_start(wf_engine_t *e, const struct weft_request *req,
@@ -54,9 +56,31 @@ bool wf_history_coll_sig(wf_engine_t *e, uint64_t seq, uint64_t mask,
     return found;
 }
 
-void wf_history_end_of(wf_engine_t *e, uint64_t seq, wf_coll_t coll,
-                       weft_status_t status)
+/* The timeline's record of an operation that ended now. */
+static void to_timeline(const wf_engine_t *e, const wf_history_entry_t *h,
+                        const char *algo, int waited_on, uint64_t waited_ns,
+                        wf_timeline_rec_t *r)
 {
+    uint64_t now = wf_time_ns();
+    *r = (wf_timeline_rec_t){
+        .start_ns = h->start_ns, .end_ns = now, .seq = h->seq,
+        .bytes = h->count * wf_dtype_size((weft_dtype_t)h->dtype),
+        .algo = algo ? algo : h->algo, .comm_id = e->timeline_id,
+        .rank = e->rank, .size = e->size, .status = h->status,
+        .waited_on = waited_on, .coll = (uint8_t)h->coll,
+        .dtype = (uint8_t)h->dtype};
+    /* A peer known but no time: it was waited for until the end. */
+    if (waited_on >= 0)
+        r->waited_ns = (waited_ns > h->start_ns ? waited_ns : now) -
+                       h->start_ns;
+}
+
+static void end_entry(wf_engine_t *e, uint64_t seq, wf_coll_t coll,
+                      weft_status_t status, const char *algo, int waited_on,
+                      uint64_t waited_ns)
+{
+    wf_timeline_rec_t rec;
+    bool record = false;
     pthread_mutex_lock(&e->lock);
     uint64_t n = e->history.n, first = n > WF_HISTORY ? n - WF_HISTORY : 0;
     for (uint64_t i = n; i-- > first;) {
@@ -66,16 +90,27 @@ void wf_history_end_of(wf_engine_t *e, uint64_t seq, wf_coll_t coll,
             uint64_t end_ms = wf_time_ms_coarse();
             h->end_ms = end_ms > h->start_ms ? end_ms : h->start_ms;
             h->status = status;
+            if ((record = h->start_ns && wf_timeline_active()))
+                to_timeline(e, h, algo, waited_on, waited_ns, &rec);
             break;
         }
     }
     pthread_mutex_unlock(&e->lock);
+    if (record)
+        wf_timeline_record(&rec);
+}
+
+void wf_history_end_of(wf_engine_t *e, uint64_t seq, wf_coll_t coll,
+                       weft_status_t status, int waited_on)
+{
+    end_entry(e, seq, coll, status, NULL, waited_on, 0);
 }
 
 void wf_history_end(wf_engine_t *e, const struct weft_request *req,
                     weft_status_t status)
 {
-    wf_history_end_of(e, req->seq, req->args.coll, status);
+    end_entry(e, req->seq, req->args.coll, status, req->algo_name,
+              req->waited_on, req->waited_ns);
 }
 
 static void describe(const wf_history_entry_t *h, uint64_t now, char *buf,

@@ -21,6 +21,7 @@
 #include "common.h"
 #include "sched/engine_impl.h"
 #include "sched/req_impl.h"
+#include "timeline.h"
 #include "topo/topo.h"
 
 /* Idle rounds a runner (the thread or a driving caller) yields, with
@@ -117,9 +118,9 @@ weft_status_t wf_engine_take_coll_seq(wf_engine_t *e,
 }
 
 void wf_engine_end_outside(wf_engine_t *e, uint64_t seq, wf_coll_t coll,
-                           weft_status_t status)
+                           weft_status_t status, int waited_on)
 {
-    wf_history_end_of(e, seq, coll, status);
+    wf_history_end_of(e, seq, coll, status, waited_on);
 }
 
 bool wf_engine_quiet(wf_engine_t *e)
@@ -636,6 +637,7 @@ weft_status_t wf_engine_create(const wf_engine_params_t *p,
     e->board_arg = p->board_arg;
     e->idle_polls = p->busy_poll ? WF_IDLE_POLLS : 0;
     e->numa = p->numa;
+    e->timeline_id = wf_timeline_comm_id();
     e->peer_addrs = malloc(n * WF_TADDR_MAX);
     e->peer_addr_lens = calloc(n, sizeof(size_t));
     e->peer_connect_called = calloc(n, sizeof(bool));

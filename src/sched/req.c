@@ -29,6 +29,7 @@ struct weft_request *wf_req_create(void)
     req->magic = WF_REQ_MAGIC;
     req->refs = 1;
     req->status = WEFT_INPROGRESS;
+    req->waited_on = -1;
     return req;
 }
 
