@@ -1,0 +1,47 @@
+"""Gradient compression, Horovod's interface: compress(tensor) gives the
+tensor to send and a context, decompress(tensor, context) the result in
+the original form."""
+import torch
+
+
+class Compressor:
+    @staticmethod
+    def compress(tensor):
+        raise NotImplementedError
+
+    @staticmethod
+    def decompress(tensor, ctx):
+        raise NotImplementedError
+
+
+class NoneCompressor(Compressor):
+    """Sends tensors as they are."""
+
+    @staticmethod
+    def compress(tensor):
+        return tensor, None
+
+    @staticmethod
+    def decompress(tensor, ctx):
+        return tensor
+
+
+class FP16Compressor(Compressor):
+    """Sends floating-point tensors as float16 (half the bytes; the sum is
+    rounded to float16 at every step of the reduction); other dtypes as
+    they are."""
+
+    @staticmethod
+    def compress(tensor):
+        if tensor.is_floating_point() and tensor.dtype != torch.float16:
+            return tensor.to(torch.float16), tensor.dtype
+        return tensor, None
+
+    @staticmethod
+    def decompress(tensor, ctx):
+        return tensor if ctx is None else tensor.to(ctx)
+
+
+class Compression:
+    none = NoneCompressor
+    fp16 = FP16Compressor
