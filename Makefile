@@ -42,7 +42,7 @@ TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer
 # FUZZ_SAN is set by `make fuzz` for the library it links the harnesses with.
 SAN := $(if $(ASAN),$(SAN_FLAGS)) $(if $(TSAN),$(TSAN_FLAGS)) $(FUZZ_SAN)
 CPPFLAGS += -Iinclude -Isrc -Itransport -Icuda -D_GNU_SOURCE \
-            $(TRANSPORT_FLAGS) $(CUDA_FLAGS)
+            $(TRANSPORT_FLAGS) $(CUDA_FLAGS) $(PMI_FLAGS)
 CFLAGS ?= $(OPT) -g
 CFLAGS += -std=c11 -Wall -Wextra -Werror -fPIC -pthread $(SAN) -MMD -MP
 LIB_CFLAGS := -fvisibility=hidden

@@ -24,3 +24,21 @@ CRYPTO_LIBS := $(shell pkg-config --libs libcrypto 2>/dev/null || echo -lcrypto)
 # real layer is libweft_cuda.so, loaded at run time (mk/cuda.mk).  CUDA=0
 # builds a loader that never loads it.
 CUDA_FLAGS := $(if $(filter 0,$(CUDA)),-DWF_CUDA_DISABLED)
+
+# The launchers' process-management interfaces (src/rdv/pmi_*.c): compiled
+# against <pmix.h> (libpmix-dev) and Slurm's <slurm/pmi2.h>
+# (libpmi2-0-dev) for their types, the libraries loaded at run time, so
+# libweft runs where neither is installed.  PMI=auto builds each whose
+# header exists; hydra's PMI-1 needs no header and is always built.
+PMI ?= auto
+PMIX_HEADER := $(firstword $(wildcard /usr/include/pmix.h \
+                                      /usr/lib/*/pmix2/include/pmix.h))
+PMI2_HEADER := $(wildcard /usr/include/slurm/pmi2.h)
+ifneq ($(PMI),0)
+PMI_FLAGS := $(if $(PMIX_HEADER),-DWF_HAVE_PMIX) \
+             $(if $(PMI2_HEADER),-DWF_HAVE_PMI2)
+# Only the PMIx file sees PMIx's folder, which holds headers named like
+# PMIx's internals.
+$(BUILD)/obj/src/rdv/pmi_pmix.o: CPPFLAGS += \
+  $(if $(PMIX_HEADER),-I$(dir $(PMIX_HEADER)))
+endif

@@ -14,10 +14,13 @@ set -eu
 # itself is loaded at run time, so the library never needs it); nftables:
 # packet-loss rules between network namespaces (test/fault/netns-faults.sh);
 # libhwloc-dev, hwloc-nox: the topology (src/topo/, HWLOC=auto) and the
-# tools that check its test topologies (lstopo-no-graphics).
+# tools that check its test topologies (lstopo-no-graphics); libpmix-dev,
+# libpmi2-0-dev: <pmix.h> and Slurm's <slurm/pmi2.h>, for the rendezvous
+# through mpirun's and srun's process-management interfaces (the libraries
+# are loaded at run time, src/rdv/pmi_*.c).
 PACKAGES="build-essential pkg-config iproute2 procps gnuplot-nox python3-venv
           libssl-dev clang valgrind libibverbs-dev nftables libhwloc-dev
-          hwloc-nox"
+          hwloc-nox libpmix-dev libpmi2-0-dev"
 
 [ $# -gt 0 ] && PACKAGES="$*"
 

@@ -14,6 +14,7 @@
 #include "common.h"
 #include "rdv/bootstrap.h"
 #include "rdv/launch_env.h"
+#include "rdv/launch_pmi.h"
 #include "route.h"
 #include "timeline.h"
 #include "transport.h"
@@ -61,7 +62,12 @@ static weft_status_t apply_params(wf_config_t *cfg,
 
 /* Fills rank, size, rendezvous and job id from a launcher when the WEFT_*
  * knobs left them unset; decides whether this rank hosts the server. */
-static weft_status_t resolve_launch(wf_config_t *cfg, bool *serve)
+/* Rank, size and rendezvous from the launcher where the WEFT_* settings
+ * do not give them.  A launcher that names no rendezvous gets one through
+ * its process-management interface, hosted by rank 0 (*pmi_server there);
+ * otherwise *serve says whether rank 0 hosts the address it was given. */
+static weft_status_t resolve_launch(wf_config_t *cfg, bool *serve,
+                                    weft_server_t *pmi_server)
 {
     wf_launch_env_t env;
     bool have = (cfg->rank < 0 || cfg->world_size < 0 || !*cfg->rendezvous) &&
@@ -89,9 +95,24 @@ static weft_status_t resolve_launch(wf_config_t *cfg, bool *serve)
                   (long long)cfg->rank, (long long)cfg->world_size);
         return WEFT_ERR_INVALID_ARG;
     }
+    if (!*cfg->rendezvous && have) {
+        char why[512];
+        weft_status_t st = wf_launch_pmi_rendezvous(cfg, pmi_server, why,
+                                                    sizeof(why));
+        if (st == WEFT_OK) {
+            *serve = false;
+            return WEFT_OK;
+        }
+        WEFT_WARN(INIT, "no rendezvous address from %s: set "
+                  "WEFT_RENDEZVOUS=HOST:PORT (a weft-rendezvous server), or "
+                  "MASTER_ADDR and MASTER_PORT (rank 0 then hosts it); %s",
+                  env.source, why);
+        return st == WEFT_ERR_UNSUPPORTED ? WEFT_ERR_INVALID_ARG : st;
+    }
     if (!*cfg->rendezvous) {
         WEFT_WARN(INIT, "no rendezvous address: set WEFT_RENDEZVOUS=HOST:PORT "
-                  "(a weft-rendezvous server), file:///DIR or mem://NAME");
+                  "(a weft-rendezvous server), file:///DIR or mem://NAME, "
+                  "or start under weftrun, torchrun, srun or mpirun");
         return WEFT_ERR_INVALID_ARG;
     }
     const char *s = cfg->rendezvous_serve;
@@ -239,7 +260,7 @@ WEFT_API weft_status_t weft_comm_create(const weft_comm_params_t *params,
     if (c->cfg.source[WF_PARAM_ID_log] == WF_SOURCE_OVERRIDE ||
         c->cfg.source[WF_PARAM_ID_log_subsys] == WF_SOURCE_OVERRIDE)
         wf_log_reconfigure(c->cfg.log, c->cfg.log_subsys);
-    WEFT_CHECK_GOTO(resolve_launch(&c->cfg, &serve), st, err);
+    WEFT_CHECK_GOTO(resolve_launch(&c->cfg, &serve, &c->server), st, err);
     c->rank = (int)c->cfg.rank;
     c->size = (int)c->cfg.world_size;
     wf_log_set_rank(c->rank);

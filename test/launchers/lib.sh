@@ -11,6 +11,8 @@
 : "${WF_LOGDIR:=$(mktemp -d /tmp/weft-launchers-XXXXXX)}"
 BENCH=$(readlink -f "$WF_BUILD/bin/weft-bench")
 RDV=$(readlink -f "$WF_BUILD/bin/weft-rendezvous")
+# weft_comm_init from the environment alone, checked (comm_init_check.c).
+LAUNCH_CHECK=$(readlink -f "$WF_BUILD/test/comm_init_check")
 
 wf_pass() { echo "PASS $1" | tee -a "$WF_RESULTS"; }
 wf_skip() { echo "SKIP $1: $2" | tee -a "$WF_RESULTS"; }

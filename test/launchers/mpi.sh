@@ -10,6 +10,10 @@
 #                         rank 0's server address goes out over MPI_Bcast
 #   mpi_hydra_pmi         mpiexec.hydra -n 4 weft-bench: ranks from MPICH's
 #                         PMI_RANK/PMI_SIZE (each rank's log says so)
+#   mpi_mpirun_no_setup,  a C program (comm_init_check.c) under mpirun and
+#   mpi_hydra_no_setup    mpiexec.hydra with no weft variable at all: rank
+#                         0 hosts the rendezvous, its address goes out
+#                         through PMIx / hydra's PMI-1
 # Needs Open MPI (openmpi-bin, libopenmpi-dev) and MPICH (mpich); what is
 # missing is skipped with the reason.  Everything stays on loopback.
 set -uo pipefail
@@ -90,9 +94,29 @@ hydra() {
     [ $status = 0 ] && wf_bench_clean "$out" &&
         [ "$(grep -c 'launch environment: pmi (rank [0-3] of 4)' "$out")" = 4 ]
 }
+# launcher COMMAND... with only WEFT_LOG set: 4 ranks of comm_init_check,
+# each told its rank by the launcher's own variable (RANK_VAR).
+no_setup() { # NAME INTERFACE RANK_VAR LAUNCHER...
+    local name=$1 iface=$2 var=$3 out=$WF_LOGDIR/$1.out status
+    shift 3
+    env -u WEFT_RENDEZVOUS -u MASTER_ADDR -u MASTER_PORT WEFT_LOG=info \
+        WEFT_LOG_SUBSYS=init,rdv timeout 120 "$@" \
+        bash -c "exec $LAUNCH_CHECK \$$var 4" > "$out" 2>&1
+    status=$?
+    cat "$out"
+    [ $status = 0 ] &&
+        [ "$(grep -c '^comm_init_check: rank [0-3] of 4 ok' "$out")" = 4 ] &&
+        [ "$(grep -c "rendezvous through $iface:" "$out")" = 4 ]
+}
+wf_check mpi_mpirun_no_setup no_setup mpi_mpirun_no_setup PMIx \
+    OMPI_COMM_WORLD_RANK "${mpirun[@]}" -x WEFT_LOG -x WEFT_LOG_SUBSYS
+
 if command -v mpiexec.hydra >/dev/null; then
     wf_check mpi_hydra_pmi hydra
+    wf_check mpi_hydra_no_setup no_setup mpi_hydra_no_setup PMI-1 PMI_RANK \
+        mpiexec.hydra -n 4
 else
     wf_skip mpi_hydra_pmi "MPICH's mpiexec.hydra is not installed (Debian's mpich; scripts/install-launcher-deps.sh installs it)"
+    wf_skip mpi_hydra_no_setup "MPICH's mpiexec.hydra is not installed"
 fi
 exit 0

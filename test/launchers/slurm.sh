@@ -132,6 +132,29 @@ srun_bench() {
 }
 wf_check slurm_srun_bench srun_bench
 
+# srun --mpi=pmi2 / --mpi=pmix with no weft variable at all: rank 0 hosts
+# the rendezvous and its address reaches the others through Slurm's PMI-2
+# or PMIx (src/rdv/launch_pmi.c); comm_init_check checks rank, size and
+# three collectives.
+srun_no_setup() { # pmi2|pmix INTERFACE
+    local out=$WF_LOGDIR/slurm_srun_$1.out status
+    env -u WEFT_RENDEZVOUS -u MASTER_ADDR -u MASTER_PORT WEFT_LOG=info \
+        WEFT_LOG_SUBSYS=init,rdv timeout 120 srun -n 4 --overcommit -t 5 \
+        --mpi="$1" bash -c "exec $LAUNCH_CHECK \$SLURM_PROCID 4" > "$out" 2>&1
+    status=$?
+    cat "$out"
+    [ $status = 0 ] &&
+        [ "$(grep -c '^comm_init_check: rank [0-3] of 4 ok' "$out")" = 4 ] &&
+        [ "$(grep -c "rendezvous through $2:" "$out")" = 4 ]
+}
+for mpi in pmi2:PMI-2 pmix:PMIx; do
+    if srun --mpi=list 2>&1 | grep -qw "${mpi%%:*}"; then
+        wf_check "slurm_srun_${mpi%%:*}_no_setup" srun_no_setup "${mpi%%:*}" "${mpi#*:}"
+    else
+        wf_skip "slurm_srun_${mpi%%:*}_no_setup" "this Slurm has no --mpi=${mpi%%:*} plugin"
+    fi
+done
+
 # The shipped batch script, unchanged, through sbatch: it starts its own
 # weft-rendezvous on the first node (hostname from SLURM_JOB_NODELIST) and
 # runs every collective with srun; each must report 0 wrong values.
