@@ -191,9 +191,6 @@ weft_status_t wf_comm_connect(wf_comm_impl_t *c)
     /* Ranks on this machine share its cores (the cost model). */
     WEFT_CHECK_GOTO(wf_comm_layout(c, node_keys), st, out);
     c->host_cores = wf_online_cores();
-    WEFT_CHECK_GOTO(wf_bootstrap_ready(c->store, c->rank, c->size,
-                                       c->server != NULL, c->cfg.timeout_ms),
-                    st, out);
     wf_engine_params_t ep = {
         .rank = c->rank, .size = c->size, .tops = ops, .tctx = tctx,
         .peer_addrs = peer_addrs, .peer_addr_lens = peer_lens,
@@ -206,6 +203,12 @@ weft_status_t wf_comm_connect(wf_comm_impl_t *c)
     };
     wf_comm_place(c, &ep.pin, &ep.progress_cpu);
     WEFT_CHECK_GOTO(wf_node_coll_open(c), st, out);
+    /* The last use of the store in the creation: the rank that hosts the
+     * server waits here for the others, so a rank that is done first (a
+     * broadcast's root) cannot stop it under them. */
+    WEFT_CHECK_GOTO(wf_bootstrap_ready(c->store, c->rank, c->size,
+                                       c->server != NULL, c->cfg.timeout_ms),
+                    st, out);
     wf_node_coll_hooks(c->node_coll, &ep);
     WEFT_CHECK_GOTO(wf_engine_create(&ep, &c->engine), st, out);
     wf_node_coll_set_engine(c->node_coll, c->engine);
