@@ -13,6 +13,16 @@ BENCH=$(readlink -f "$WF_BUILD/bin/weft-bench")
 RDV=$(readlink -f "$WF_BUILD/bin/weft-rendezvous")
 # weft_comm_init from the environment alone, checked (comm_init_check.c).
 LAUNCH_CHECK=$(readlink -f "$WF_BUILD/test/comm_init_check")
+# PyTorch's tutorial on weft (tutorial.py), with make python's venv.
+TUTORIAL=$(readlink -f "$(dirname "${BASH_SOURCE[0]}")/tutorial.py")
+WF_PY=${WEFT_VENV:-$(readlink -f "$(dirname "${BASH_SOURCE[0]}")/../..")/.venv}/bin/python
+
+# Whether WF_PY has torch and weft's native backend (else: why not).
+wf_torch_ready() {
+    [ -x "$WF_PY" ] || { echo "no $WF_PY (make python builds the venv with PyTorch)"; return 1; }
+    "$WF_PY" -c 'import weft.torch' >/dev/null 2>&1 ||
+        { echo "$WF_PY cannot import weft.torch (make python builds the native backend)"; return 1; }
+}
 
 wf_pass() { echo "PASS $1" | tee -a "$WF_RESULTS"; }
 wf_skip() { echo "SKIP $1: $2" | tee -a "$WF_RESULTS"; }

@@ -14,6 +14,10 @@
 #   mpi_hydra_no_setup    mpiexec.hydra with no weft variable at all: rank
 #                         0 hosts the rendezvous, its address goes out
 #                         through PMIx / hydra's PMI-1
+#   mpi_*_torch_tutorial  the same for PyTorch's tutorial (tutorial.py:
+#                         init_process_group("weft") with none of torch's
+#                         variables; point-to-point, all_reduce, gradient
+#                         averaging), where make python built the venv
 # Needs Open MPI (openmpi-bin, libopenmpi-dev) and MPICH (mpich); what is
 # missing is skipped with the reason.  Everything stays on loopback.
 set -uo pipefail
@@ -110,6 +114,29 @@ no_setup() { # NAME INTERFACE RANK_VAR LAUNCHER...
 }
 wf_check mpi_mpirun_no_setup no_setup mpi_mpirun_no_setup PMIx \
     OMPI_COMM_WORLD_RANK "${mpirun[@]}" -x WEFT_LOG -x WEFT_LOG_SUBSYS
+
+# The tutorial under a launcher: 4 ranks, each "ok".
+tutorial() { # NAME LAUNCHER...
+    local out=$WF_LOGDIR/$1.out status
+    shift
+    env -u MASTER_ADDR -u MASTER_PORT -u RANK -u WORLD_SIZE -u WEFT_RENDEZVOUS \
+        timeout 300 "$@" "$WF_PY" "$TUTORIAL" 4 > "$out" 2>&1
+    status=$?
+    cat "$out"
+    [ $status = 0 ] && [ "$(grep -c '^tutorial: rank [0-3] of 4 ok' "$out")" = 4 ]
+}
+if why=$(wf_torch_ready); then
+    wf_check mpi_mpirun_torch_tutorial tutorial mpi_mpirun_torch_tutorial \
+        "${mpirun[@]}"
+    if command -v mpiexec.hydra >/dev/null; then
+        wf_check mpi_hydra_torch_tutorial tutorial mpi_hydra_torch_tutorial \
+            mpiexec.hydra -n 4
+    else
+        wf_skip mpi_hydra_torch_tutorial "MPICH's mpiexec.hydra is not installed"
+    fi
+else
+    wf_skip mpi_torch_tutorial "$why"
+fi
 
 if command -v mpiexec.hydra >/dev/null; then
     wf_check mpi_hydra_pmi hydra

@@ -147,11 +147,29 @@ srun_no_setup() { # pmi2|pmix INTERFACE
         [ "$(grep -c '^comm_init_check: rank [0-3] of 4 ok' "$out")" = 4 ] &&
         [ "$(grep -c "rendezvous through $2:" "$out")" = 4 ]
 }
+# PyTorch's tutorial (tutorial.py) the same way: init_process_group("weft")
+# with none of torch's variables.
+srun_tutorial() { # pmi2|pmix
+    local out=$WF_LOGDIR/slurm_srun_$1_torch_tutorial.out status
+    env -u MASTER_ADDR -u MASTER_PORT -u RANK -u WORLD_SIZE \
+        -u WEFT_RENDEZVOUS timeout 300 srun -n 4 --overcommit -t 5 \
+        --mpi="$1" "$WF_PY" "$TUTORIAL" 4 > "$out" 2>&1
+    status=$?
+    cat "$out"
+    [ $status = 0 ] && [ "$(grep -c '^tutorial: rank [0-3] of 4 ok' "$out")" = 4 ]
+}
+torch_why=$(wf_torch_ready) && torch_ok=1 || torch_ok=""
 for mpi in pmi2:PMI-2 pmix:PMIx; do
-    if srun --mpi=list 2>&1 | grep -qw "${mpi%%:*}"; then
-        wf_check "slurm_srun_${mpi%%:*}_no_setup" srun_no_setup "${mpi%%:*}" "${mpi#*:}"
+    m=${mpi%%:*}
+    if srun --mpi=list 2>&1 | grep -qw "$m"; then
+        wf_check "slurm_srun_${m}_no_setup" srun_no_setup "$m" "${mpi#*:}"
+        if [ -n "$torch_ok" ]; then
+            wf_check "slurm_srun_${m}_torch_tutorial" srun_tutorial "$m"
+        else
+            wf_skip "slurm_srun_${m}_torch_tutorial" "$torch_why"
+        fi
     else
-        wf_skip "slurm_srun_${mpi%%:*}_no_setup" "this Slurm has no --mpi=${mpi%%:*} plugin"
+        wf_skip "slurm_srun_${m}_no_setup" "this Slurm has no --mpi=$m plugin"
     fi
 done
 
