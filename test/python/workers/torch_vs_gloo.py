@@ -10,7 +10,9 @@ reference), or, where gloo refuses the call, with values computed here:
   bitwise / PREMUL_SUM   BAND, BOR, BXOR on integers; PREMUL_SUM
   uneven sizes           all_gather and reduce_scatter lists
   coalescing             _coalescing_manager all_reduce, batch_isend_irecv
-  monitored_barrier      passes; names the rank that does not arrive
+  monitored_barrier      passes; names the rank that does not arrive;
+                         with a zero timeout rank 0 times out; the ranks
+                         that arrived hear that rank 0 failed (gloo's words)
   sparse all_reduce      SUM of sparse COO tensors
   tags, any source       send/recv tags matched out of order; recv()
                          without src names the sender, as gloo does
@@ -232,6 +234,26 @@ def check_p2p(rep):
             assert mine == (list(range(1, N)), [N - 1]), mine
 
 
+def monitored_errors(timeout, callers):
+    """monitored_barrier(timeout) on a fresh weft group and a fresh gloo
+    group, called by the ranks in `callers` only: (weft's error text, gloo's
+    error text), None where it passed."""
+    out = []
+    for backend in ("weft", "gloo"):
+        # a short group timeout: nothing waits for long if a rank does
+        group = dist.new_group(backend=backend,
+                               timeout=timedelta(seconds=5))
+        text = "(not called)"
+        if R in callers:
+            try:
+                dist.monitored_barrier(group, timeout=timeout)
+                text = None
+            except RuntimeError as e:
+                text = str(e)
+        out.append(text)
+    return out
+
+
 def check_monitored_barrier(rep):
     with rep.case("monitored_barrier passes"):
         dist.monitored_barrier(WEFT, timeout=timedelta(seconds=30))
@@ -245,6 +267,39 @@ def check_monitored_barrier(rep):
             else:
                 raise AssertionError("no error")
         # rank 1 (and the others) never arrive; rank 0 waits 1 s
+    with rep.case("monitored_barrier with no time: rank 0 timed out"):
+        # a timeout of zero is zero, not "the group's": rank 0 has no time
+        # for rank 1 (which never calls), as gloo says; the group's timeout
+        # is 5 s, what the zero became before
+        mine, ref = monitored_errors(timedelta(seconds=0), callers={0})
+        if R == 0:
+            want = ("Rank 1 failed to pass monitoredBarrier",
+                    "Rank 0 timed out in monitoredBarrier after 0 ms",
+                    "No ranks successfully processed in monitoredBarrier")
+            # gloo, the reference, says the other two as well unless less
+            # than a whole millisecond passed (it counts in ms)
+            assert ref is not None and want[0] in ref, ref
+            for phrase in want:
+                assert mine is not None and phrase in mine, (phrase, mine)
+    if N >= 3:
+        with rep.case("monitored_barrier: the ranks that came hear that "
+                      "rank 0 failed"):
+            # rank 1 never calls: rank 0 names it after 1 s, the others
+            # learn that rank 0 failed, in gloo's words
+            start = time.time()
+            mine, ref = monitored_errors(timedelta(seconds=1),
+                                         callers=set(range(N)) - {1})
+            if R == 0:
+                for text in (mine, ref):
+                    assert text and "Rank 1 failed to pass monitoredBarrier" \
+                        in text, (mine, ref)
+            elif R >= 2:
+                phrase = ("Rank %d successfully reached monitoredBarrier, "
+                          "but received errors while waiting for send/recv "
+                          "from rank 0" % R)
+                for text in (mine, ref):
+                    assert text and phrase in text, (mine, ref)
+            assert time.time() - start < 8, time.time() - start
 
 
 def check_wait_timeout(rep):

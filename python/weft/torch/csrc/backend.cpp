@@ -905,67 +905,95 @@ c10::intrusive_ptr<Work> WeftBackend::barrier(
 // gloo's protocol over weft's point-to-point: every rank sends rank 0 a
 // token and waits for its answer; rank 0 waits for every token up to the
 // timeout and names the ranks that did not arrive (the first, or all of
-// them with waitAllRanks).
+// them with waitAllRanks).  The timeout is the options' (zero is zero),
+// the group's when unset; the errors say what gloo's say, in its words.
+// The other ranks wait for rank 0's answer as gloo's do, up to the group's
+// timeout; rank 0 answers every rank, "failed" when it raises, so that
+// the ranks that arrived (and any that arrive late) learn it at once.
 void WeftBackend::monitoredBarrier(const c10d::BarrierOptions& opts,
                                    bool waitAllRanks) {
-  auto timeout = opts.timeout.count() > 0 ? opts.timeout : timeout_;
+  constexpr uint8_t kHere = 1, kPass = 1, kFail = 2;
+  auto timeout = opts.timeout.count() >= 0 ? opts.timeout : timeout_;
+  auto ms = std::to_string(timeout.count());
   auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto token = at::zeros({std::max(size_, 1)}, at::kByte);
-  std::vector<weft_request_t> reqs(size_, nullptr);
-  auto post = [&](int peer, bool send) {
+  // rank 0: tokens[p] from rank p, answers[p] to it; others: [0] sent,
+  // [1] received
+  auto tokens = at::zeros({std::max(size_, 2)}, at::kByte);
+  auto answers = at::zeros({std::max(size_, 2)}, at::kByte);
+  std::vector<weft_request_t> reqs;  // every request, freed by release()
+  auto post = [&](uint8_t* buf, int peer, bool send) {
     weft_request_t r = nullptr;
-    int st = send ? weft_isend(bytes(token) + peer, 1, WEFT_UINT8, peer,
-                               comm_, &r)
-                  : weft_irecv(bytes(token) + peer, 1, WEFT_UINT8, peer,
-                               comm_, &r);
+    int st = send ? weft_isend(buf, 1, WEFT_UINT8, peer, comm_, &r)
+                  : weft_irecv(buf, 1, WEFT_UINT8, peer, comm_, &r);
     if (st != WEFT_OK)
       std::rethrow_exception(weftError(st, "monitored_barrier", comm_));
+    reqs.push_back(r);
     return r;
   };
-  // Waits for reqs[from, to) until the deadline; returns the ranks that
-  // have not answered.
-  auto waitAll = [&](int from, int to) {
-    std::vector<int> missing;
-    for (int p = from; p < to; p++) {
-      if (reqs[p] == nullptr)
-        continue;
-      int st;
-      while ((st = weft_test(reqs[p])) == WEFT_INPROGRESS &&
-             std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-      if (st != WEFT_OK) {  // not arrived in time, or its link failed
-        missing.push_back(p);
-        if (!waitAllRanks)
-          break;
-      }
-    }
-    return missing;
-  };
   auto release = [&] {  // buffers outlive whatever is still posted
-    std::vector<weft_request_t> live;
-    for (auto r : reqs)
-      if (r != nullptr)
-        live.push_back(r);
-    releaseLater(std::move(live), {token});
+    releaseLater(std::move(reqs), {tokens, answers});
   };
   if (rank_ != 0) {
-    weft_request_t s = post(0, true);
-    reqs[0] = post(0, false);
-    auto missing = waitAll(0, 1);
-    weft_wait(s);
-    weft_request_free(s);
+    bytes(tokens)[0] = kHere;
+    post(bytes(tokens), 0, true);
+    int st = weft_wait(post(bytes(tokens) + 1, 0, false));
+    uint8_t answer = bytes(tokens)[1];
     release();
-    if (!missing.empty())
+    if (st != WEFT_OK || answer != kPass)
       throw WeftException(
-          WEFT_ERR_TIMEOUT, "monitored_barrier",
-          "Rank " + std::to_string(rank_) + " Timed out after " +
-              std::to_string(timeout.count()) +
-              " ms waiting for rank 0 to pass monitoredBarrier");
+          st == WEFT_OK ? WEFT_ERR_REMOTE : st, "monitored_barrier",
+          "Rank " + std::to_string(rank_) +
+              " successfully reached monitoredBarrier, but received errors "
+              "while waiting for send/recv from rank 0. Please check rank 0 "
+              "logs for faulty rank. (weft: " +
+              (st == WEFT_OK ? std::string("rank 0 answered that the "
+                                           "barrier failed")
+                             : std::string(weft_status_name(
+                                   static_cast<weft_status_t>(st)))) +
+              ")");
     return;
   }
+  std::vector<weft_request_t> from(size_, nullptr);
   for (int p = 1; p < size_; p++)
-    reqs[p] = post(p, false);
-  auto missing = waitAll(1, size_);
+    from[p] = post(bytes(tokens) + p, p, false);
+  // Waits for rank p's token until the deadline: true when it came.
+  auto arrived = [&](int p) {
+    int st;
+    while ((st = weft_test(from[p])) == WEFT_INPROGRESS &&
+           std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    return st == WEFT_OK;  // not arrived in time, or its link failed
+  };
+  std::vector<int> missing, processed;
+  std::string outOfTime;  // gloo's words when no time was left for a rank
+  for (int p = 1; p < size_; p++) {
+    // Without waitAllRanks, a rank whose token is not there when the time
+    // is up is not waited for: rank 0 itself ran out of time (gloo).
+    if (!waitAllRanks && weft_test(from[p]) == WEFT_INPROGRESS &&
+        std::chrono::steady_clock::now() >= deadline) {
+      std::string done;
+      for (size_t i = 0; i < processed.size(); i++)
+        done += (i ? ", " : "") + std::to_string(processed[i]);
+      outOfTime = "\n Rank 0 timed out in monitoredBarrier after " + ms +
+                  " ms.\n" +
+                  (processed.empty()
+                       ? "No ranks successfully processed in monitoredBarrier."
+                       : "Successfully processed ranks: " + done);
+      missing.push_back(p);
+      break;
+    }
+    if (arrived(p)) {
+      processed.push_back(p);
+    } else {
+      missing.push_back(p);
+      if (!waitAllRanks)
+        break;
+    }
+  }
+  for (int p = 1; p < size_; p++) {
+    bytes(answers)[p] = missing.empty() ? kPass : kFail;
+    post(bytes(answers) + p, p, true);
+  }
   if (!missing.empty()) {
     release();
     std::string who;
@@ -974,15 +1002,10 @@ void WeftBackend::monitoredBarrier(const c10d::BarrierOptions& opts,
     throw c10::DistBackendError(
         {__func__, __FILE__, uint32_t(__LINE__)},
         "[Rank 0]: " + std::string(missing.size() > 1 ? "Ranks " : "Rank ") +
-            who + " failed to pass monitoredBarrier in " +
-            std::to_string(timeout.count()) + " ms (weft)");
+            who + " failed to pass monitoredBarrier in " + ms + " ms (weft)" +
+            outOfTime);
   }
-  for (int p = 1; p < size_; p++) {
-    weft_request_free(reqs[p]);
-    reqs[p] = post(p, true);
-  }
-  waitAll(1, size_);
-  release();
+  release();  // the answers are on their way
 }
 
 // ---- point-to-point -----------------------------------------------------
