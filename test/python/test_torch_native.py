@@ -2,7 +2,8 @@
 against gloo in the same processes: all_gather_coalesced's layout, Work
 status, bitwise and PREMUL_SUM reductions, uneven sizes, coalescing,
 monitored_barrier (its timeouts and gloo's words), sparse all_reduce,
-send/recv tags and receives from any source, the backend's name."""
+send/recv tags and receives from any source, the backend's name (also
+when registered under another one)."""
 import pytest
 
 import harness
@@ -17,7 +18,8 @@ def test_vs_gloo(nranks):
     names = harness.check_names(results)
     cases = ["all_gather_coalesced", "is_completed", "BXOR", "PREMUL_SUM",
              "uneven", "coalesced", "monitored_barrier", "no time: rank 0",
-             "sparse", "tags match", "any source", "DDP logging"]
+             "sparse", "tags match", "any source", "DDP logging",
+             "registered under another name"]
     if nranks >= 3:
         cases.append("hear that rank 0 failed")
     for case in cases:

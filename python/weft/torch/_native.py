@@ -29,15 +29,24 @@ def available():
     return _ext is not None
 
 
-def create_backend(store, rank, size, timeout):
+def create_backend(store, rank, size, timeout, registered_as="weft"):
     """The creator registered with torch.distributed.Backend: a ProcessGroup
     named "weft" over a native WeftBackend.  WEFTPY_CONFIG ("KEY=VALUE,..."
     of WEFT_* knobs) applies to these communicators only; torch's timeout
-    always sets WEFT_TIMEOUT."""
+    always sets WEFT_TIMEOUT.
+
+    `registered_as`: the name weft is registered under when it is not
+    "weft" (functools.partial(create_backend, registered_as=NAME)).  The
+    group's profiler events are titled "NAME:<op>", what torch's tools look
+    for (dist.get_backend(group) + ":<op>"); the group itself is still
+    named "weft" (pg.name(), DDP's logging), because torch reads
+    backend-specific objects from groups by that name (a group named
+    "gloo" must be gloo's)."""
     if _ext is None:
         raise RuntimeError(LOAD_ERROR)
     timeout = timeout or timedelta(minutes=30)
     comm = create_communicator(store, rank, size, timeout.total_seconds(),
                                os.environ.get("WEFTPY_CONFIG") or None)
     handle, comm._h = comm._h.value, None     # the backend owns it now
-    return _ext.create_process_group(store, rank, size, handle, timeout)
+    return _ext.create_process_group(store, rank, size, handle, timeout,
+                                     registered_as)

@@ -16,11 +16,14 @@ reference), or, where gloo refuses the call, with values computed here:
   sparse all_reduce      SUM of sparse COO tensors
   tags, any source       send/recv tags matched out of order; recv()
                          without src names the sender, as gloo does
-  names                  DDP's logging says "weft"; profiler titles
+  names                  DDP's logging says "weft"; profiler titles, also
+                         of weft registered under another name: that
+                         name, as gloo's groups title theirs
   sequence numbers       count the group's operations
 
 Usage: run once per rank (see harness.launch); argv: nothing.
 """
+import functools
 import time
 from datetime import timedelta
 
@@ -342,6 +345,28 @@ def check_names(rep):
             dist.all_reduce(torch.ones(2), group=WEFT)
         names = {e.name for e in prof.function_events}
         assert "weft:all_reduce" in names, sorted(names)[:20]
+    with rep.case("profiler titles of weft registered under another name"):
+        # torch's tools look for dist.get_backend(group) + ":<op>", as
+        # gloo's groups title them; the group itself is still weft's
+        if "WEFTALIAS" not in dist.Backend._plugins:
+            dist.Backend.register_backend(
+                "weftalias", functools.partial(
+                    weft.torch.create_backend, registered_as="weftalias"),
+                devices=["cpu"])
+        alias = dist.new_group(backend="weftalias")
+        assert isinstance(alias._get_backend(torch.device("cpu")),
+                          weft.torch._native._ext.WeftBackend)
+        for group in (GLOO, alias):
+            name = dist.get_backend(group)
+            with torch.autograd.profiler.profile() as prof:
+                dist.all_reduce(torch.ones(2), group=group)
+                dist.all_reduce_coalesced([torch.ones(2), torch.ones(3)],
+                                          group=group)
+            titles = [e.name for e in prof.function_events
+                      if e.name.startswith(name + ":all_reduce")]
+            assert len(titles) == 2, (name, titles)
+        assert dist.get_backend(alias) == "weftalias"
+        assert alias.name() == "weft", alias.name()
     with rep.case("sequence numbers count operations"):
         before = WEFT._get_sequence_number_for_group()
         dist.all_reduce(torch.ones(1), group=WEFT)

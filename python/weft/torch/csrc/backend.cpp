@@ -3,6 +3,8 @@
 #include "backend.hpp"
 
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <sstream>
 
 #include "reduce.hpp"
@@ -80,6 +82,16 @@ bool sameShapes(const TensorList& ts, const at::Tensor& like) {
   return true;
 }
 
+// Profiling titles live as long as the process: torch's RecordFunction
+// keeps a view of the title until the operation ends, which may be after
+// its group is gone.
+const char* intern(const std::string& s) {
+  static std::mutex mu;
+  static std::set<std::string> pool;
+  std::lock_guard<std::mutex> g(mu);
+  return pool.insert(s).first->c_str();
+}
+
 TensorList flatten(const std::vector<TensorList>& lists) {
   TensorList out;
   for (auto& l : lists)
@@ -90,9 +102,18 @@ TensorList flatten(const std::vector<TensorList>& lists) {
 }  // namespace
 
 WeftBackend::WeftBackend(weft_comm_t comm, int rank, int size,
-                         std::chrono::milliseconds timeout)
+                         std::chrono::milliseconds timeout,
+                         std::string registeredAs)
     : Backend(rank, size), comm_(comm),
+      registeredAs_(std::move(registeredAs)),
+      renamed_(registeredAs_ != "weft"),
       completer_(std::make_shared<Completer>()), timeout_(timeout) {}
+
+const char* WeftBackend::title(const char* weftTitle) const {
+  if (!renamed_)
+    return weftTitle;
+  return intern(registeredAs_ + (weftTitle + std::strlen("weft")));
+}
 
 WeftBackend::~WeftBackend() { shutdown(); }
 
@@ -172,7 +193,8 @@ c10::intrusive_ptr<Work> WeftBackend::finish(
                             result.end());
   }
   return c10::make_intrusive<WeftWork>(
-      rank_, type, title, std::vector<std::shared_ptr<OpState>>{op},
+      rank_, type, this->title(title),
+      std::vector<std::shared_ptr<OpState>>{op},
       completer_, std::move(result), inputs);
 }
 
@@ -197,7 +219,7 @@ c10::intrusive_ptr<Work> WeftBackend::endCoalescing() {
   coalesced_.clear();
   coalescedResult_.clear();
   return c10::make_intrusive<WeftWork>(rank_, OpType::COALESCED,
-                                       "weft:coalesced", std::move(ops),
+                                       title("weft:coalesced"), std::move(ops),
                                        completer_, std::move(result),
                                        std::nullopt);
 }

@@ -19,8 +19,12 @@ using TensorList = std::vector<at::Tensor>;
 class WeftBackend : public c10d::Backend {
  public:
   // Takes ownership of `comm` (created by the Python bootstrap).
+  // `registeredAs`: the name torch created the group under ("weft" unless
+  // weft was registered under another name), which titles its profiler
+  // events; the backend's own name stays "weft".
   WeftBackend(weft_comm_t comm, int rank, int size,
-              std::chrono::milliseconds timeout);
+              std::chrono::milliseconds timeout,
+              std::string registeredAs = "weft");
   ~WeftBackend() override;
 
   const std::string getBackendName() const override { return "weft"; }
@@ -116,6 +120,10 @@ class WeftBackend : public c10d::Backend {
       c10d::OpType type, const char* title,
       const std::shared_ptr<OpState>& op, TensorList result,
       const std::optional<TensorList>& inputs = std::nullopt);
+  // The profiler's title of an operation: "weft:<op>" becomes
+  // "<registeredAs>:<op>", what torch's tools and tests look for
+  // (dist.get_backend(group) + ":<op>"; gloo's are "gloo:<op>").
+  const char* title(const char* weftTitle) const;
   void checkRoot(int64_t root, const char* what) const;
   void reduceInto(const std::shared_ptr<OpState>& op, const at::Tensor& t,
                   const c10d::ReduceOp& red);
@@ -131,6 +139,8 @@ class WeftBackend : public c10d::Backend {
                          const c10d::ReduceOp& red, const char* what);
 
   weft_comm_t comm_;
+  std::string registeredAs_;
+  bool renamed_;  // registeredAs_ is not "weft"
   std::shared_ptr<Completer> completer_;
   std::chrono::milliseconds timeout_;
   std::atomic<uint64_t> seq_{0};

@@ -13,8 +13,10 @@ namespace weft_torch {
 namespace {
 
 // torch names a plugin backend's process group "custom" (its
-// BackendType); this one carries its own name, which DDP's logging and
-// profiler titles report.
+// BackendType); this one carries its own name, which DDP's logging
+// reports.  It stays "weft" under any registered name: torch's C++ keys
+// backend-specific reads on it (DDP's logger reads ProcessGroupGloo's
+// thread count from a group named "gloo").
 class WeftProcessGroup : public c10d::ProcessGroup {
  public:
   using ProcessGroup::ProcessGroup;
@@ -23,9 +25,11 @@ class WeftProcessGroup : public c10d::ProcessGroup {
 
 c10::intrusive_ptr<c10d::ProcessGroup> createProcessGroup(
     const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-    uintptr_t comm, std::chrono::milliseconds timeout) {
+    uintptr_t comm, std::chrono::milliseconds timeout,
+    const std::string& registeredAs) {
   auto backend = c10::make_intrusive<WeftBackend>(
-      reinterpret_cast<weft_comm_t>(comm), rank, size, timeout);
+      reinterpret_cast<weft_comm_t>(comm), rank, size, timeout,
+      registeredAs);
   auto pg = c10::make_intrusive<WeftProcessGroup>(store, rank, size);
   auto type = c10d::ProcessGroup::BackendType::CUSTOM;
   pg->setBackend(c10::DeviceType::CPU, type, backend);
@@ -47,9 +51,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       });
   m.def("create_process_group", &createProcessGroup, py::arg("store"),
         py::arg("rank"), py::arg("size"), py::arg("comm"),
-        py::arg("timeout"),
+        py::arg("timeout"), py::arg("registered_as") = "weft",
         "A ProcessGroup named 'weft' over a new WeftBackend that owns "
-        "`comm` (a weft_comm_t as an integer).",
+        "`comm` (a weft_comm_t as an integer); its profiler titles are "
+        "'<registered_as>:<op>'.",
         py::call_guard<py::gil_scoped_release>());
   py::register_exception_translator([](std::exception_ptr p) {
     try {
