@@ -97,7 +97,9 @@ $(BUILD)/lib/libweft.a: $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/bin/weft-rendezvous: $(BUILD)/tool-obj/src/tools/weft_rendezvous.o $(BUILD)/lib/libweft.so
-$(BUILD)/bin/weftrun: $(BUILD)/tool-obj/src/tools/weftrun.o $(SPAWN_OBJ) $(BUILD)/lib/libweft.so
+$(BUILD)/bin/weftrun: $(BUILD)/tool-obj/src/tools/weftrun.o $(SPAWN_OBJ) \
+  $(BUILD)/tool-obj/src/tools/hostlist.o $(BUILD)/tool-obj/src/tools/remote.o \
+  $(BUILD)/lib/libweft.so
 $(BUILD)/bin/weft-info: $(BUILD)/tool-obj/src/tools/weft_info.o $(BUILD)/lib/libweft.so
 $(BUILD)/bin/weft-bench: $(BENCH_OBJS) $(SPAWN_OBJ) $(BUILD)/lib/libweft.so
 $(TOOL_BINS):

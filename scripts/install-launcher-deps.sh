@@ -8,6 +8,7 @@
 # mpi.h for the MPI bootstrap example; mpich: MPICH's mpiexec.hydra, the
 # PMI_RANK/PMI_SIZE launcher (its mpirun/mpicc alternatives have priority
 # 40 against Open MPI's 50, so mpirun and mpicc stay Open MPI's);
-# iproute2: network namespaces.
+# iproute2: network namespaces; openssh-server, openssh-client: weftrun
+# across hosts (test/launchers/ssh.sh runs an sshd per namespace).
 exec "$(dirname "$0")/install-deps.sh" slurm-wlm munge openmpi-bin \
-    libopenmpi-dev mpich iproute2
+    libopenmpi-dev mpich iproute2 openssh-server openssh-client

@@ -9,6 +9,8 @@
 #   torchrun  torchrun's variables, and the real torchrun where installed
 #   mpi       mpirun -np 4 weft-bench; the MPI bootstrap example
 #   netns     4 network namespaces as hosts, 2 ranks each (root)
+#   ssh       weftrun -H across 4 namespace hosts, each with its own sshd
+#             (root)
 #   slurm     a real slurmctld + slurmd + munged, srun and sbatch (root)
 # Parts that cannot run here count as skipped, with the reason.  Ends with
 # one line "N passed, N failed, N skipped"; exits 1 when anything failed.
@@ -16,7 +18,7 @@ set -uo pipefail
 here=$(dirname "$(readlink -f "$0")")
 export WF_BUILD=${1:?usage: run.sh BUILD_DIR [PART...]}
 shift
-parts=${*:-service torchrun mpi netns slurm}
+parts=${*:-service torchrun mpi netns ssh slurm}
 
 WF_LOGDIR=$(mktemp -d /tmp/weft-launchers-XXXXXX)
 export WF_LOGDIR

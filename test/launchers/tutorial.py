@@ -2,10 +2,11 @@
 tutorial with backend "weft", started by a launcher that sets none of
 torch's variables (mpirun, mpiexec.hydra, srun): blocking point-to-point,
 all_reduce SUM, and the synchronous SGD loop that averages gradients by
-hand.  Each part checks its result against values computed here; prints
+hand.  With --ddp, also a few steps of DistributedDataParallel.  Each
+part checks its result against values computed here; prints
 "tutorial: rank R of N ok" on success.
 
-    python tutorial.py EXPECTED_SIZE
+    python tutorial.py EXPECTED_SIZE [--ddp]
 """
 import os
 import sys
@@ -61,6 +62,24 @@ def run_sgd(rank, size):
         assert torch.equal(ref, p.data), "replicas differ"
 
 
+def run_ddp(rank):
+    """DistributedDataParallel over weft: the replicas end equal."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    torch.manual_seed(7)
+    model = DDP(nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 2)))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    gen = torch.Generator().manual_seed(100 + rank)
+    for _ in range(5):
+        optimizer.zero_grad()
+        out = model(torch.randn(16, 8, generator=gen))
+        F.mse_loss(out, torch.zeros_like(out)).backward()
+        optimizer.step()
+    for p in model.parameters():
+        ref = p.data.clone()
+        dist.broadcast(ref, src=0)
+        assert torch.equal(ref, p.data), "DDP replicas differ"
+
+
 def main():
     dist.init_process_group("weft")
     rank, size = dist.get_rank(), dist.get_world_size()
@@ -68,6 +87,8 @@ def main():
     run_p2p(rank)
     run_all_reduce(rank, size)
     run_sgd(rank, size)
+    if "--ddp" in sys.argv:
+        run_ddp(rank)
     dist.destroy_process_group()
     print("tutorial: rank %d of %d ok (MASTER_ADDR %s)"
           % (rank, size, os.environ["MASTER_ADDR"]), flush=True)

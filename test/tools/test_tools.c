@@ -56,6 +56,54 @@ WF_TEST(tools_weftrun_prefix_and_exit_code, 60)
     free(out);
 }
 
+/* Hosts given but all of them this machine: ranks start here, with -x
+ * and torch's variables; slots are counted; bad host lists and files are
+ * refused naming the cause (the ssh path: make test-launchers, ssh.sh). */
+WF_TEST(tools_weftrun_hosts_and_variables, 60)
+{
+    char cmd[1024], *out, dir[] = "/tmp/weft-hosts-XXXXXX", path[128];
+    const char *w = wf_test_tool("weftrun");
+    snprintf(cmd, sizeof(cmd), "%s -H localhost:2,127.0.0.1 -l -x FOO=bar "
+             "sh -c 'echo v $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE "
+             "$FOO $MASTER_ADDR'", w);
+    ASSERT_EQ(run(cmd, &out), 0);
+    /* One rank per slot; the list's hosts are one machine, so one local
+     * group of 3 */
+    ASSERT_STR_CONTAINS(out, "[0] v 0 3 0 3 bar 127.0.0.1");
+    ASSERT_STR_CONTAINS(out, "[2] v 2 3 2 3 bar 127.0.0.1");
+    free(out);
+    snprintf(cmd, sizeof(cmd), "%s -np 5 -H a:2,b true", w);
+    ASSERT_EQ(run(cmd, &out), 2);
+    ASSERT_STR_CONTAINS(out, "5 ranks but the hosts have 3 slots");
+    free(out);
+    snprintf(cmd, sizeof(cmd), "%s -H a:x true", w);
+    ASSERT_EQ(run(cmd, &out), 2);
+    ASSERT_STR_CONTAINS(out, "'a:x': the slots after ':' are not a number");
+    free(out);
+    ASSERT_TRUE(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof(path), "%s/hosts", dir);
+    FILE *f = fopen(path, "w");
+    ASSERT_TRUE(f != NULL);
+    fprintf(f, "# the cluster\nlocalhost slots=2 max_slots=4\n\n"
+               "localhost:1\nlocalhost slots=zero\n");
+    fclose(f);
+    snprintf(cmd, sizeof(cmd), "%s --hostfile %s true", w, path);
+    ASSERT_EQ(run(cmd, &out), 2);
+    ASSERT_STR_CONTAINS(out, "line 5: 'slots=zero' is not a slot count");
+    free(out);
+    f = fopen(path, "w");
+    ASSERT_TRUE(f != NULL);
+    fprintf(f, "localhost slots=2 # two\nlocalhost:1\n");
+    fclose(f);
+    snprintf(cmd, sizeof(cmd), "%s --hostfile %s sh -c 'echo n $WORLD_SIZE'",
+             w, path);
+    ASSERT_EQ(run(cmd, &out), 0);
+    ASSERT_STR_CONTAINS(out, "n 3");
+    free(out);
+    unlink(path);
+    rmdir(dir);
+}
+
 static int count_rows(const char *out)
 {
     int rows = 0;

@@ -94,6 +94,18 @@ def rendezvous_server(store):
         return _server.address
 
 
+def _job_token():
+    """The token the embedded server asks for: the configured one
+    (WEFT_TOKEN or WEFT_TOKEN_FILE, as weftrun sets across hosts), which
+    the server reads too, else a fresh one."""
+    token = os.environ.get("WEFT_TOKEN")
+    path = os.environ.get("WEFT_TOKEN_FILE")
+    if not token and path:
+        with open(path, encoding="utf-8") as f:
+            token = f.readline().strip()
+    return token or secrets.token_hex(16)
+
+
 def create_communicator(store, rank, size, timeout_s, config=None):
     """Collective over the group: returns the weft Communicator."""
     generation = (store.add("weft/generation", 1) - 1) // size
@@ -102,7 +114,7 @@ def create_communicator(store, rank, size, timeout_s, config=None):
         record = {
             "rendezvous": rendezvous_server(store),
             "job_id": "torch-" + uuid.uuid4().hex,
-            "token": secrets.token_hex(16),
+            "token": _job_token(),
         }
         store.set(key, json.dumps(record))
     else:
