@@ -118,11 +118,16 @@ test-python: lib
 # sizes 2 and 3 (and 8 for the *_group tests), test by test side by side
 # (test/python/torch_suite/, docs/pytorch.md).  `make test` runs a slice.
 # TORCH_SUITE_GROUP_SIZE=0 leaves out the 8-rank run of the *_group tests.
+# The tests that pass on gloo and that the suite skips for weft by name
+# then run on weft under the gloo name (suite.py weft-as-gloo);
+# TORCH_SUITE_AS_GLOO=0 leaves that out.
 TORCH_SUITE_SIZES ?= 2 3
 TORCH_SUITE_GROUP_SIZE ?= 8
+TORCH_SUITE_AS_GLOO ?= 1
 test-torch: python
 	@$(VENV)/bin/python test/python/torch_suite/compare.py \
 	  --sizes "$(TORCH_SUITE_SIZES)" --group-size $(TORCH_SUITE_GROUP_SIZE) \
+	  $(if $(filter 1,$(TORCH_SUITE_AS_GLOO)),--as-gloo) \
 	  --out $(BUILD)/torch-suite
 
 # Per-call overhead of torch.distributed on weft against weft-bench, and
