@@ -19,13 +19,16 @@ from ..common.process_sets import global_process_set
 from ..common.reduce_ops import Average
 from . import autograd, movement, reductions
 from .compression import Compression
+from .tensors import check_tensor
 
 
 def _recording(tensors):
-    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+    return torch.is_grad_enabled() and any(
+        getattr(t, "requires_grad", False) for t in tensors)
 
 
-def _out_of_place(t):
+def _out_of_place(t, what="hvd"):
+    check_tensor(t, what)
     return torch.empty_like(t, memory_format=torch.contiguous_format)
 
 
@@ -53,7 +56,8 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none,
         out = autograd.Allreduce.apply(compressed, op, prescale_factor,
                                        postscale_factor, process_set)
     else:
-        out = reductions.allreduce(compressed, _out_of_place(compressed), op,
+        out = reductions.allreduce(compressed,
+                                   _out_of_place(compressed, "allreduce"), op,
                                    prescale_factor, postscale_factor,
                                    process_set, False)
     return compression.decompress(out, ctx)

@@ -158,10 +158,10 @@ def grouped_reducescatter(tensors, op, prescale, postscale, process_set,
                                            wdt, wop, rdtype, prescale,
                                            postscale, start, single=False,
                                            handle=False)))
-    started = [s for _, (ss, _) in parts for s in ss]
+    started = [s for _, (ss, _, _) in parts for s in ss]
 
     def finish():
-        for idx, (_, fin) in parts:
+        for idx, (_, fin, _) in parts:
             for i, out in zip(idx, fin()):
                 results[i] = out
         return results
@@ -216,5 +216,5 @@ def _scatter_blocks(tensors, ch, wdt, wop, rdtype, prescale, postscale,
         return outs[0] if single else outs
     started = [s] if s else []
     if not handle:
-        return started, finish
+        return started, finish, (send, recv, tensors)
     return launch(started, finish, (send, recv, tensors), start)
