@@ -243,6 +243,7 @@ static weft_status_t start_on(wf_comm_impl_t *c, const call_t *k,
     a.host_cores = c->host_cores;
     a.link_mbps = (int)c->cfg.link_mbps;
     a.single_copy_min = c->single_copy_min;
+    a.nodes = c->nodes > 1 ? &c->nodemap : NULL;
     wf_coll_buffer_bytes(&a, &sb, &rb);
     WEFT_CHECK(check_buffer(k, "sendbuf", k->sendbuf, sb));
     WEFT_CHECK(check_buffer(k, "recvbuf", k->recvbuf, rb));

@@ -184,8 +184,14 @@ weft_status_t wf_comm_connect(wf_comm_impl_t *c)
     WEFT_CHECK_GOTO(ops->get_address(tctx, addr, &addr_len), st, out);
     WEFT_CHECK_GOTO(ops->query(tctx, &attr), st, out);
     c->single_copy_min = attr.single_copy_min;
+    /* WEFT_NODE_ID groups ranks into machines for the algorithms only:
+     * transports and placement keep to the real machine. */
+    uint64_t node_key = *c->cfg.node_id
+                            ? wf_hash64(c->cfg.node_id, strlen(c->cfg.node_id))
+                            : wf_node_key();
     WEFT_CHECK_GOTO(wf_bootstrap_exchange(c->store, c->rank, c->size, addr,
-                                          addr_len, c->cfg.timeout_ms,
+                                          addr_len, node_key,
+                                          c->cfg.timeout_ms,
                                           peer_addrs, peer_lens, node_keys),
                     st, out);
     /* Ranks on this machine share its cores (the cost model). */
@@ -231,6 +237,7 @@ void wf_comm_impl_free(wf_comm_impl_t *c, bool abort)
     memset(c->secret, 0, sizeof(c->secret));
     wf_memcache_fini(&c->memcache);
     wf_plan_cache_fini(&c->plans);
+    wf_node_map_free(&c->nodemap);
     free(c);
     /* What it did is on disk before the process may be killed. */
     wf_timeline_flush();

@@ -16,6 +16,7 @@
 #include "rdv/store.h"
 #include "sched/engine.h"
 #include "algo/plan_cache.h"
+#include "plan/nodemap.h"
 #include "weft.h"
 
 #define WF_COMM_MAGIC 0x7766636du /* "wfcm" */
@@ -38,6 +39,7 @@ typedef struct wf_comm_impl {
     int local_size;  /* ranks on this machine */
     int node, nodes; /* this machine's index (by lowest rank), machines */
     int cross_rank, cross_size; /* among the ranks of this local rank */
+    wf_node_map_t nodemap;      /* every rank's machine (comm_layout.c) */
     int host_cores;  /* CPUs this process may use */
     size_t single_copy_min; /* the transport's single copy on one machine
                              * from this size, 0: none (the cost model) */

@@ -3,11 +3,9 @@
  * communicator, from the node keys of the rank records (bootstrap.c), and
  * weft_comm_query, which tells it.
  *
- * One pass over the ranks in order: a machine gets the next index when
- * its key is first seen (so machines are numbered by their lowest rank),
- * and a rank's local rank is the count of earlier ranks on its machine.
- * A hash table from key to machine keeps the pass linear in the ranks:
- * jobs of tens of thousands of ranks create communicators too.
+ * Machines are numbered by their lowest rank, and a rank's local rank is
+ * the count of earlier ranks on its machine (plan/nodemap.c keeps the
+ * whole map, for the node-aware algorithms).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,56 +13,28 @@
 #include "comm.h"
 #include "common.h"
 
-typedef struct {
-    uint64_t key;
-    int node;   /* index of the machine, -1: empty entry */
-    int ranks;  /* ranks seen on it so far */
-} machine_t;
-
-static machine_t *machine_of(machine_t *table, size_t mask, uint64_t key)
-{
-    size_t i = (size_t)(key * 0x9e3779b97f4a7c15ull) & mask;
-    while (table[i].node >= 0 && table[i].key != key)
-        i = (i + 1) & mask;
-    return &table[i];
-}
-
 weft_status_t wf_comm_layout(wf_comm_impl_t *c, const uint64_t *node_keys)
 {
-    size_t cap = 16;
-    while (cap < 2 * (size_t)c->size)
-        cap *= 2;
-    machine_t *table = malloc(cap * sizeof(*table));
-    /* How many ranks have each local rank, over all machines so far. */
-    int *with_local = calloc((size_t)c->size, sizeof(int));
-    if (!table || !with_local) {
-        free(table);
-        free(with_local);
+    weft_status_t st = wf_node_map_from_keys(&c->nodemap, c->size,
+                                             node_keys);
+    if (st != WEFT_OK) {
         WEFT_WARN(INIT, "out of memory placing %d ranks on their machines",
                   c->size);
-        return WEFT_ERR_NO_MEMORY;
+        return st;
     }
-    for (size_t i = 0; i < cap; i++)
-        table[i].node = -1;
-    int nodes = 0, my_local = -1;
-    for (int r = 0; r < c->size; r++) {
-        machine_t *m = machine_of(table, cap - 1, node_keys[r]);
-        if (m->node < 0)
-            *m = (machine_t){.key = node_keys[r], .node = nodes++};
-        int local = m->ranks++;
-        if (r == c->rank) {
-            my_local = local;
-            c->local_rank = local;
-            c->node = m->node;
-            c->cross_rank = with_local[local];
+    const wf_node_map_t *m = &c->nodemap;
+    c->node = m->node_of[c->rank];
+    c->nodes = m->nodes;
+    c->local_rank = m->local_of[c->rank];
+    wf_node_ranks(m, c->node, &c->local_size);
+    /* Horovod's cross rank and size: among the ranks with this local rank,
+     * in rank order. */
+    c->cross_rank = c->cross_size = 0;
+    for (int r = 0; r < c->size; r++)
+        if (m->local_of[r] == c->local_rank) {
+            c->cross_rank += r < c->rank;
+            c->cross_size++;
         }
-        with_local[local]++;
-    }
-    c->nodes = nodes;
-    c->local_size = machine_of(table, cap - 1, node_keys[c->rank])->ranks;
-    c->cross_size = with_local[my_local];
-    free(table);
-    free(with_local);
     return WEFT_OK;
 }
 

@@ -21,6 +21,8 @@ typedef struct wf_algo {
     const char *name;
     wf_coll_t coll;
     uint8_t id; /* unique, travels in signatures */
+    bool node_aware; /* works in phases inside and across machines
+                      * (hier_*.c) */
     bool (*supports)(const wf_coll_args_t *args);
     /* Estimated time in microseconds (alpha-beta model), for selection. */
     double (*cost)(const wf_coll_args_t *args);
@@ -46,6 +48,10 @@ typedef struct wf_algo {
  * info level once per collective and size class. */
 weft_status_t wf_algo_select(const wf_coll_args_t *args, const char *spec,
                              const wf_algo_t **algo);
+
+/* The algorithm the cost model picks for `args` (NULL when none supports
+ * it), and its estimate in *cost (may be NULL); no log line. */
+const wf_algo_t *wf_algo_cheapest(const wf_coll_args_t *args, double *cost);
 
 /* The end of a build: WEFT_OK, or WEFT_ERR_NO_MEMORY when an allocation
  * failed while building (`failed`), logged once naming the algorithm. */

@@ -12,6 +12,8 @@ WF_ALGO_DECLARE(allreduce_rd)
 WF_ALGO_DECLARE(allreduce_tree)
 WF_ALGO_DECLARE(allreduce_dbtree)
 WF_ALGO_DECLARE(allreduce_linear)
+/* -- node-aware: phases inside and across machines (hier_*.c) -- */
+WF_ALGO_DECLARE(allreduce_hier)
 /* broadcast, reduce, gather, scatter */
 /* -- rooted collectives -- */
 WF_ALGO_DECLARE(bcast_tree)
@@ -24,6 +26,8 @@ WF_ALGO_DECLARE(reduce_ring)
 WF_ALGO_DECLARE(reduce_linear)
 WF_ALGO_DECLARE(gather_tree)
 WF_ALGO_DECLARE(scatter_tree)
+WF_ALGO_DECLARE(bcast_hier)
+WF_ALGO_DECLARE(reduce_hier)
 /* allgather, reduce-scatter, alltoall, barrier */
 /* -- unrooted collectives -- */
 WF_ALGO_DECLARE(allgather_ring)
@@ -33,6 +37,9 @@ WF_ALGO_DECLARE(reducescatter_ring)
 WF_ALGO_DECLARE(reducescatter_rhd)
 WF_ALGO_DECLARE(alltoall_pairwise)
 WF_ALGO_DECLARE(barrier_dissemination)
+WF_ALGO_DECLARE(allgather_hier)
+WF_ALGO_DECLARE(reducescatter_hier)
+WF_ALGO_DECLARE(barrier_hier)
 /* point-to-point */
 WF_ALGO_DECLARE(p2p_send)
 WF_ALGO_DECLARE(p2p_recv)

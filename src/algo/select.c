@@ -2,6 +2,7 @@
  * select.c - choosing an algorithm: the WEFT_ALGO override, else the
  * lowest estimated cost among those that support the call.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "algo/algo.h"
@@ -71,8 +72,35 @@ static bool override_for(const char *spec, wf_coll_t coll, char *name,
 static const char *constants_name(const wf_algo_t *algo,
                                   const wf_coll_args_t *args)
 {
+    if (algo->node_aware)
+        return "one-host inside machines and network across";
     return algo->cost_terms ? wf_cost_model(args).name
                             : wf_cost_network_model(args).name;
+}
+
+/* Across machines, the best of the other kind (node-aware or flat) than
+ * the pick, for the log line: why it won. */
+static void other_kind(const wf_coll_args_t *args, const wf_algo_t *pick,
+                       char *out, size_t len)
+{
+    const wf_algo_t *best = NULL;
+    double best_cost = 0;
+    out[0] = '\0';
+    if (!args->nodes)
+        return;
+    for (size_t i = 0; i < WF_ARRAY_LEN(registry); i++) {
+        const wf_algo_t *a = registry[i];
+        if (a->coll != args->coll || a->node_aware == pick->node_aware ||
+            !a->supports(args))
+            continue;
+        double c = a->cost(args);
+        if (!best || c < best_cost)
+            best = a, best_cost = c;
+    }
+    if (best)
+        snprintf(out, len, "; the best %s one, %s, %.1f us",
+                 best->node_aware ? "node-aware" : "flat", best->name,
+                 best_cost);
 }
 
 /* Logs the choice at info level the first time per collective, size class
@@ -89,11 +117,30 @@ static void log_choice(const wf_coll_args_t *args, const wf_algo_t *algo,
     if (bit && (__atomic_fetch_or(&logged[forced][args->coll][bucket], bit,
                                   __ATOMIC_RELAXED) & bit))
         return;
+    char why[160];
+    other_kind(args, algo, why, sizeof(why));
     WEFT_INFO(COLL, "%s of %llu bytes (%s) on %d ranks: algorithm %s (%s, "
-              "%s constants, estimate %.1f us)", wf_coll_name(args->coll),
+              "%s constants, estimate %.1f us%s)", wf_coll_name(args->coll),
               (unsigned long long)bytes, wf_dtype_name(args->dtype),
               args->size, algo->name, forced ? "WEFT_ALGO" : "cost model",
-              constants_name(algo, args), cost);
+              constants_name(algo, args), cost, why);
+}
+
+const wf_algo_t *wf_algo_cheapest(const wf_coll_args_t *args, double *cost)
+{
+    const wf_algo_t *best = NULL;
+    double best_cost = 0;
+    for (size_t i = 0; i < WF_ARRAY_LEN(registry); i++) {
+        const wf_algo_t *a = registry[i];
+        if (a->coll != args->coll || !a->supports(args))
+            continue;
+        double c = a->cost(args);
+        if (!best || c < best_cost)
+            best = a, best_cost = c;
+    }
+    if (cost)
+        *cost = best_cost;
+    return best;
 }
 
 weft_status_t wf_algo_select(const wf_coll_args_t *args, const char *spec,

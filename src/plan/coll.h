@@ -62,6 +62,10 @@ typedef struct wf_coll_args {
     size_t single_copy_min; /* the transport copies messages of this many
                              * bytes or more once between ranks on one
                              * machine (WEFT_TCP_CMA_MIN); 0: never */
+    /* Which ranks share a machine, when they are on more than one (the
+     * node-aware algorithms, src/algo/hier_*.c); NULL otherwise.  Owned by
+     * the communicator. */
+    const struct wf_node_map *nodes;
 } wf_coll_args_t;
 
 /* Sizes in bytes of the send and receive buffers the plan may touch on

@@ -25,7 +25,7 @@ void wf_plan_free(wf_plan_t *plan)
     plan->nsteps = plan->cap = 0;
 }
 
-static int32_t plan_add(wf_plan_t *plan, const wf_step_t *step)
+int32_t wf_plan_add(wf_plan_t *plan, const wf_step_t *step)
 {
     if (plan->failed)
         return WF_NO_DEP;
@@ -65,7 +65,7 @@ int32_t wf_plan_send(wf_plan_t *plan, int peer, uint32_t tag, wf_bref_t src,
     s.tag = tag;
     s.src = src;
     s.count = bytes;
-    return plan_add(plan, &s);
+    return wf_plan_add(plan, &s);
 }
 
 int32_t wf_plan_recv(wf_plan_t *plan, int peer, uint32_t tag, wf_bref_t dst,
@@ -76,7 +76,7 @@ int32_t wf_plan_recv(wf_plan_t *plan, int peer, uint32_t tag, wf_bref_t dst,
     s.tag = tag;
     s.dst = dst;
     s.count = bytes;
-    return plan_add(plan, &s);
+    return wf_plan_add(plan, &s);
 }
 
 int32_t wf_plan_reduce(wf_plan_t *plan, wf_bref_t dst, wf_bref_t a,
@@ -88,7 +88,7 @@ int32_t wf_plan_reduce(wf_plan_t *plan, wf_bref_t dst, wf_bref_t a,
     s.src = a;
     s.src2 = b;
     s.count = count;
-    return plan_add(plan, &s);
+    return wf_plan_add(plan, &s);
 }
 
 int32_t wf_plan_copy(wf_plan_t *plan, wf_bref_t dst, wf_bref_t src,
@@ -98,7 +98,7 @@ int32_t wf_plan_copy(wf_plan_t *plan, wf_bref_t dst, wf_bref_t src,
     s.dst = dst;
     s.src = src;
     s.count = bytes;
-    return plan_add(plan, &s);
+    return wf_plan_add(plan, &s);
 }
 
 int32_t wf_plan_avg(wf_plan_t *plan, wf_bref_t dst, uint64_t count,
@@ -107,7 +107,7 @@ int32_t wf_plan_avg(wf_plan_t *plan, wf_bref_t dst, uint64_t count,
     wf_step_t s = make_step(WF_STEP_AVG, d0, d1, d2);
     s.dst = dst;
     s.count = count;
-    return plan_add(plan, &s);
+    return wf_plan_add(plan, &s);
 }
 
 const char *wf_step_kind_name(wf_step_kind_t kind)

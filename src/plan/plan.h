@@ -101,6 +101,10 @@ int32_t wf_plan_avg(wf_plan_t *plan, wf_bref_t dst, uint64_t count,
 weft_status_t wf_plan_validate(const wf_plan_t *plan, int nranks,
                                uint64_t send_bytes, uint64_t recv_bytes);
 
+/* Appends a step as it is (plan composition, algo/embed.c); the index, or
+ * WF_NO_DEP when allocation failed. */
+int32_t wf_plan_add(wf_plan_t *plan, const wf_step_t *step);
+
 const char *wf_step_kind_name(wf_step_kind_t kind);
 
 /* The reverse of the dependency lists, for executing a plan: pending[i] is

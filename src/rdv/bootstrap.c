@@ -101,13 +101,15 @@ static weft_status_t read_record(wf_store_t *store, const char *prefix, int r,
 
 weft_status_t wf_bootstrap_exchange(wf_store_t *store, int rank, int size,
                                     const void *addr, size_t addr_len,
-                                    int64_t timeout_ms, uint8_t *peer_addrs,
+                                    uint64_t node_key, int64_t timeout_ms,
+                                    uint8_t *peer_addrs,
                                     size_t *peer_addr_lens,
                                     uint64_t *node_keys)
 {
     rank_record_t mine;
     char key[32];
     record_init(&mine, rank, size);
+    mine.node_key = node_key;
     mine.addr_len = (uint32_t)addr_len;
     memcpy(mine.addr, addr, addr_len);
     snprintf(key, sizeof(key), "rank/%d", rank);

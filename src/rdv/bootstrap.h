@@ -19,7 +19,8 @@
 
 weft_status_t wf_bootstrap_exchange(wf_store_t *store, int rank, int size,
                                     const void *addr, size_t addr_len,
-                                    int64_t timeout_ms, uint8_t *peer_addrs,
+                                    uint64_t node_key, int64_t timeout_ms,
+                                    uint8_t *peer_addrs,
                                     size_t *peer_addr_lens,
                                     uint64_t *node_keys);
 

@@ -253,7 +253,11 @@ static void run_local(struct weft_request *req, const wf_step_t *s)
                   wf_exec_buf(req, s->src2), s->count, p->dtype, p->op);
         break;
     case WF_STEP_COPY:
-        memmove(wf_exec_buf(req, s->dst), wf_exec_buf(req, s->src), s->count);
+        /* A copy of nothing only waits (algo/embed.c joins phases so);
+         * its buffer may be a scratch that was never allocated. */
+        if (s->count)
+            memmove(wf_exec_buf(req, s->dst), wf_exec_buf(req, s->src),
+                    s->count);
         break;
     case WF_STEP_AVG:
         wf_reduce_avg_finish(wf_exec_buf(req, s->dst), s->count, p->dtype,

@@ -9,6 +9,7 @@
 
 #include "coll_util.h"
 #include "reduce/reduce.h"
+#include "plan/nodemap.h"
 #include "plan/plan.h"
 #include "test.h"
 
@@ -41,6 +42,7 @@ typedef struct {
     uint32_t *ready_step;
     size_t nready, ready_cap;
     int held;          /* rank whose steps are held back, -1 none */
+    wf_node_map_t map; /* the case's machines (node-aware algorithms) */
 } sim_t;
 
 static slot_t *slot_get(sim_t *s, int src, int dst, uint32_t tag)
@@ -227,6 +229,7 @@ static void check_rank(const wf_algo_t *algo, const wf_sim_case_t *c,
 
 static void sim_free(sim_t *s)
 {
+    wf_node_map_free(&s->map);
     for (int r = 0; r < s->size; r++) {
         srank_t *k = &s->ranks[r];
         free(k->base);
@@ -251,15 +254,31 @@ static void sim_free(sim_t *s)
 }
 
 /* Builds every rank's plan; false when the algorithm declines the case. */
+/* The case's machines, or none. */
+static void setup_map(sim_t *s, const wf_sim_case_t *c)
+{
+    if (c->ranks_per_node <= 0)
+        return;
+    int nodes = (c->size + c->ranks_per_node - 1) / c->ranks_per_node;
+    int *node_of = malloc((size_t)c->size * sizeof(int));
+    for (int r = 0; r < c->size; r++)
+        node_of[r] = c->interleave ? r % nodes : r / c->ranks_per_node;
+    ASSERT_OK(wf_node_map_from_nodes(&s->map, c->size, node_of));
+    free(node_of);
+}
+
 static bool sim_setup(sim_t *s, const wf_algo_t *algo, const wf_sim_case_t *c)
 {
     memset(s, 0, sizeof(*s));
     s->size = c->size;
     s->held = -1;
     s->ranks = calloc((size_t)c->size, sizeof(srank_t));
+    setup_map(s, c);
     for (int r = 0; r < c->size; r++) {
         srank_t *k = &s->ranks[r];
         setup_rank(k, c, r);
+        if (s->map.nodes > 1)
+            k->args.nodes = &s->map;
         if (!algo->supports(&k->args)) {
             s->size = r + 1;
             sim_free(s);
@@ -301,10 +320,12 @@ bool wf_sim_check(const wf_algo_t *algo, const wf_sim_case_t *c,
     return true;
 }
 
-void wf_sim_check_barrier(const wf_algo_t *algo, int size)
+static void check_barrier_on(const wf_algo_t *algo, int size, int per_node,
+                             bool interleave)
 {
     wf_sim_case_t c = {.coll = WF_COLL_BARRIER, .size = size,
-                       .dtype = WEFT_UINT8, .chunk_bytes = 4096};
+                       .dtype = WEFT_UINT8, .chunk_bytes = 4096,
+                       .ranks_per_node = per_node, .interleave = interleave};
     for (int held = 0; held < size && size > 1; held++) {
         sim_t s;
         srand((unsigned)held + 1);
@@ -321,6 +342,36 @@ void wf_sim_check_barrier(const wf_algo_t *algo, int size)
         expect_all_done(&s, algo, &c);
         sim_free(&s);
     }
+}
+
+/* The machine layouts a node-aware algorithm is checked on: 2 and 3 ranks
+ * per machine (the last with the rest), consecutive and interleaved;
+ * none for the others.  Below 3 ranks no machine would have two. */
+typedef struct {
+    int per_node;
+    bool interleave;
+} layout_t;
+
+static int layouts_for(const wf_algo_t *algo, int size, layout_t out[3])
+{
+    if (!algo->node_aware)
+        return out[0] = (layout_t){0, false}, 1;
+    int n = 0;
+    if (size >= 3)
+        out[n++] = (layout_t){2, false};
+    if (size >= 4) /* on 3 ranks, 3 per machine would be one machine */
+        out[n++] = (layout_t){3, false};
+    if (size >= 3)
+        out[n++] = (layout_t){2, true};
+    return n;
+}
+
+void wf_sim_check_barrier(const wf_algo_t *algo, int size)
+{
+    layout_t l[3];
+    int n = layouts_for(algo, size, l);
+    for (int i = 0; i < n; i++)
+        check_barrier_on(algo, size, l[i].per_node, l[i].interleave);
 }
 
 static bool rooted(wf_coll_t coll)
@@ -357,6 +408,9 @@ void wf_sim_matrix(const wf_algo_t *algo, int max_size)
             for (int k = 0; k < nroots; k++)
                 roots[k] = n <= 9 ? k : (k == 0 ? 0 : k == 1 ? n - 1 : n / 2);
         }
+        layout_t l[3];
+        int nl = layouts_for(algo, n, l);
+        for (int li = 0; li < nl; li++)
         for (size_t ci = 0; ci < sizeof(counts) / sizeof(*counts); ci++)
             for (size_t di = 0; di < sizeof(dtypes) / sizeof(*dtypes); di++)
                 for (int op = 0; op < (reduces ? WEFT_OP_COUNT : 1); op++)
@@ -366,7 +420,9 @@ void wf_sim_matrix(const wf_algo_t *algo, int max_size)
                                 .coll = algo->coll, .size = n,
                                 .count = counts[ci], .dtype = dtypes[di],
                                 .op = (weft_op_t)op, .root = roots[ri],
-                                .in_place = ip, .chunk_bytes = 16};
+                                .in_place = ip, .chunk_bytes = 16,
+                                .ranks_per_node = l[li].per_node,
+                                .interleave = l[li].interleave};
                             wf_sim_check(algo, &c, (unsigned)(ci + ri + ip));
                         }
     }

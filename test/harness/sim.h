@@ -25,6 +25,11 @@ typedef struct {
     int root;
     bool in_place;
     size_t chunk_bytes;
+    /* Machines, for the node-aware algorithms: 0 for none, else this many
+     * ranks on each (the last may have fewer), consecutive ranks or, with
+     * interleave, rank r on machine r % machines. */
+    int ranks_per_node;
+    bool interleave;
 } wf_sim_case_t;
 
 /* Runs and checks one case; false (nothing run) when the algorithm does
@@ -32,7 +37,8 @@ typedef struct {
 bool wf_sim_check(const wf_algo_t *algo, const wf_sim_case_t *c,
                   unsigned seed);
 
-/* The standard matrix for one algorithm: world sizes 1..max_size plus 13
+/* The standard matrix for one algorithm (a node-aware one on machines of
+ * 2 and 3 ranks, consecutive and interleaved): world sizes 1..max_size plus 13
  * and 16, counts 0, 1, size-1, size+1, 37 and a few chunks' worth (small
  * chunks), int32/float32/int8/bfloat16, every op for reducing collectives,
  * every root up to 9 ranks (three beyond), in place and out of place.  For a
