@@ -9,6 +9,8 @@ OMPI_COMM_WORLD_* with MASTER_ADDR/MASTER_PORT or WEFT_RENDEZVOUS
 (docs/horovod.md, "Launching").
 """
 import atexit
+import ctypes
+import os
 import threading
 
 from ..._core import Communicator, Error
@@ -68,6 +70,7 @@ def init(comm=None, process_sets=None):
         global_process_set.ranks = list(range(world.size))
         global_process_set._channel = _state.channel
     _state.homogeneous = _all_hosts_alike(_state.channel, world.local_size)
+    _timeline_from_environment(world.rank)
     if not _atexit_registered:
         atexit.register(shutdown)
         _atexit_registered = True
@@ -83,7 +86,6 @@ def init(comm=None, process_sets=None):
 def _all_hosts_alike(channel, local_size):
     """Whether every machine runs as many ranks as this one (one allreduce
     of the local sizes, as MAX of the size and of its negation)."""
-    import ctypes
     v = (ctypes.c_int64 * 2)(local_size, -local_size)
     a = ctypes.addressof(v)
     channel.allreduce(a, a, 2, _lib.INT64, _lib.MAX)
@@ -106,9 +108,14 @@ def shutdown():
             ps._invalidate()
     global_process_set._channel = None
     state.handles.clear()
-    if state.join is not None:
-        state.join.close()
-    state.channel.close()
+    server = None
+    try:
+        if state.join is not None:
+            server = state.join.close()
+    finally:
+        state.channel.close()
+        if server is not None:
+            server.stop()
 
 
 def is_initialized():
@@ -207,23 +214,54 @@ def weft_built():
 
 
 # -- timeline ----------------------------------------------------------------
+# The timeline is the C library's (WEFT_TIMELINE, docs/timeline.md): it
+# sees every operation of every communicator.
+
+def _timeline_calls():
+    from ..._lib import lib
+    try:
+        start, stop = lib.weft_timeline_start, lib.weft_timeline_stop
+    except AttributeError:
+        raise NotImplementedError(
+            "this libweft (%s) has no timeline (weft_timeline_start); "
+            "rebuild it with `make`" % lib.weft_path)
+    start.argtypes, start.restype = [ctypes.c_char_p], ctypes.c_int
+    stop.argtypes, stop.restype = [], ctypes.c_int
+    return start, stop
+
 
 def start_timeline(file_path, mark_cycles=False):
-    """Horovod's dynamic timeline.  weft's timeline (WEFT_TIMELINE) belongs
-    in the C library, where every operation of every communicator is
-    seen; until libweft has it, this raises."""
+    """Starts writing every operation of this process to `file_path`, a
+    Chrome trace (weft_timeline_start; %r in the path is the rank).  weft
+    has no cycles, so mark_cycles does nothing."""
     state()
-    raise NotImplementedError(
-        "hvd.start_timeline: the C library's timeline (WEFT_TIMELINE, "
-        "issue 42 item 4) is not in this libweft yet; weft.horovod will "
-        "call into it once it is")
+    start, _ = _timeline_calls()
+    st = start(str(file_path).encode())
+    if st == -2:            # WEFT_ERR_INVALID_USAGE
+        raise ValueError("start_timeline(%r): a timeline is already being "
+                         "written; call stop_timeline() first" % file_path)
+    if st < 0:
+        raise ValueError("start_timeline(%r): %s (%s)" % (
+            file_path, _lib.status_name(st), _lib.strerror(st)))
 
 
 def stop_timeline():
+    """Closes the timeline file (a complete JSON array)."""
     state()
-    raise NotImplementedError(
-        "hvd.stop_timeline: the C library's timeline (WEFT_TIMELINE, "
-        "issue 42 item 4) is not in this libweft yet")
+    _, stop = _timeline_calls()
+    stop()
+
+
+def _timeline_from_environment(rank):
+    """HOROVOD_TIMELINE, as Horovod reads it at init: one file, written by
+    rank 0, unless the path has %r; DYNAMIC only allows start_timeline(),
+    which weft always allows.  WEFT_TIMELINE, set too, wins (the C library
+    started it with the first communicator)."""
+    path = os.environ.get("HOROVOD_TIMELINE", "")
+    if not path or path == "DYNAMIC" or os.environ.get("WEFT_TIMELINE"):
+        return
+    if "%r" in path or rank == 0:
+        start_timeline(path)
 
 
 # -- process sets ------------------------------------------------------------

@@ -8,9 +8,9 @@ a rank that has joined must learn what the others call, and the others
 pay for it only once someone has joined:
 
 * Each rank counts the collectives of the global channel.  A rank that
-  joins after its call c sends NOTICE(round, c) to every other rank (on a
-  side communicator, split from the global one at hvd.init(), so that
-  the global one carries collectives only).
+  joins after its call c sends NOTICE(round, c) to every other rank, on
+  a side communicator created at hvd.init() without a deadline
+  (side_comm.py), so that the global one carries collectives only.
 * Every rank runs a watcher thread, blocked in weft_wait on a receive of
   notices from any rank.  When J's notice arrives, the rank sends J the
   descriptor (kind, count, dtype, op or root; no data) of each of its own
@@ -37,6 +37,7 @@ import time
 
 from ... import _lib
 from ..._lib import lib
+from . import side_comm
 from .channel import buffer_bytes, failure
 from .exceptions import HorovodInternalError
 
@@ -55,7 +56,8 @@ class JoinAgent:
 
     def __init__(self, channel):
         self.channel = channel
-        self.side = channel.comm.split(0, channel.rank)
+        self.side, self.server = side_comm.create(channel)
+        self.closing = False
         self.round = 1          # the round of this rank's next join()
         self.joined = {}        # peer -> its join point, this round
         self.later = {}         # round -> {peer: join point}, rounds ahead
@@ -143,7 +145,8 @@ class JoinAgent:
                 lib.weft_request_source(req, ctypes.byref(src))
                 lib.weft_request_free(req)
             if st < 0:
-                self.error = failure(st, "join watcher", self.side)
+                if not self.closing:
+                    self.error = failure(st, "join watcher", self.side)
                 return
             kind, rnd, point = buf
             if kind == _BYE:
@@ -246,15 +249,27 @@ class JoinAgent:
     # -- shutdown ----------------------------------------------------------
 
     def close(self):
-        """Ends the watcher (every rank sends the next one a BYE, so each
-        watcher's pending receive completes) and destroys the side
-        communicator."""
+        """Ends the watchers and destroys the side communicator.  A barrier
+        of the global channel (which has a deadline) first makes sure that
+        every rank is here; then every rank sends the next one a BYE, which
+        completes that rank's pending receive, and destroys the side
+        communicator, which the others are destroying too.  When some
+        rank does not come, the side communicator is aborted instead.
+        Returns rank 0's rendezvous server, to stop after the global
+        communicator (None elsewhere)."""
         ch = self.channel
-        if self.thread.is_alive():
-            with ch.lock:
-                self._send((ch.rank + 1) % ch.size, _TAG_NOTICE,
-                           (_BYE, 0, 0), _Notice)
+        self.closing = True
+        try:
+            ch.barrier()
+        except HorovodInternalError:
+            self.side.abort()       # wakes the watcher with ERR_ABORTED
             self.thread.join()
+            raise
+        with ch.lock:
+            self._send((ch.rank + 1) % ch.size, _TAG_NOTICE, (_BYE, 0, 0),
+                       _Notice)
+        self.thread.join()
         with ch.lock:
             self._reap(block=True)
         self.side.destroy()
+        return self.server
