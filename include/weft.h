@@ -514,6 +514,17 @@ WEFT_API weft_status_t weft_simulate(const char *coll, int ranks,
                                      double beta_gbs, double gamma_gbs,
                                      FILE *out);
 
+/* weft_simulate on machines of `ranks_per_node` consecutive ranks (the
+ * last may have fewer): messages inside a machine take the one-host
+ * model's latency and bandwidth on the sender's own link, messages across
+ * machines alpha_us and beta_gbs on the sending machine's one NIC, which
+ * its ranks share; the node-aware algorithms appear beside the flat ones
+ * (weft-info --simulate ... --ranks-per-node K). */
+WEFT_API weft_status_t weft_simulate_nodes(const char *coll, int ranks,
+                                           int ranks_per_node, size_t bytes,
+                                           double alpha_us, double beta_gbs,
+                                           double gamma_gbs, FILE *out);
+
 /* ------------------------------------------------------------------------ */
 /* Timeline (docs/timeline.md)                                              */
 /* ------------------------------------------------------------------------ */

@@ -4,12 +4,15 @@
  * auto-selection would choose.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "algo/algo.h"
 #include "common.h"
 #include "config.h"
+#include "algo/cost.h"
 #include "algo/vsim.h"
+#include "plan/nodemap.h"
 
 static bool parse_coll(const char *name, wf_coll_t *coll)
 {
@@ -51,16 +54,92 @@ static void print_row(FILE *out, const wf_algo_t *a, const wf_vsim_result_t *r,
                       double estimate, size_t bytes, double factor)
 {
     if (r->skipped) {
-        fprintf(out, "%-14s %12s %10s %10s %14s %12.1f  skipped: about %llu "
-                "plan steps\n", a->name, "-", "-", "-", "-", estimate,
+        fprintf(out, "%-14s %12s %10s %10s %14s %12.1f  %s (simulation "
+                "skipped: about %llu plan steps)\n", a->name, "-", "-", "-",
+                "-", estimate, a->node_aware ? "node-aware" : "flat",
                 (unsigned long long)r->total_steps);
         return;
     }
     double busbw = r->time_us > 0 ? (double)bytes / r->time_us / 1e3 * factor
                                   : 0;
-    fprintf(out, "%-14s %12.1f %10.3f %10llu %14llu %12.1f\n", a->name,
+    fprintf(out, "%-14s %12.1f %10.3f %10llu %14llu %12.1f  %s\n", a->name,
             r->time_us, busbw, (unsigned long long)r->max_msgs,
-            (unsigned long long)r->max_bytes, estimate);
+            (unsigned long long)r->max_bytes, estimate,
+            a->node_aware ? "node-aware" : "flat");
+}
+
+WEFT_API weft_status_t weft_simulate_nodes(const char *coll_name, int ranks,
+                                           int ranks_per_node, size_t bytes,
+                                           double alpha_us, double beta_gbs,
+                                           double gamma_gbs, FILE *out)
+{
+    wf_coll_t coll;
+    wf_config_t cfg;
+    if (!coll_name || !out || !parse_coll(coll_name, &coll) || ranks < 1 ||
+        ranks > 1 << 20 || ranks_per_node < 1 || ranks_per_node > ranks ||
+        alpha_us < 0 || beta_gbs <= 0 || gamma_gbs <= 0) {
+        WEFT_WARN(TOOL, "weft_simulate: bad arguments (collective %s, %d "
+                  "ranks, %d per machine, alpha %g us, beta %g GB/s, gamma "
+                  "%g GB/s)", coll_name ? coll_name : "(null)", ranks,
+                  ranks_per_node, alpha_us, beta_gbs, gamma_gbs);
+        return WEFT_ERR_INVALID_ARG;
+    }
+    WEFT_CHECK(wf_config_load(&cfg, NULL));
+    /* Machines of ranks_per_node consecutive ranks (the last may have
+     * fewer), as launchers place them by default. */
+    wf_node_map_t map = {0};
+    int *node_of = malloc((size_t)ranks * sizeof(int));
+    if (!node_of)
+        return WEFT_ERR_NO_MEMORY;
+    for (int r = 0; r < ranks; r++)
+        node_of[r] = r / ranks_per_node;
+    weft_status_t st = wf_node_map_from_nodes(&map, ranks, node_of);
+    free(node_of);
+    WEFT_CHECK(st);
+    wf_coll_args_t a = {.coll = coll, .count = count_for(coll, bytes, ranks),
+                        .dtype = WEFT_FLOAT32, .op = WEFT_SUM,
+                        .elem_size = 4, .peer = -1, .root = 0,
+                        .size = ranks, .chunk_bytes = cfg.chunk_size,
+                        /* The cost model a job with this environment
+                         * would use. */
+                        .link_mbps = (int)cfg.link_mbps,
+                        .local_size = ranks_per_node,
+                        .nodes = map.nodes > 1 ? &map : NULL};
+    /* Inside a machine: the one-host model's memory copy. */
+    wf_vsim_params_t p = {.alpha_us = alpha_us,
+                          .beta_us_per_byte = 1e-3 / beta_gbs,
+                          .gamma_us_per_byte = 1e-3 / gamma_gbs,
+                          .intra_alpha_us = wf_cost_one_host.alpha_us,
+                          .intra_beta_us_per_byte =
+                              wf_cost_one_host.beta_us_per_byte};
+    fprintf(out, "# %s of %zu bytes on %d ranks, %d per machine: alpha %g "
+            "us, beta %g GB/s, gamma %g GB/s across machines; alpha %g us, "
+            "beta %g GB/s inside; chunk %llu bytes\n", wf_coll_name(coll),
+            bytes, ranks, ranks_per_node, alpha_us, beta_gbs, gamma_gbs,
+            p.intra_alpha_us, 1e-3 / p.intra_beta_us_per_byte,
+            (unsigned long long)cfg.chunk_size);
+    fprintf(out, "%-14s %12s %10s %10s %14s %12s  %s\n", "# algorithm",
+            "time(us)", "busbw", "msgs/rank", "bytes/rank", "model(us)",
+            "kind");
+    size_t n;
+    const wf_algo_t *const *reg = wf_algo_registry(&n);
+    for (size_t i = 0; i < n && st == WEFT_OK; i++) {
+        wf_vsim_result_t r;
+        if (reg[i]->coll != coll || !reg[i]->supports(&a))
+            continue;
+        st = wf_vsim_run(reg[i], &a, &p, &r);
+        if (st == WEFT_OK)
+            print_row(out, reg[i], &r, reg[i]->cost(&a), bytes,
+                      bus_factor(coll, ranks));
+    }
+    const wf_algo_t *pick = NULL;
+    if (st == WEFT_OK)
+        st = wf_algo_select(&a, "auto", &pick);
+    if (st == WEFT_OK)
+        fprintf(out, "# auto-selection (library cost model) picks: %s%s\n",
+                pick->name, pick->node_aware ? " (node-aware)" : "");
+    wf_node_map_free(&map);
+    return st;
 }
 
 WEFT_API weft_status_t weft_simulate(const char *coll_name, int ranks,
@@ -68,44 +147,6 @@ WEFT_API weft_status_t weft_simulate(const char *coll_name, int ranks,
                                      double beta_gbs, double gamma_gbs,
                                      FILE *out)
 {
-    wf_coll_t coll;
-    wf_config_t cfg;
-    if (!coll_name || !out || !parse_coll(coll_name, &coll) || ranks < 1 ||
-        ranks > 1 << 20 || alpha_us < 0 || beta_gbs <= 0 || gamma_gbs <= 0) {
-        WEFT_WARN(TOOL, "weft_simulate: bad arguments (collective %s, %d "
-                  "ranks, alpha %g us, beta %g GB/s, gamma %g GB/s)",
-                  coll_name ? coll_name : "(null)", ranks, alpha_us,
-                  beta_gbs, gamma_gbs);
-        return WEFT_ERR_INVALID_ARG;
-    }
-    WEFT_CHECK(wf_config_load(&cfg, NULL));
-    wf_coll_args_t a = {.coll = coll, .count = count_for(coll, bytes, ranks),
-                        .dtype = WEFT_FLOAT32, .op = WEFT_SUM,
-                        .elem_size = 4, .peer = -1, .root = 0,
-                        .size = ranks, .chunk_bytes = cfg.chunk_size,
-                        /* The cost model a job with this environment
-                         * would use. */
-                        .link_mbps = (int)cfg.link_mbps};
-    wf_vsim_params_t p = {alpha_us, 1e-3 / beta_gbs, 1e-3 / gamma_gbs, 0};
-    fprintf(out, "# %s of %zu bytes on %d ranks: alpha %g us, beta %g GB/s, "
-            "gamma %g GB/s, chunk %llu bytes\n", wf_coll_name(coll), bytes,
-            ranks, alpha_us, beta_gbs, gamma_gbs,
-            (unsigned long long)cfg.chunk_size);
-    fprintf(out, "%-14s %12s %10s %10s %14s %12s\n", "# algorithm",
-            "time(us)", "busbw", "msgs/rank", "bytes/rank", "model(us)");
-    size_t n;
-    const wf_algo_t *const *reg = wf_algo_registry(&n);
-    for (size_t i = 0; i < n; i++) {
-        wf_vsim_result_t r;
-        if (reg[i]->coll != coll || !reg[i]->supports(&a))
-            continue;
-        WEFT_CHECK(wf_vsim_run(reg[i], &a, &p, &r));
-        print_row(out, reg[i], &r, reg[i]->cost(&a), bytes,
-                  bus_factor(coll, ranks));
-    }
-    const wf_algo_t *pick;
-    WEFT_CHECK(wf_algo_select(&a, "auto", &pick));
-    fprintf(out, "# auto-selection (library cost model) picks: %s\n",
-            pick->name);
-    return WEFT_OK;
+    return weft_simulate_nodes(coll_name, ranks, 1, bytes, alpha_us,
+                               beta_gbs, gamma_gbs, out);
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/cost.h"
 #include "common.h"
 
 void wf_embed_init(wf_embed_t *e, wf_plan_t *plan)
@@ -50,6 +51,23 @@ double wf_embed_cost(const wf_coll_args_t *args)
     if (args->size < 2)
         return 0;
     return wf_algo_cheapest(args, &c) ? c : 1e30;
+}
+
+double wf_embed_cost_shared(const wf_coll_args_t *args, int sharing)
+{
+    if (sharing <= 1 || args->size < 2)
+        return wf_embed_cost(args);
+    const wf_algo_t *algo = wf_algo_cheapest(args, NULL);
+    if (!algo)
+        return 1e30;
+    if (!algo->cost_terms) /* no terms to scale: the whole call, that many
+                            * times over */
+        return algo->cost(args) * sharing;
+    wf_cost_terms_t t;
+    algo->cost_terms(args, &t);
+    t.path_sent *= sharing;
+    t.bytes *= sharing;
+    return wf_cost_terms_eval(args, &t);
 }
 
 static wf_bref_t moved(const wf_embed_t *e, const wf_subcall_t *s,

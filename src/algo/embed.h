@@ -52,6 +52,11 @@ void wf_embed_phase_end(wf_embed_t *e);
  * would pick (the same pick as wf_embed_call). */
 double wf_embed_cost(const wf_coll_args_t *args);
 
+/* The same for a call across machines that `sharing` such calls make at
+ * once, one per rank of each machine, through each machine's one link:
+ * its bytes take that many times as long to cross. */
+double wf_embed_cost_shared(const wf_coll_args_t *args, int sharing);
+
 /* A sub-call's arguments: the whole call's, as the group's rank `rank` of
  * `size` with `count` elements and `root`; intra: the group is one
  * machine's ranks (else one rank per machine).  Not in place: the caller

@@ -53,7 +53,8 @@ static double slices_cost(const wf_coll_args_t *a)
                                           0, false);
     wf_coll_args_t out = wf_embed_args(a, WF_COLL_ALLGATHER, block, 0, L, 0,
                                        true);
-    return wf_embed_cost(&in) + wf_embed_cost(&across) +
+    /* The L slices' allreduces cross each machine's link at once. */
+    return wf_embed_cost(&in) + wf_embed_cost_shared(&across, L) +
            wf_embed_cost(&out);
 }
 

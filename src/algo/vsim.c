@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "plan/nodemap.h"
 #include "plan/plan.h"
 
 #define DEFAULT_MAX_STEPS (6u * 1000 * 1000)
@@ -37,6 +38,8 @@ typedef struct {
 
 typedef struct {
     const wf_vsim_params_t *p;
+    const wf_node_map_t *nodes; /* NULL: a machine per rank */
+    double *nic_free;           /* per machine, with nodes */
     vrank_t *ranks;
     int size;
     event_t *heap;
@@ -110,16 +113,24 @@ static void make_ready(vsim_t *v, uint32_t r, uint32_t i, double t)
     vrank_t *k = &v->ranks[r];
     const wf_step_t *s = &k->plan.steps[i];
     if (s->kind == WF_STEP_SEND) {
-        double start = WF_MAX(t, k->link_free);
-        double wire = (double)s->count * v->p->beta_us_per_byte;
-        k->link_free = start + wire;
+        bool intra = v->nodes &&
+                     v->nodes->node_of[r] == v->nodes->node_of[s->peer];
+        double *link = !v->nodes || intra
+                           ? &k->link_free
+                           : &v->nic_free[v->nodes->node_of[r]];
+        double alpha = intra ? v->p->intra_alpha_us : v->p->alpha_us;
+        double beta = intra ? v->p->intra_beta_us_per_byte
+                            : v->p->beta_us_per_byte;
+        double start = WF_MAX(t, *link);
+        double wire = (double)s->count * beta;
+        *link = start + wire;
         k->msgs++;
         k->bytes += s->count;
-        heap_push(v, k->link_free, r, i);
+        heap_push(v, *link, r, i);
         msg_t *m = msg_get(v, (int)r, s->peer, s->tag);
         m->sent = true;
         m->len = s->count;
-        m->arrival = start + v->p->alpha_us + wire;
+        m->arrival = start + alpha + wire;
         if (m->recv_step >= 0)
             heap_push(v, WF_MAX(m->arrival, m->recv_ready), (uint32_t)s->peer,
                       (uint32_t)m->recv_step);
@@ -147,6 +158,7 @@ static void vsim_free(vsim_t *v)
     free(v->ranks);
     free(v->heap);
     free(v->msgs);
+    free(v->nic_free);
 }
 
 /* Whether reduce `w` writes bytes that send `snd` reads; in place the
@@ -293,9 +305,13 @@ weft_status_t wf_vsim_run(const wf_algo_t *algo, const wf_coll_args_t *tmpl,
     }
     v.p = params;
     v.size = tmpl->size;
+    v.nodes = tmpl->nodes;
     v.ranks = calloc((size_t)v.size, sizeof(vrank_t));
-    weft_status_t st = v.ranks ? build_all(&v, algo, tmpl)
-                               : WEFT_ERR_NO_MEMORY;
+    if (v.nodes)
+        v.nic_free = calloc((size_t)v.nodes->nodes, sizeof(double));
+    weft_status_t st = v.ranks && (!v.nodes || v.nic_free)
+                           ? build_all(&v, algo, tmpl)
+                           : WEFT_ERR_NO_MEMORY;
     if (st == WEFT_OK)
         st = simulate(&v, algo, &res);
     vsim_free(&v);

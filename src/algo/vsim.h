@@ -6,7 +6,11 @@
  * alpha + bytes*beta after it starts; a rank's sends are serialised on its
  * link; reduce/copy/avg steps take bytes*gamma on the rank's CPU, also
  * serialised; a receive completes when both it is ready and its message
- * has arrived.  Receivers' links are not modelled separately.
+ * has arrived.  Receivers' links are not modelled separately.  With
+ * machines (the args' node map), a send to a rank of the same machine
+ * takes the intra constants on the sender's own memory link, and a send
+ * to another machine the network's on that machine's one NIC, which all
+ * its ranks share.
  */
 #ifndef WF_VSIM_H
 #define WF_VSIM_H
@@ -21,6 +25,10 @@ typedef struct {
     double beta_us_per_byte;
     double gamma_us_per_byte;
     uint64_t max_steps; /* budget over all ranks; 0 = default */
+    /* Inside one machine (with a node map): a message's latency and
+     * inverse bandwidth. */
+    double intra_alpha_us;
+    double intra_beta_us_per_byte;
 } wf_vsim_params_t;
 
 typedef struct {

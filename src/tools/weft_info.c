@@ -15,12 +15,12 @@
 
 #include "weft.h"
 
-/* weft-info --simulate COLL --ranks N --bytes B [--alpha US] [--beta GB/s]
- * [--gamma GB/s] */
+/* weft-info --simulate COLL --ranks N --bytes B [--ranks-per-node K]
+ * [--alpha US] [--beta GB/s] [--gamma GB/s] */
 static int simulate(int argc, char **argv)
 {
     const char *coll = argv[2];
-    int ranks = 0;
+    int ranks = 0, per_node = 1;
     double bytes = -1, alpha = 2.0, beta = 12.5, gamma = 10.0;
     for (int i = 3; i + 1 < argc; i += 2) {
         const char *f = argv[i], *v = argv[i + 1];
@@ -37,6 +37,7 @@ static int simulate(int argc, char **argv)
             return 2;
         }
         if (!strcmp(f, "--ranks")) ranks = (int)x;
+        else if (!strcmp(f, "--ranks-per-node")) per_node = (int)x;
         else if (!strcmp(f, "--bytes")) bytes = x;
         else if (!strcmp(f, "--alpha")) alpha = x;
         else if (!strcmp(f, "--beta")) beta = x;
@@ -48,11 +49,12 @@ static int simulate(int argc, char **argv)
     }
     if (ranks < 1 || bytes < 0 || (argc - 3) % 2) {
         fprintf(stderr, "usage: weft-info --simulate COLLECTIVE --ranks N "
-                "--bytes B [--alpha US] [--beta GB/s] [--gamma GB/s]\n");
+                "--bytes B [--ranks-per-node K] [--alpha US] [--beta GB/s] "
+                "[--gamma GB/s]\n");
         return 2;
     }
-    return weft_simulate(coll, ranks, (size_t)bytes, alpha, beta, gamma,
-                         stdout) == WEFT_OK ? 0 : 1;
+    return weft_simulate_nodes(coll, ranks, per_node, (size_t)bytes, alpha,
+                               beta, gamma, stdout) == WEFT_OK ? 0 : 1;
 }
 
 /* weft-info --topology [--json] [--ranks N] (N: local ranks, default 1) */

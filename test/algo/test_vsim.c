@@ -10,6 +10,7 @@
 #include "algo/cost.h"
 #include "common.h"
 #include "algo/vsim.h"
+#include "plan/nodemap.h"
 #include "test.h"
 
 WF_TEST(algo_vsim_ring_allreduce_closed_form, 60)
@@ -44,11 +45,45 @@ WF_TEST(algo_vsim_skips_over_budget, 30)
     wf_coll_args_t a = {.coll = WF_COLL_ALLREDUCE, .count = 1u << 20,
                         .dtype = WEFT_FLOAT32, .elem_size = 4, .peer = -1,
                         .size = 4096, .chunk_bytes = 4096};
-    wf_vsim_params_t p = {2, 1e-3, 1e-4, 1000};
+    wf_vsim_params_t p = {.alpha_us = 2, .beta_us_per_byte = 1e-3,
+                          .gamma_us_per_byte = 1e-4, .max_steps = 1000};
     wf_vsim_result_t r;
     ASSERT_OK(wf_vsim_run(&wf_algo_allreduce_ring, &a, &p, &r));
     ASSERT_TRUE(r.skipped);
     ASSERT_TRUE(r.total_steps > 1000);
+}
+
+/* Machines: ranks of one machine share its one network link, and a
+ * message inside a machine takes the intra constants.  An allgather ring
+ * on 4 ranks placed alternately on 2 machines crosses machines at every
+ * hop, so each machine's link carries two ranks' steps: twice the time of
+ * a machine per rank.  Placed in pairs, half the hops stay inside and
+ * each machine's link carries one rank's: the ring, as slow as its slowest
+ * hop, takes what it takes on 4 machines. */
+WF_TEST(algo_vsim_machines_share_a_link, 60)
+{
+    wf_coll_args_t a = {.coll = WF_COLL_ALLGATHER, .count = 1u << 16,
+                        .dtype = WEFT_FLOAT32, .elem_size = 4, .peer = -1,
+                        .size = 4, .chunk_bytes = 1u << 20};
+    wf_vsim_params_t p = {.alpha_us = 0, .beta_us_per_byte = 1e-3,
+                          .intra_alpha_us = 0,
+                          .intra_beta_us_per_byte = 1e-4};
+    wf_vsim_result_t apart, alternate, pairs;
+    ASSERT_OK(wf_vsim_run(&wf_algo_allgather_ring, &a, &p, &apart));
+    wf_node_map_t m;
+    ASSERT_OK(wf_node_map_from_nodes(&m, 4, (const int[]){0, 1, 0, 1}));
+    a.nodes = &m;
+    ASSERT_OK(wf_vsim_run(&wf_algo_allgather_ring, &a, &p, &alternate));
+    wf_node_map_free(&m);
+    ASSERT_OK(wf_node_map_from_nodes(&m, 4, (const int[]){0, 0, 1, 1}));
+    ASSERT_OK(wf_vsim_run(&wf_algo_allgather_ring, &a, &p, &pairs));
+    wf_node_map_free(&m);
+    printf("one machine per rank %.1f us, alternate %.1f us, pairs %.1f us\n",
+           apart.time_us, alternate.time_us, pairs.time_us);
+    ASSERT_TRUE(alternate.time_us > 1.9 * apart.time_us &&
+                alternate.time_us < 2.1 * apart.time_us);
+    ASSERT_TRUE(pairs.time_us > 0.95 * apart.time_us &&
+                pairs.time_us < 1.05 * apart.time_us);
 }
 
 WF_TEST(algo_vsim_public_simulate, 60)

@@ -7,7 +7,9 @@
 # passing for allreduce and alltoall (which connects every pair) and
 # bytes crossing the veth.  Each namespace gets a hostname of its own (a
 # UTS namespace), so weft also counts two machines: each rank's join line
-# must say local rank r % 2 of 2 on node r / 2 of 2.  Namespaces are
+# must say local rank r % 2 of 2 on node r / 2 of 2.  The node-aware
+# algorithms (WEFT_ALGO=hier) run every collective that has one over
+# those two machines, checked the same way.  Namespaces are
 # created here and deleted by an EXIT trap.  Exits 0 when all pass, 1 on
 # a failure, 77 (skip) without root, ip or namespaces.
 #
@@ -26,6 +28,9 @@ trap 'wf_netns_delete "$prefix"; rm -rf "$out"' EXIT
 trap 'exit 130' INT TERM
 wf_netns_two_hosts "$prefix" "$build" || skip "cannot create namespaces"
 
+# The node-aware algorithms, forced, each with weft-bench's check: shm
+# inside each namespace, tcp across.
+hier_colls="allreduce broadcast reduce allgather reducescatter barrier"
 before=$(ip netns exec "$prefix-a" cat /sys/class/net/eth0/statistics/tx_bytes)
 fail=0
 pids=()
@@ -37,12 +42,17 @@ for r in 0 1 2 3; do
     ip netns exec "$prefix-$host" env WEFT_RANK=$r WEFT_WORLD_SIZE=4 \
         WEFT_RENDEZVOUS=10.79.0.1:29500 \
         WEFT_SOCKET_IFNAME=eth0 WEFT_TIMEOUT=30s WEFT_LOG=info \
-        WEFT_LOG_SUBSYS=net,init timeout 120 unshare --uts sh -c \
+        WEFT_LOG_SUBSYS=net,init,coll timeout 240 unshare --uts sh -c \
         "hostname '$prefix-$host' &&
          WEFT_JOB_ID=shm2x2-allreduce '$build/bin/weft-bench' allreduce \
              -b 8 -e 4M -f 8 -w 1 -r 5 -c 1 &&
          WEFT_JOB_ID=shm2x2-alltoall '$build/bin/weft-bench' alltoall \
-             -b 64 -e 1M -f 16 -w 1 -r 3 -c 1" \
+             -b 64 -e 1M -f 16 -w 1 -r 3 -c 1 &&
+         for c in $hier_colls; do
+             WEFT_JOB_ID=shm2x2-hier-\$c WEFT_ALGO=hier \
+                 '$build/bin/weft-bench' \$c -b 8 -e 1M -f 16 -w 1 -r 3 \
+                 -c 1 || exit 1
+         done" \
         > "$out/$r" 2>&1 &
     pids+=($!)
 done
@@ -70,6 +80,12 @@ for r in 0 1 2 3; do
     grep -q "rank $r of 4 joined .*local rank $((r % 2)) of 2 on host .*, node $((r / 2)) of 2" "$out/$r" || {
         echo "FAIL: rank $r's join line does not give local rank $((r % 2)) of 2, node $((r / 2)) of 2:"
         grep -h 'joined job' "$out/$r" | head -n 2
+        exit 1
+    }
+done
+for c in $hier_colls; do
+    grep -q "weft info coll: $c of .* algorithm hier (WEFT_ALGO" "$out/0" || {
+        echo "FAIL: rank 0 logged no $c through the node-aware algorithm"
         exit 1
     }
 done

@@ -30,6 +30,8 @@
  * small messages through the pair's rings, unless a test says otherwise. */
 static size_t kill_count = 4096;
 static const char *kill_transport = "auto";
+/* Ranks 0-1 and 2-3 as two machines, through the node-aware algorithms. */
+static bool kill_hier;
 
 static void report(int fd, int rank, weft_status_t st, const char *msg)
 {
@@ -44,10 +46,14 @@ static void report(int fd, int rank, weft_status_t st, const char *msg)
  * report too (the rendezvous times out waiting for the dead rank). */
 static weft_comm_t join(const char *rdv, const char *job, int rank, int fd)
 {
-    char cfg[160];
+    char cfg[224], hier[64] = "";
+    if (kill_hier)
+        snprintf(hier, sizeof(hier), ",WEFT_NODE_ID=machine%d,WEFT_ALGO=hier",
+                 rank / 2);
     snprintf(cfg, sizeof(cfg),
-             "WEFT_TIMEOUT=%dms,WEFT_CHUNK_SIZE=%s,WEFT_TRANSPORT=%s",
-             TIMEOUT_MS, kill_count > 4096 ? "256k" : "8k", kill_transport);
+             "WEFT_TIMEOUT=%dms,WEFT_CHUNK_SIZE=%s,WEFT_TRANSPORT=%s%s",
+             TIMEOUT_MS, kill_count > 4096 ? "256k" : "8k", kill_transport,
+             hier);
     weft_comm_params_t prm = {
         .field_mask = WEFT_COMM_PARAM_RANK | WEFT_COMM_PARAM_SIZE |
                       WEFT_COMM_PARAM_RENDEZVOUS | WEFT_COMM_PARAM_JOB_ID |
@@ -236,4 +242,13 @@ WF_TEST(fault_kill9_node_collectives, 300)
     kill_count = 16;
     kill_transport = "auto";
     kill_trials(12);
+}
+
+/* The node-aware algorithms' phases (two made-up machines of two ranks):
+ * a rank killed inside or across fails every survivor as a flat
+ * algorithm's would. */
+WF_TEST(fault_kill9_node_aware_algorithms, 300)
+{
+    kill_hier = true;
+    kill_trials(8);
 }

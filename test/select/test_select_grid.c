@@ -160,8 +160,10 @@ WF_TEST(select_auto_near_the_simulators_best, 120)
                     if (a.count == 0)
                         continue;
                     wf_cost_model_t m = wf_cost_model(&a);
-                    wf_vsim_params_t prm = {m.alpha_us, m.beta_us_per_byte,
-                                            m.gamma_us_per_byte, 0};
+                    wf_vsim_params_t prm = {
+                        .alpha_us = m.alpha_us,
+                        .beta_us_per_byte = m.beta_us_per_byte,
+                        .gamma_us_per_byte = m.gamma_us_per_byte};
                     const wf_algo_t *pick = auto_pick(&a);
                     double t_pick = NAN, best = INFINITY;
                     const char *fastest = "?";
