@@ -8,11 +8,10 @@ only change from a Horovod script:
      by the number of ranks)
   4. broadcast the initial parameters and optimizer state from rank 0
 
-Run it with any launcher (docs/horovod.md):
+Run it with any launcher, nothing to set (docs/horovod.md):
   build/bin/weftrun -n 2 .venv/bin/python python/examples/horovod_mnist.py
   .venv/bin/torchrun --nproc_per_node=2 python/examples/horovod_mnist.py
-  mpirun -np 2 -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=29500 \
-      .venv/bin/python python/examples/horovod_mnist.py
+  mpirun -np 2 .venv/bin/python python/examples/horovod_mnist.py
 
 The data are 28x28 images of 10 classes: a fixed random pattern per class
 plus noise, generated from a seed (no download).  Each rank trains on its

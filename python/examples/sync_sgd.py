@@ -3,21 +3,16 @@ Applications" tutorial on weft: every rank trains on its partition of the
 data and averages the gradients by hand, one dist.all_reduce per
 parameter, before each step.  Synthetic data (no download).
 
-torch.distributed's env:// initialisation needs MASTER_ADDR and
-MASTER_PORT; torchrun sets them, with weftrun and mpirun set them
-yourself (both pass the environment on to every rank):
+It runs as it is under any launcher; weftrun and torchrun set torch's
+env:// variables, and under mpirun (or mpiexec.hydra, srun) `import
+weft.torch` fills them from the launcher's own (docs/pytorch.md):
+  build/bin/weftrun -n 2 .venv/bin/python python/examples/sync_sgd.py
   .venv/bin/torchrun --nproc_per_node=2 python/examples/sync_sgd.py
-  MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 \
-      build/bin/weftrun -n 2 .venv/bin/python python/examples/sync_sgd.py
-  mpirun -np 2 -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=29500 \
-      .venv/bin/python python/examples/sync_sgd.py
-The rank and the number of ranks come from whichever launcher started
-the script (rank_and_size below).  --backend gloo runs the same loop on
-gloo.  The script ends by checking that every rank holds the same
-parameters, and exits 1 if not.
+  mpirun -np 2 .venv/bin/python python/examples/sync_sgd.py
+--backend gloo runs the same loop on gloo.  The script ends by checking
+that every rank holds the same parameters, and exits 1 if not.
 """
 import argparse
-import os
 
 import torch
 import torch.distributed as dist
@@ -25,20 +20,6 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import weft.torch  # noqa: F401  registers the "weft" backend
-
-# (rank, size) variables of each launcher: torchrun, weftrun, mpirun
-# (Open MPI), srun.
-LAUNCHERS = (("RANK", "WORLD_SIZE"), ("WEFT_RANK", "WEFT_WORLD_SIZE"),
-             ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
-             ("SLURM_PROCID", "SLURM_NTASKS"))
-
-
-def rank_and_size():
-    for rank, size in LAUNCHERS:
-        if rank in os.environ and size in os.environ:
-            return int(os.environ[rank]), int(os.environ[size])
-    raise SystemExit("sync_sgd.py: start it under torchrun, weftrun, mpirun "
-                     "or srun (no rank variables found)")
 
 
 class Net(nn.Module):
@@ -80,8 +61,8 @@ def main():
     p.add_argument("--seed", type=int, default=1234)
     args = p.parse_args()
 
-    rank, size = rank_and_size()
-    dist.init_process_group(args.backend, rank=rank, world_size=size)
+    dist.init_process_group(args.backend)
+    rank, size = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
     data, labels = partition(rank, size, args.samples, args.seed)

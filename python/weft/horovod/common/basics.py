@@ -4,9 +4,9 @@ queries, answered for weft.
 
 init() takes rank, size and rendezvous from the environment exactly as
 weft_comm_init does: WEFT_* (weftrun), torchrun's variables (rank 0
-hosts the rendezvous on MASTER_PORT+1), Slurm, or Open MPI's
-OMPI_COMM_WORLD_* with MASTER_ADDR/MASTER_PORT or WEFT_RENDEZVOUS
-(docs/horovod.md, "Launching").
+hosts the rendezvous on MASTER_PORT+1), or mpirun's, mpiexec.hydra's and
+srun's own, the ranks meeting through the launcher's process-management
+interface (docs/launchers.md; docs/horovod.md, "Launching").
 """
 import atexit
 import ctypes
@@ -62,10 +62,9 @@ def init(comm=None, process_sets=None):
         except Error as e:
             raise ValueError(
                 "hvd.init(): weft could not create the communicator: %s.  "
-                "Start the script under `weftrun -n N`, torchrun, srun, or "
-                "mpirun with MASTER_ADDR/MASTER_PORT (rank 0 hosts the "
-                "rendezvous) or WEFT_RENDEZVOUS exported (docs/horovod.md)"
-                % e) from e
+                "Start the script under `weftrun -n N`, torchrun, mpirun, "
+                "mpiexec.hydra or srun, or set WEFT_RANK, WEFT_WORLD_SIZE "
+                "and WEFT_RENDEZVOUS (docs/horovod.md)" % e) from e
         _state = _State(world)
         global_process_set.ranks = list(range(world.size))
         global_process_set._channel = _state.channel
