@@ -225,16 +225,18 @@ static void colls_rank(int rank, int size, void *p)
         const wf_algo_t *algo = i < n ? reg[i] : &node_algos[i - n];
         if (algo->coll == WF_COLL_SEND || algo->coll == WF_COLL_RECV)
             continue;
-        /* The node-aware algorithms on two made-up machines, the first
-         * with the larger half of the ranks (2 + 1, 2 + 2, 3 + 2, ...):
-         * below 3 ranks no machine would have two. */
+        /* The node-aware algorithms on made-up machines: 3 + 1 on 4 ranks,
+         * 2 + 2 + 1 on 5, elsewhere two with the larger half first (2 + 1,
+         * 4 + 3, ...); below 3 ranks no machine would have two. */
         bool hier = strcmp(algo->name, "hier") == 0;
         if (hier && size < 3)
             continue;
         char node_id[64] = "";
         if (hier)
             snprintf(node_id, sizeof(node_id), ",WEFT_NODE_ID=machine%d",
-                     rank < (size + 1) / 2 ? 0 : 1);
+                     size == 4 ? rank / 3
+                     : size == 5 ? rank / 2
+                                 : (rank < (size + 1) / 2 ? 0 : 1));
         char cfg[384], job[256], uri[300];
         snprintf(cfg, sizeof(cfg), "WEFT_ALGO=%s:%s,WEFT_CHUNK_SIZE=%d,"
                  "WEFT_TIMEOUT=60s,WEFT_SOCKET_IFNAME=lo%s%s%s",

@@ -4,8 +4,11 @@
  * (2 + 2, where the allreduce takes its slices), one rank per machine and
  * all ranks on one (where they do not apply and the cost model stays
  * flat), against values computed here; forced and chosen by the cost
- * model.  The collective matrix runs them too (test_colls.c).
+ * model; ranks that disagree on the count.  The collective matrix runs
+ * every node-aware collective too, on 3 + 1 and 2 + 2 + 1 (test_colls.c),
+ * and the plan simulator on machines of 2 and 3 (test/harness/sim.c).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,4 +121,42 @@ WF_TEST(coll_hier_allreduce_flat_layouts, 120)
 WF_TEST(coll_hier_allreduce_auto, 120)
 {
     run(6, (const int[]){0, 0, 0, 1, 1, 1}, "auto", WEFT_OK);
+}
+
+/* Ranks that disagree on the count (machines 0-1 and 2-3): every rank
+ * fails with WEFT_ERR_MISMATCH naming both calls, as with a flat
+ * algorithm, not a hang or a wrong sum. */
+static pthread_barrier_t mismatch_seen;
+
+static void mismatch_rank(int rank, int size, void *p)
+{
+    char cfg[160];
+    snprintf(cfg, sizeof(cfg), "WEFT_NODE_ID=machine%d,WEFT_ALGO=hier,"
+             "WEFT_TIMEOUT=20s", rank / 2);
+    weft_comm_t comm;
+    ASSERT_OK(wf_test_comm_mem(p, rank, size, cfg, &comm));
+    int32_t v[16] = {0};
+    double t0 = wf_test_now_s();
+    weft_status_t st = weft_allreduce(v, v, rank == 3 ? 12 : 10, WEFT_INT32,
+                                      WEFT_SUM, comm);
+    /* A rank whose part ended before the stray message came learns it
+     * at its next call. */
+    if (st == WEFT_OK)
+        st = weft_barrier(comm);
+    ASSERT_STATUS(st, WEFT_ERR_MISMATCH);
+    ASSERT_TRUE(wf_test_now_s() - t0 < 15.0);
+    /* Every rank has its answer before any leaves: an abort closes
+     * connections that a slower rank would count as a lost peer. */
+    pthread_barrier_wait(&mismatch_seen);
+    weft_comm_abort(comm);
+}
+
+WF_TEST(coll_hier_mismatched_counts, 60)
+{
+    wf_test_log_capture();
+    pthread_barrier_init(&mismatch_seen, NULL, 4);
+    wf_test_run_threads(4, mismatch_rank, (void *)wf_test_unique("hiermm"));
+    ASSERT_STR_CONTAINS(wf_test_log_text(), "allreduce(count 10, int32");
+    ASSERT_STR_CONTAINS(wf_test_log_text(), "allreduce(count 12, int32");
+    weft_set_logger(NULL, NULL);
 }
