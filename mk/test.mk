@@ -62,6 +62,7 @@ export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 export TSAN_OPTIONS ?= halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/scripts/tsan.supp
 C_SUITE := $(BUILD)/test/c-suite
 .PHONY: test check soak python test-python test-torch bench-python test-rdma \
+  test-horovod bench-horovod \
   test-launchers
 test: deps
 	$(MAKE) all $(TEST_BIN) $(WEFT_HARNESS) $(CUDA_BUILD)
@@ -129,6 +130,18 @@ test-torch: python
 	  --sizes "$(TORCH_SUITE_SIZES)" --group-size $(TORCH_SUITE_GROUP_SIZE) \
 	  $(if $(filter 1,$(TORCH_SUITE_AS_GLOO)),--as-gloo) \
 	  --out $(BUILD)/torch-suite
+
+# weft.horovod.torch's full suite (test/python/horovod/, docs/horovod.md):
+# 1 to 4 ranks, every dtype, the examples under weftrun, torchrun and
+# mpirun.  `make test` runs its 2-rank slice (test/python/test_horovod.py).
+test-horovod: python $(BUILD)/bin/weftrun
+	@WEFTPY_TEST_HOROVOD=1 $(VENV)/bin/python -m pytest -v -rs \
+	  test/python/horovod
+
+# DistributedOptimizer's step, fused and unfused, against DDP on weft and
+# on gloo (test/python/bench_horovod.py, docs/horovod.md).
+bench-horovod: python
+	@$(VENV)/bin/python test/python/bench_horovod.py
 
 # Per-call overhead of torch.distributed on weft against weft-bench, and
 # DDP/FSDP steps on weft against gloo (test/python/bench_overhead.py).

@@ -93,8 +93,7 @@ def _all_hosts_alike(channel, local_size):
 
 def shutdown():
     """Releases the communicators.  Every rank calls it (hvd.shutdown() or
-    at exit): the join watchers end in a ring, each waiting for the rank
-    before it."""
+    at exit); after a failure it aborts them instead of waiting."""
     global _state
     with _lock:
         state, _state = _state, None
@@ -107,12 +106,17 @@ def shutdown():
             ps._invalidate()
     global_process_set._channel = None
     state.handles.clear()
-    server = None
+    server, clean = None, state.channel.comm.get_error() is None
     try:
         if state.join is not None:
-            server = state.join.close()
+            server, clean = state.join.close()
     finally:
-        state.channel.close()
+        if clean:
+            state.channel.close()
+        else:
+            # a failed communicator (weft's errors are sticky): release it
+            # without waiting for ranks that may never come
+            state.channel.comm.abort()
         if server is not None:
             server.stop()
 

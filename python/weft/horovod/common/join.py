@@ -254,9 +254,10 @@ class JoinAgent:
         every rank is here; then every rank sends the next one a BYE, which
         completes that rank's pending receive, and destroys the side
         communicator, which the others are destroying too.  When some
-        rank does not come, the side communicator is aborted instead.
-        Returns rank 0's rendezvous server, to stop after the global
-        communicator (None elsewhere)."""
+        rank does not come (or the global communicator has failed), the
+        side communicator is aborted instead.  Returns (rank 0's rendezvous
+        server, to stop after the global communicator, or None; whether
+        every rank came)."""
         ch = self.channel
         self.closing = True
         try:
@@ -264,7 +265,7 @@ class JoinAgent:
         except HorovodInternalError:
             self.side.abort()       # wakes the watcher with ERR_ABORTED
             self.thread.join()
-            raise
+            return self.server, False
         with ch.lock:
             self._send((ch.rank + 1) % ch.size, _TAG_NOTICE, (_BYE, 0, 0),
                        _Notice)
@@ -272,4 +273,4 @@ class JoinAgent:
         with ch.lock:
             self._reap(block=True)
         self.side.destroy()
-        return self.server
+        return self.server, True
