@@ -162,14 +162,19 @@ rate_mbps() {
 
 # Starts NETNS_RANKS_PER_HOST ranks per host, consecutive ranks on one
 # host; rank 0's CSV goes to $1, the others' output to files beside it
-# (shown when a run fails).
+# (shown when a run fails).  Each host's ranks get its name as their host
+# name (a UTS namespace): weft tells machines apart by host name and boot
+# id, and with one name for all it would take the hosts for one machine
+# (its shared segment across them, no node-aware algorithms).
 run_job() { # csv coll algo job_id
     local csv=$1 coll=$2 algo=$3 job=$4 rank_pids=() status=0 h k r
     for ((h = 0; h < hosts; h++)); do
         for ((k = 0; k < per_host; k++)); do
             r=$((h * per_host + k))
             # shellcheck disable=SC2086
-            ip netns exec "$(host_ns $h)" env WEFT_RANK=$r \
+            ip netns exec "$(host_ns $h)" unshare --uts sh -c \
+                'hostname "$0" && exec "$@"' "$(host_ns $h)" \
+                env WEFT_RANK=$r \
                 WEFT_WORLD_SIZE=$nranks \
                 WEFT_RENDEZVOUS="$(host_ip 0):$port" WEFT_JOB_ID="$job" \
                 WEFT_SOCKET_IFNAME=eth0 WEFT_LINK_MBPS="$link_mbps" \
