@@ -15,11 +15,14 @@ from .tensors import reduction, scale_
 
 
 class _Bucket:
-    __slots__ = ("members", "offsets", "dtype", "wdt", "flat", "done",
+    __slots__ = ("members", "views", "dtype", "wdt", "flat", "done",
                  "packed", "started")
 
-    def __init__(self, members, offsets, dtype, wdt, flat):
-        self.members, self.offsets = members, offsets
+    def __init__(self, members, views, dtype, wdt, flat):
+        # views[pos]: member pos's place in flat, in its parameter's shape
+        # (made once: a slice per gradient per step costs more than the
+        # copy of a small gradient)
+        self.members, self.views = members, views
         self.dtype, self.wdt, self.flat = dtype, wdt, flat
         self.done = [False] * len(members)    # packed this step
         self.packed = 0
@@ -56,13 +59,18 @@ class GradBuckets:
                 raise ValueError("DistributedOptimizer: gradients of dtype %s"
                                  " cannot be reduced by weft" % dtype)
             self.wop = wop
-            offsets, total = [], 0
-            for i in members:
-                offsets.append(total)
-                total += params[i].numel()
             alone = len(members) == 1 and dtype == params[members[0]].dtype
-            flat = None if alone else torch.empty(total, dtype=dtype)
-            b = _Bucket(members, offsets, dtype, wdt, flat)
+            views = []
+            flat = None
+            if not alone:
+                flat = torch.empty(sum(params[i].numel() for i in members),
+                                   dtype=dtype)
+                at = 0
+                for i in members:
+                    n = params[i].numel()
+                    views.append(flat[at:at + n].view(params[i].shape))
+                    at += n
+            b = _Bucket(members, views, dtype, wdt, flat)
             for pos, i in enumerate(members):
                 self.where[i] = (b, pos)
             self.buckets.append(b)
@@ -109,8 +117,7 @@ class GradBuckets:
         i = b.members[pos]
         g = self._grad(i)
         if b.flat is not None:
-            at = b.offsets[pos]
-            b.flat[at:at + g.numel()].copy_(g.reshape(-1))
+            b.views[pos].copy_(g)
         elif not g.is_contiguous():
             self.params[i].grad = g.contiguous()
         b.done[pos] = True
@@ -149,9 +156,7 @@ class GradBuckets:
             if b.flat is None:
                 continue
             for pos, i in enumerate(b.members):
-                g = self.params[i].grad
-                at = b.offsets[pos]
-                g.copy_(b.flat[at:at + g.numel()].view(g.shape))
+                self.params[i].grad.copy_(b.views[pos])
 
     def _clear(self):
         self.next = 0
