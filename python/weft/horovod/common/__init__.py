@@ -1,1 +1,1 @@
-"""The framework-independent part of weft.horovod (see weft/horovod/__init__.py)."""
+"""The framework-independent part of weft.horovod (weft/horovod/__init__.py)."""

@@ -3,7 +3,8 @@
     import weft.horovod.torch as hvd     # was: import horovod.torch as hvd
     hvd.init()
     model.to(...)                         # CPU tensors
-    opt = hvd.DistributedOptimizer(opt, named_parameters=model.named_parameters())
+    opt = hvd.DistributedOptimizer(
+        opt, named_parameters=model.named_parameters())
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
     hvd.broadcast_optimizer_state(opt, root_rank=0)
 

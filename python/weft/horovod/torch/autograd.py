@@ -56,7 +56,7 @@ class GroupedAllreduce(torch.autograd.Function):
 def _my_rows(process_set, rows):
     """(offset, rows) of this rank's part of an allgather's output."""
     ch = basics.channel_of(process_set, "allgather")
-    every = movement._exchange(ch, [rows], "allgather backward")
+    every = movement.exchange_records(ch, [rows], "allgather backward")
     mine = ch.rank
     return sum(r[0] for r in every[:mine]), rows
 
@@ -92,7 +92,8 @@ class GroupedAllgather(torch.autograd.Function):
             grads, [torch.empty_like(g) for g in grads], Average, 1.0, 1.0,
             ps, False)
         ch = basics.channel_of(ps, "grouped_allgather")
-        every = movement._exchange(ch, ctx.rows, "grouped_allgather backward")
+        every = movement.exchange_records(ch, ctx.rows,
+                                          "grouped_allgather backward")
         out = []
         for i, g in enumerate(avg):
             first = sum(r[i] for r in every[:ch.rank])

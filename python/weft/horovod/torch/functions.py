@@ -14,7 +14,7 @@ import torch
 from ... import _lib
 from ..common import basics
 from ..common.process_sets import global_process_set
-from .movement import _exchange
+from .movement import exchange_records
 from .tensors import as_bytes, check_tensor
 
 
@@ -81,7 +81,7 @@ def allgather_object(obj, name=None, process_set=global_process_set):
     what = "allgather_object"
     ch = basics.channel_of(process_set, what)
     data = pickle.dumps(obj)
-    sizes = [s[0] for s in _exchange(ch, [len(data)], what)]
+    sizes = [s[0] for s in exchange_records(ch, [len(data)], what)]
     top = max(sizes)
     send = ctypes.create_string_buffer(data, max(top, 1))
     recv = ctypes.create_string_buffer(max(top * ch.size, 1))

@@ -10,7 +10,7 @@ dtype) and copied back out of after the reduction.
 import torch
 
 from ..common.fusion_plan import plan_buckets
-from ..common.reduce_ops import Average, Sum, weft_op
+from ..common.reduce_ops import Average, Sum
 from .tensors import reduction, scale_
 
 

@@ -47,7 +47,7 @@ def _header(t):
     return [dtype_code(t.dtype), t.dim(), hash(tuple(t.shape[1:]))]
 
 
-def _exchange(ch, words, what):
+def exchange_records(ch, words, what):
     """Allgather of `words` (ints, the same number on every rank), blocking;
     returns one list per rank."""
     n = len(words)
@@ -100,7 +100,7 @@ def _allgather(tensors, process_set, start, what, single):
                              "concatenate along" % what)
         words += _header(t) + [t.shape[0]]
     per = _HEADER + 1
-    records = _exchange(ch, words, what)
+    records = exchange_records(ch, words, what)
     plans, block = [], 0
     for i, t in enumerate(tensors):
         mine = words[i * per:(i + 1) * per]
@@ -172,7 +172,7 @@ def alltoall(tensor, splits, process_set, start):
                              "to the first dimension (%d)" %
                              (what, splits, n, rows))
     mine = _header(tensor) + splits
-    records = _exchange(ch, mine, what)
+    records = exchange_records(ch, mine, what)
     _check_alike(records, mine, what)
     sent = [rec[_HEADER:] for rec in records]        # sent[r][d]: r -> d
     got = [sent[r][me] for r in range(n)]
