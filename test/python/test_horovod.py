@@ -22,7 +22,7 @@ pytestmark = needs("torch")
 # which "core" stands in for with float32, int16 and bool
 API_PARTS = ["basics", "core", "scaling", "gather", "broadcast", "alltoall",
              "reducescatter", "grouped", "async", "objects", "process_sets",
-             "errors", "autograd", "sync_bn"]
+             "errors", "autograd", "sync_bn", "timeline"]
 
 
 def test_collectives_2_ranks():

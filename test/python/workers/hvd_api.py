@@ -9,6 +9,8 @@ Usage: hvd_api.py PART... (PARTS below; "all" for every part); the
 dtypes part takes every dtype Horovod supports on CPU plus bfloat16 and
 bool, "core" float32, int16 and bool only.
 """
+import os
+import shutil
 import sys
 import time
 
@@ -551,6 +553,33 @@ def part_basics(rep, R, N):
     hvd.barrier()
 
 
+def part_timeline(rep, R, N):
+    """start_timeline/stop_timeline drive weft's own timeline: the file
+    is a JSON array with one event per operation while it ran."""
+    import json
+    import tempfile
+    d = tempfile.mkdtemp(prefix="hvd-timeline-") if R == 0 else None
+    d = hvd.broadcast_object(d, 0)
+    path = os.path.join(d, "tl-%r.json")
+    hvd.start_timeline(path)
+    try:
+        hvd.start_timeline(path)
+    except ValueError as e:
+        rep.check("a second start_timeline: ValueError", "already" in str(e),
+                  e)
+    for _ in range(3):
+        hvd.allreduce(torch.ones(5), op=hvd.Sum)
+    hvd.stop_timeline()
+    events = json.load(open(path.replace("%r", str(R))))
+    mine = [e for e in events if e.get("name") == "allreduce" and
+            e.get("args", {}).get("bytes") == 20]
+    rep.check("three 20-byte allreduces in this rank's timeline",
+              len(mine) == 3, [e.get("args") for e in events])
+    hvd.barrier()
+    if R == 0:
+        shutil.rmtree(d)
+
+
 def part_internal_error(rep, R, N):
     """Ranks that call the same collective with different counts: weft's
     ERR_MISMATCH becomes HorovodInternalError on every rank, and the
@@ -583,7 +612,7 @@ PARTS = {"basics": part_basics, "core": part_core, "dtypes": part_dtypes,
          "async": part_async, "objects": part_objects,
          "process_sets": part_process_sets, "errors": part_errors,
          "autograd": part_autograd, "sync_bn": part_sync_bn,
-         "internal_error": part_internal_error}
+         "timeline": part_timeline, "internal_error": part_internal_error}
 
 
 def main(parts):
