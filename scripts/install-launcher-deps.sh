@@ -9,6 +9,9 @@
 # PMI_RANK/PMI_SIZE launcher (its mpirun/mpicc alternatives have priority
 # 40 against Open MPI's 50, so mpirun and mpicc stay Open MPI's);
 # iproute2: network namespaces; openssh-server, openssh-client: weftrun
-# across hosts (test/launchers/ssh.sh runs an sshd per namespace).
+# across hosts (test/launchers/ssh.sh runs an sshd per namespace);
+# openjdk-17-jre-headless: Java for Spark 4 (test/launchers/spark_ray.sh;
+# its Python packages come from PyPI, into .venv, in that part).
 exec "$(dirname "$0")/install-deps.sh" slurm-wlm munge openmpi-bin \
-    libopenmpi-dev mpich iproute2 openssh-server openssh-client
+    libopenmpi-dev mpich iproute2 openssh-server openssh-client \
+    openjdk-17-jre-headless

@@ -12,13 +12,16 @@
 #   ssh       weftrun -H across 4 namespace hosts, each with its own sshd
 #             (root)
 #   slurm     a real slurmctld + slurmd + munged, srun and sbatch (root)
+#   spark_ray DDP on weft under Spark's TorchDistributor and Ray Train's
+#             TorchTrainer, bitwise against torchrun (installs pyspark and
+#             ray into .venv when missing)
 # Parts that cannot run here count as skipped, with the reason.  Ends with
 # one line "N passed, N failed, N skipped"; exits 1 when anything failed.
 set -uo pipefail
 here=$(dirname "$(readlink -f "$0")")
 export WF_BUILD=${1:?usage: run.sh BUILD_DIR [PART...]}
 shift
-parts=${*:-service torchrun mpi netns ssh slurm}
+parts=${*:-service torchrun mpi netns ssh slurm spark_ray}
 
 WF_LOGDIR=$(mktemp -d /tmp/weft-launchers-XXXXXX)
 export WF_LOGDIR
