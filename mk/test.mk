@@ -166,9 +166,10 @@ test-rdma: deps
 # weft under the launchers clusters use (test/launchers/, docs/launchers.md):
 # Slurm (a real slurmctld + slurmd + munged), torchrun, mpirun and the MPI
 # bootstrap example, 4 network namespaces as hosts, weft-rendezvous as a
-# service.  Installs Slurm, munge, Open MPI and MPICH first (as root);
-# parts that cannot run here are skipped with the reason.  LAUNCHER_PARTS
-# picks parts.
+# service, DDP under Spark's TorchDistributor and Ray's TorchTrainer.
+# Installs Slurm, munge, Open MPI, MPICH and Java first (as root), and
+# pyspark and Ray into .venv in the spark_ray part; parts that cannot run
+# here are skipped with the reason.  LAUNCHER_PARTS picks parts.
 LAUNCHER_PARTS ?=
 test-launchers: deps
 	@scripts/install-launcher-deps.sh || \
