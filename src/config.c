@@ -50,6 +50,19 @@ static const char *shown_value(const wf_param_desc_t *p, const char *value)
 
 const char *wf_env_get(const char *name) { return getenv(name); }
 
+bool wf_env_int(const char *name, int *out)
+{
+    const char *v = wf_env_get(name);
+    char *end;
+    if (!v || !*v)
+        return false;
+    long x = strtol(v, &end, 10);
+    if (*end || x < 0 || x > 1 << 30)
+        return false;
+    *out = (int)x;
+    return true;
+}
+
 bool wf_parse_size(const char *text, uint64_t *out)
 {
     char *end;

@@ -75,5 +75,8 @@ bool wf_parse_bool(const char *text, bool *out);
 /* Reads an environment variable; the one getenv wrapper of the library
  * (also used by launch_env.c for launcher variables). */
 const char *wf_env_get(const char *name);
+/* A launcher's variable that must be a count (0 to 2^30): false when it
+ * is absent, empty or anything else. */
+bool wf_env_int(const char *name, int *out);
 
 #endif /* WF_CONFIG_H */

@@ -20,24 +20,11 @@
 #include "common.h"
 #include "config.h"
 
-static bool env_int(const char *name, int *out)
-{
-    const char *v = wf_env_get(name);
-    char *end;
-    if (!v || !*v)
-        return false;
-    long x = strtol(v, &end, 10);
-    if (*end || x < 0 || x > 1 << 30)
-        return false;
-    *out = (int)x;
-    return true;
-}
-
 static void master_address(wf_launch_env_t *env)
 {
     const char *addr = wf_env_get("MASTER_ADDR");
     int port;
-    if (!addr || !*addr || !env_int("MASTER_PORT", &port) || port >= 65535)
+    if (!addr || !*addr || !wf_env_int("MASTER_PORT", &port) || port >= 65535)
         return;
     bool v6 = strchr(addr, ':') != NULL;
     snprintf(env->rendezvous, sizeof(env->rendezvous), "%s%s%s:%d",
@@ -47,10 +34,10 @@ static void master_address(wf_launch_env_t *env)
 
 static bool detect_torchrun(wf_launch_env_t *env)
 {
-    if (!env_int("RANK", &env->rank) || !env_int("WORLD_SIZE", &env->size))
+    if (!wf_env_int("RANK", &env->rank) || !wf_env_int("WORLD_SIZE", &env->size))
         return false;
     env->source = "torchrun";
-    env_int("LOCAL_RANK", &env->local_rank);
+    wf_env_int("LOCAL_RANK", &env->local_rank);
     master_address(env);
     const char *run = wf_env_get("TORCHELASTIC_RUN_ID");
     if (run && *run)
@@ -60,11 +47,11 @@ static bool detect_torchrun(wf_launch_env_t *env)
 
 static bool detect_slurm(wf_launch_env_t *env)
 {
-    if (!env_int("SLURM_PROCID", &env->rank) ||
-        !env_int("SLURM_NTASKS", &env->size))
+    if (!wf_env_int("SLURM_PROCID", &env->rank) ||
+        !wf_env_int("SLURM_NTASKS", &env->size))
         return false;
     env->source = "slurm";
-    env_int("SLURM_LOCALID", &env->local_rank);
+    wf_env_int("SLURM_LOCALID", &env->local_rank);
     master_address(env);
     const char *job = wf_env_get("SLURM_JOB_ID");
     const char *step = wf_env_get("SLURM_STEP_ID");
@@ -76,18 +63,18 @@ static bool detect_slurm(wf_launch_env_t *env)
 
 static bool detect_ompi(wf_launch_env_t *env)
 {
-    if (!env_int("OMPI_COMM_WORLD_RANK", &env->rank) ||
-        !env_int("OMPI_COMM_WORLD_SIZE", &env->size))
+    if (!wf_env_int("OMPI_COMM_WORLD_RANK", &env->rank) ||
+        !wf_env_int("OMPI_COMM_WORLD_SIZE", &env->size))
         return false;
     env->source = "openmpi";
-    env_int("OMPI_COMM_WORLD_LOCAL_RANK", &env->local_rank);
+    wf_env_int("OMPI_COMM_WORLD_LOCAL_RANK", &env->local_rank);
     master_address(env);
     return true;
 }
 
 static bool detect_pmi(wf_launch_env_t *env)
 {
-    if (!env_int("PMI_RANK", &env->rank) || !env_int("PMI_SIZE", &env->size))
+    if (!wf_env_int("PMI_RANK", &env->rank) || !wf_env_int("PMI_SIZE", &env->size))
         return false;
     env->source = "pmi";
     master_address(env);

@@ -111,6 +111,10 @@ static weft_status_t get0(const char *key, char *value, size_t len)
 
 static void fini(void) { p2.finalize(); }
 
+const wf_pmi_ops_t wf_pmi_pmi2 = {
+    .name = "PMI-2", .present = present, .init = init, .put = put,
+    .fence = fence, .get0 = get0, .fini = fini};
+
 #else /* !WF_HAVE_PMI2 */
 
 static weft_status_t init(int *rank, int *size, char *job, size_t job_len,
@@ -123,24 +127,8 @@ static weft_status_t init(int *rank, int *size, char *job, size_t job_len,
     return WEFT_ERR_UNSUPPORTED;
 }
 
-static weft_status_t put(const char *key, const char *value)
-{
-    (void)key, (void)value;
-    return WEFT_ERR_UNSUPPORTED;
-}
-
-static weft_status_t fence(void) { return WEFT_ERR_UNSUPPORTED; }
-
-static weft_status_t get0(const char *key, char *value, size_t len)
-{
-    (void)key, (void)value, (void)len;
-    return WEFT_ERR_UNSUPPORTED;
-}
-
-static void fini(void) {}
+/* init says why; nothing else is reached (pmi.c opens none). */
+const wf_pmi_ops_t wf_pmi_pmi2 = {
+    .name = "PMI-2", .present = present, .init = init};
 
 #endif /* WF_HAVE_PMI2 */
-
-const wf_pmi_ops_t wf_pmi_pmi2 = {
-    .name = "PMI-2", .present = present, .init = init, .put = put,
-    .fence = fence, .get0 = get0, .fini = fini};

@@ -121,24 +121,11 @@ static weft_status_t call(const char *cmd, const char *want, char *reply,
     return WEFT_OK;
 }
 
-static bool env_int(const char *name, int *out)
-{
-    const char *v = wf_env_get(name);
-    char *end;
-    if (!v || !*v)
-        return false;
-    long x = strtol(v, &end, 10);
-    if (*end || x < 0 || x > 1 << 30)
-        return false;
-    *out = (int)x;
-    return true;
-}
-
 static weft_status_t init(int *rank, int *size, char *job, size_t job_len,
                           char *why, size_t why_len)
 {
-    if (!env_int("PMI_FD", &pmi_fd) || !env_int("PMI_RANK", rank) ||
-        !env_int("PMI_SIZE", size)) {
+    if (!wf_env_int("PMI_FD", &pmi_fd) || !wf_env_int("PMI_RANK", rank) ||
+        !wf_env_int("PMI_SIZE", size)) {
         snprintf(why, why_len, "PMI-1: PMI_FD, PMI_RANK and PMI_SIZE must "
                  "all be numbers (got %s, %s, %s)",
                  wf_env_get("PMI_FD") ? wf_env_get("PMI_FD") : "none",
