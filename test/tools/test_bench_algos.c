@@ -31,7 +31,11 @@ WF_TEST(tools_bench_every_algorithm_checks_clean, 300)
     int ran = 0;
     for (size_t i = 0; i < n; i++) {
         const wf_algo_t *a = reg[i];
-        if (a->coll == WF_COLL_SEND || a->coll == WF_COLL_RECV)
+        /* weft-bench's own ranks share one machine, where the node-aware
+         * algorithms do not apply (below); test_hier.c, the matrix and
+         * the namespace test run them on several. */
+        if (a->coll == WF_COLL_SEND || a->coll == WF_COLL_RECV ||
+            a->node_aware)
             continue;
         char cmd[512];
         snprintf(cmd, sizeof(cmd), "%s %s -n 3 -a %s -b 8 -e 64K -f 64 "
@@ -55,4 +59,10 @@ WF_TEST(tools_bench_inapplicable_algorithm_refused, 60)
     int code = run_capture(cmd, out, sizeof(out));
     ASSERT_TRUE(code != 0 && code < 128); /* refused, not crashed */
     ASSERT_STR_CONTAINS(out, "unsupported");
+    /* A node-aware algorithm with every rank on this machine. */
+    snprintf(cmd, sizeof(cmd), "%s allreduce -n 3 -a hier -b 8 -e 8",
+             wf_test_tool("weft-bench"));
+    code = run_capture(cmd, out, sizeof(out));
+    ASSERT_TRUE(code != 0 && code < 128);
+    ASSERT_STR_CONTAINS(out, "algorithm hier is unsupported");
 }
