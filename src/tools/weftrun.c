@@ -408,6 +408,7 @@ int main(int argc, char **argv)
     add_forwarded(&fwd, &o);
     for (size_t k = 0; k < fwd.n; k++)
         putenv(fwd.vars[k]); /* kept: putenv holds on to the strings */
+    free(fwd.vars);
     spawn_opts_t so = {.nranks = o.nranks, .prefix_output = o.tag,
                        .tool = "weftrun"};
     return spawn_ranks(argv + i, &so);
