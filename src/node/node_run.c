@@ -155,20 +155,23 @@ static weft_status_t mismatch(wf_node_coll_t *n, uint64_t seq,
  * rank, at once by any rank that waits for the other. */
 
 /* Reads the signature and history of operation m from slot s, which its
- * rank may be reusing for a later one meanwhile (publish marks a slot it
- * rewrites with 0 first): false when s does not hold m throughout. */
+ * rank may be reusing for a later one meanwhile: false when s does not
+ * hold m throughout.  A sequence lock without fences (ThreadSanitizer has
+ * none): publish marks a slot it rewrites with 0 and writes the fields
+ * with release stores, so a read of a new field (acquire) makes the 0, or
+ * the next number, the least the second look at seq can see.  On x86 the
+ * orders cost nothing. */
 static bool read_stable(const wf_node_slot_t *s, uint64_t m, uint64_t sig[2],
                         uint64_t *history)
 {
     if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != m)
         return false;
     if (sig) {
-        sig[0] = __atomic_load_n(&s->sig[0], __ATOMIC_RELAXED);
-        sig[1] = __atomic_load_n(&s->sig[1], __ATOMIC_RELAXED);
+        sig[0] = __atomic_load_n(&s->sig[0], __ATOMIC_ACQUIRE);
+        sig[1] = __atomic_load_n(&s->sig[1], __ATOMIC_ACQUIRE);
     }
     if (history)
-        *history = __atomic_load_n(&s->history, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        *history = __atomic_load_n(&s->history, __ATOMIC_ACQUIRE);
     return __atomic_load_n(&s->seq, __ATOMIC_RELAXED) == m;
 }
 
@@ -291,13 +294,11 @@ static void publish(wf_node_coll_t *n, const node_op_t *op)
     mine->history = history_next(past(n, op->k - 1)->history, op->sig);
     /* Another rank may read a reused slot's history and signature while
      * they change (read_stable): the slot holds no operation meanwhile. */
-    if (op->k > WF_NODE_DEPTH) {
+    if (op->k > WF_NODE_DEPTH)
         __atomic_store_n(&s->seq, 0, __ATOMIC_RELAXED);
-        __atomic_thread_fence(__ATOMIC_RELEASE);
-    }
-    __atomic_store_n(&s->sig[0], op->sig[0], __ATOMIC_RELAXED);
-    __atomic_store_n(&s->sig[1], op->sig[1], __ATOMIC_RELAXED);
-    __atomic_store_n(&s->history, mine->history, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->sig[0], op->sig[0], __ATOMIC_RELEASE);
+    __atomic_store_n(&s->sig[1], op->sig[1], __ATOMIC_RELEASE);
+    __atomic_store_n(&s->history, mine->history, __ATOMIC_RELEASE);
     __atomic_store_n(&s->seq, op->k, __ATOMIC_RELEASE);
 }
 
@@ -330,12 +331,12 @@ static int arrived(wf_node_coll_t *n, const node_op_t *op, int *waiting)
             return 0;
         }
         note_published(n, j, op->k);
-        uint64_t theirs[2] = {__atomic_load_n(&s->sig[0], __ATOMIC_RELAXED),
-                              __atomic_load_n(&s->sig[1], __ATOMIC_RELAXED)};
+        uint64_t theirs[2] = {__atomic_load_n(&s->sig[0], __ATOMIC_ACQUIRE),
+                              __atomic_load_n(&s->sig[1], __ATOMIC_ACQUIRE)};
         if (theirs[0] != op->sig[0] || theirs[1] != op->sig[1])
             return mismatch(n, op->seq, op->sig, j, theirs);
         if (compare_history(n, j, op->k,
-                            __atomic_load_n(&s->history, __ATOMIC_RELAXED)))
+                            __atomic_load_n(&s->history, __ATOMIC_ACQUIRE)))
             return WEFT_ERR_MISMATCH;
     }
     return 1;
