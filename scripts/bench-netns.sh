@@ -26,6 +26,10 @@
 #   NETNS_COLLS   collectives ("allreduce broadcast")
 #   NETNS_SIZES   weft-bench size options ("-b 64K -e 64M -f 4")
 #   NETNS_ITERS   weft-bench iteration options ("-w 2 -r 5")
+#   NETNS_ROUNDS  rounds (1): each round runs every algorithm, auto and
+#                 Open MPI once, in turn, so the machine's drift falls on
+#                 all of them alike; the table gives each cell's median
+#                 over the rounds and the ratios of those medians
 #   NETNS_LOOP_BYTES  at least this much per size's timed loop (32M): each
 #                 host's tbf bucket (NETNS_BURST) is full when a loop starts
 #                 and lets that much through at the veth's own speed, so a
@@ -42,6 +46,9 @@
 #                 namespaces (vader inside a host, tcp across, launched by
 #                 scripts/netns-rsh.sh), the table's "mpi" column; 0: none
 #   NETNS_MPI_ITERS  its iteration options ("-w 2 -r 10")
+#   NETNS_SIM_ALPHA  per-message latency in us that the table's check of
+#                 weft-info --simulate against the measured times uses (2);
+#                 its beta is the link rate
 #   NETNS_CC      the hosts' TCP congestion control (cubic, the kernel's
 #                 own default; added to the host's allowed list for the
 #                 run); "host" keeps this machine's choice
@@ -63,6 +70,8 @@ mtu=${NETNS_MTU:-1500}
 colls=${NETNS_COLLS:-allreduce broadcast}
 sizes=${NETNS_SIZES:--b 64K -e 64M -f 4}
 iters="${NETNS_ITERS:--w 2 -r 5} --loop-bytes ${NETNS_LOOP_BYTES:-32M}"
+rounds=${NETNS_ROUNDS:-1}
+sim_alpha=${NETNS_SIM_ALPHA:-2}
 out=${NETNS_OUT:-$build/bench-netns}
 cc=${NETNS_CC:-cubic}
 ingress=${NETNS_INGRESS:-1}
@@ -226,7 +235,7 @@ sleep 0.5
 shaped="egress"
 [ "$ingress" = 0 ] || shaped="egress and ingress"
 echo "# $hosts hosts (network namespaces) x $per_host ranks on a bridge, $shaped tbf burst $burst, MTU $mtu, TCP $cc_used"
-echo "# weft-bench $sizes $iters; busbw as % of the link rate"
+echo "# weft-bench $sizes $iters; $rounds round(s), medians; busbw as % of the link rate"
 status=0
 for rate in $rates; do
     # The cost model is told the shaped rate: the namespaces share one
@@ -242,19 +251,25 @@ for rate in $rates; do
     done
     for coll in $colls; do
         algos=${NETNS_ALGOS:-$("$build/bin/weft-info" --simulate "$coll" \
-            --ranks "$nranks" --bytes 1024 | awk '!/^#/ {print $1}')}
-        for algo in $algos auto; do
-            csv="$out/$coll-$rate-$algo.csv"
-            run_job "$csv" "$coll" "$algo" "nb-$coll-$rate-$algo" || status=1
-        done
+            --ranks "$nranks" --ranks-per-node "$per_host" --bytes 1024 |
+            awk '!/^#/ {print $1}')}
         peer=
-        if [ "$with_mpi" = 1 ] && [ -x "$build/compare/mpi_allreduce" ]; then
-            run_mpi_job "$out/$coll-$rate-mpi.csv" "$coll" && peer=mpi ||
-                status=1
-        fi
+        for ((round = 1; round <= rounds; round++)); do
+            for algo in $algos auto; do
+                csv="$out/$coll-$rate-$algo.$round.csv"
+                run_job "$csv" "$coll" "$algo" "nb-$coll-$rate-$algo-$round" ||
+                    status=1
+            done
+            if [ "$with_mpi" = 1 ] && [ -x "$build/compare/mpi_allreduce" ]; then
+                run_mpi_job "$out/$coll-$rate-mpi.$round.csv" "$coll" &&
+                    peer=mpi || status=1
+            fi
+        done
         # shellcheck disable=SC2086
-        python3 "$(dirname "$0")/bench-netns-table.py" "$out" "$coll" "$rate" \
-            $algos $peer auto || status=1
+        python3 "$(dirname "$0")/bench-netns-table.py" \
+            --simulate "$build/bin/weft-info" --ranks "$nranks" \
+            --ranks-per-node "$per_host" --alpha "$sim_alpha" \
+            "$out" "$coll" "$rate" $algos $peer auto || status=1
     done
 done
 exit "$status"

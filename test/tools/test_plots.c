@@ -2,15 +2,18 @@
  * test_plots.c - the plots and the table of the benchmark scripts, on
  * made-up results whose answers are known: scripts/plotlines.py keeps a
  * size's best round and draws a PNG, scripts/bench-netns-table.py turns
- * busbw of the timed loop into a share of the link rate, names the
- * best forced algorithm and auto's time relative to it, and draws its
- * plot.
+ * busbw of the timed loop into a share of the link rate, takes each
+ * cell's median over rounds, names the best forced algorithm and auto's
+ * time relative to it, sets the measured times against weft-info
+ * --simulate's, and draws its plot.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "test.h"
+
+extern const char *wf_test_build_dir;
 
 static void write_file(const char *dir, const char *name, const char *text)
 {
@@ -39,10 +42,10 @@ static void assert_png(const char *dir, const char *name)
     ASSERT_TRUE(memcmp(head, magic, 8) == 0);
 }
 
-/* DIR/allreduce-1gbit-ALGO.csv as weft-bench --csv writes it: the header
- * and one row per "variant,size,count,time_us,p50_us,p99_us,algbw_gbs,
- * busbw_gbs" line of `rows`. */
-static void write_netns_csv(const char *dir, const char *algo,
+/* DIR/allreduce-1gbit-ALGO.ROUND.csv as weft-bench --csv writes it: the
+ * header and one row per "variant,size,count,time_us,p50_us,p99_us,
+ * algbw_gbs,busbw_gbs" line of `rows`. */
+static void write_netns_csv(const char *dir, const char *algo, int round,
                             const char *const *rows, int nrows)
 {
     char name[64], csv[2048];
@@ -57,7 +60,7 @@ static void write_netns_csv(const char *dir, const char *algo,
                                 "d,%s,0,\n",
                                 algo, rows[i]);
     ASSERT_TRUE(len < sizeof(csv));
-    snprintf(name, sizeof(name), "allreduce-1gbit-%s.csv", algo);
+    snprintf(name, sizeof(name), "allreduce-1gbit-%s.%d.csv", algo, round);
     write_file(dir, name, csv);
 }
 
@@ -77,21 +80,41 @@ WF_TEST(tools_plots_compare_and_netns_tables, 60)
     ASSERT_STR_CONTAINS(out, "[(8.0, 0.7), (1024.0, 2.0)]");
     free(out);
 
-    /* 1 Gbit/s is 0.125 GB/s.  ring: busbw 0.1 GB/s over the loop: 80%.
-     * auto: the loop twice ring's time, 0.05 GB/s, though its median
-     * iteration is as fast as ring's: 40%, and auto / best = 2.00 (the
-     * loop's time decides, not the median's). */
+    /* 1 Gbit/s is 0.125 GB/s.  ring: busbw 0.1 GB/s over the loop in the
+     * median of its three rounds: 80%.  auto: the loop twice ring's time,
+     * 0.05 GB/s, though its median iteration is as fast as ring's: 40%,
+     * and auto / best = 2.00 (the loop's time decides, not the median's).
+     * The second table: ring's 100 us against the simulator's time for
+     * 1024 bytes on 4 ranks at 0.125 GB/s, alpha 2 us: tens of us (6 steps
+     * of latency and 1.5 KiB at 0.125 GB/s), so a ratio above 1 and well
+     * below the 300 us round's. */
     const char *ring[] = {"out-of-place,1024,256,100,100,110,0.1,0.1",
                           "in-place,1024,256,900,900,900,0.01,0.01"};
+    const char *ring_slow[] = {"out-of-place,1024,256,300,300,310,0.03,"
+                               "0.033333"};
+    const char *ring_fast[] = {"out-of-place,1024,256,90,90,95,0.11,"
+                               "0.111111"};
     const char *autosel[] = {"out-of-place,1024,256,200,100,210,0.05,0.05"};
-    write_netns_csv(dir, "ring", ring, 2);
-    write_netns_csv(dir, "auto", autosel, 1);
+    write_netns_csv(dir, "ring", 1, ring, 2);
+    write_netns_csv(dir, "ring", 2, ring_slow, 1);
+    write_netns_csv(dir, "ring", 3, ring_fast, 1);
+    write_netns_csv(dir, "auto", 1, autosel, 1);
     snprintf(cmd, sizeof(cmd),
-             "python3 scripts/bench-netns-table.py %s allreduce 1gbit ring "
-             "auto",
-             dir);
+             "python3 scripts/bench-netns-table.py --simulate "
+             "%s/bin/weft-info --ranks 4 --ranks-per-node 2 %s allreduce "
+             "1gbit ring auto",
+             wf_test_build_dir, dir);
     ASSERT_EQ(wf_test_run_cmd(cmd, &out), 0);
     ASSERT_STR_CONTAINS(out, "| 1024 | 80% | 40% | ring | 2.00 |");
+    ASSERT_STR_CONTAINS(out, "alpha 2.0 us, beta 0.125 GB/s, 4 ranks, 2 per "
+                             "machine");
+    const char *sim = strstr(out, "\n| 1024 | ");
+    ASSERT_TRUE(sim != NULL);
+    sim = strstr(sim + 1, "\n| 1024 | ");
+    ASSERT_TRUE(sim != NULL);
+    double ratio = strtod(sim + strlen("\n| 1024 | "), NULL);
+    ASSERT_TRUE(ratio > 1.0 && ratio < 6.0);
+    ASSERT_STR_CONTAINS(out, "simulator error below 64 KiB: median");
     bool drawn = strstr(out, "plot: ") != NULL;
     if (!drawn)
         ASSERT_STR_CONTAINS(out, "plot skipped: gnuplot is not installed");
