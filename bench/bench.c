@@ -40,9 +40,12 @@ static void usage(FILE *out)
         "                iterations where that is more than -r (a link's "
         "burst or\n"
         "                buffers then weigh little against the loop)\n"
-        "  -d DTYPE      int8 uint8 int32 uint32 int64 uint64 half bfloat16 "
-        "float double\n"
-        "  -o OP         sum prod min max avg (default sum)\n"
+        "  -d DTYPE      int8 uint8 int16 uint16 int32 uint32 int64 uint64 "
+        "half bfloat16\n"
+        "                float double\n"
+        "  -o OP         sum prod min max avg, and on integers band bor bxor "
+        "land lor\n"
+        "                (default sum)\n"
         "  -a ALGO       algorithm, default WEFT_ALGO or auto\n"
         "  -t NAME       transport, default WEFT_TRANSPORT or auto\n"
         "  -c 0|1        check results (default 1)\n"
@@ -157,7 +160,12 @@ static bool check_opts(const bench_opts_t *o)
         return false;
     } else if (o->csv && o->json_path && !strcmp(o->json_path, "-"))
         err = "--csv and --json - both want stdout";
-    else if (o->p2p != BENCH_P2P_RING && strcmp(o->coll, "sendrecv"))
+    else if (o->op >= WEFT_BAND && bench_dtype_is_float(o->dtype) &&
+             bench_coll_find(o->coll)->reduces) {
+        fprintf(stderr, "weft-bench: -o %s takes an integer -d, not %s\n",
+                bench_op_name(o->op), bench_dtype_name(o->dtype));
+        return false;
+    } else if (o->p2p != BENCH_P2P_RING && strcmp(o->coll, "sendrecv"))
         err = "--bidir and --unidir are for sendrecv";
     else if (o->nalgos && (o->algo_given || o->json_path ||
                            o->plot_path))

@@ -17,17 +17,23 @@ static const struct {
     size_t size;
 } dtypes[WEFT_DTYPE_COUNT] = {
     [WEFT_INT8] = {"int8", 1},      [WEFT_UINT8] = {"uint8", 1},
+    [WEFT_INT16] = {"int16", 2},    [WEFT_UINT16] = {"uint16", 2},
     [WEFT_INT32] = {"int32", 4},    [WEFT_UINT32] = {"uint32", 4},
     [WEFT_INT64] = {"int64", 8},    [WEFT_UINT64] = {"uint64", 8},
     [WEFT_FLOAT16] = {"half", 2},   [WEFT_BFLOAT16] = {"bfloat16", 2},
     [WEFT_FLOAT32] = {"float", 4},  [WEFT_FLOAT64] = {"double", 8},
 };
-static const char *const ops[WEFT_OP_COUNT] = {"sum", "prod", "min", "max",
-                                               "avg"};
+static const char *const ops[WEFT_OP_COUNT] = {
+    "sum", "prod", "min", "max", "avg", "band", "bor", "bxor", "land", "lor"};
 
 size_t bench_dtype_size(weft_dtype_t d) { return dtypes[d].size; }
 const char *bench_dtype_name(weft_dtype_t d) { return dtypes[d].name; }
 const char *bench_op_name(weft_op_t op) { return ops[op]; }
+bool bench_dtype_is_float(weft_dtype_t d)
+{
+    return d == WEFT_FLOAT16 || d == WEFT_BFLOAT16 || d == WEFT_FLOAT32 ||
+           d == WEFT_FLOAT64;
+}
 
 bool bench_parse_dtype(const char *s, weft_dtype_t *d)
 {
@@ -84,6 +90,8 @@ void bench_put(void *buf, weft_dtype_t d, size_t i, double v)
     switch (d) {
     case WEFT_INT8: ((int8_t *)buf)[i] = (int8_t)(int64_t)v; break;
     case WEFT_UINT8: ((uint8_t *)buf)[i] = (uint8_t)(int64_t)v; break;
+    case WEFT_INT16: ((int16_t *)buf)[i] = (int16_t)(int64_t)v; break;
+    case WEFT_UINT16: ((uint16_t *)buf)[i] = (uint16_t)(int64_t)v; break;
     case WEFT_INT32: ((int32_t *)buf)[i] = (int32_t)(int64_t)v; break;
     case WEFT_UINT32: ((uint32_t *)buf)[i] = (uint32_t)(int64_t)v; break;
     case WEFT_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
@@ -105,6 +113,8 @@ double bench_get(const void *buf, weft_dtype_t d, size_t i)
     switch (d) {
     case WEFT_INT8: return ((const int8_t *)buf)[i];
     case WEFT_UINT8: return ((const uint8_t *)buf)[i];
+    case WEFT_INT16: return ((const int16_t *)buf)[i];
+    case WEFT_UINT16: return ((const uint16_t *)buf)[i];
     case WEFT_INT32: return ((const int32_t *)buf)[i];
     case WEFT_UINT32: return ((const uint32_t *)buf)[i];
     case WEFT_INT64: return (double)((const int64_t *)buf)[i];
@@ -126,9 +136,18 @@ double bench_get(const void *buf, weft_dtype_t d, size_t i)
  * every dtype. */
 double bench_pattern(int rank, size_t i, weft_op_t op, weft_dtype_t d)
 {
-    bool is_unsigned = d == WEFT_UINT8 || d == WEFT_UINT32 || d == WEFT_UINT64;
+    bool is_unsigned = d == WEFT_UINT8 || d == WEFT_UINT16 ||
+                       d == WEFT_UINT32 || d == WEFT_UINT64;
+    size_t bit = (i + (size_t)rank) % 7;
     switch (op) {
     case WEFT_PROD: return (i + (size_t)rank) % 5 == 0 ? 2 : 1;
+    /* The bitwise and logical ops (integers only): all ones but one bit,
+     * one bit, mixed signs, mostly true, mostly false. */
+    case WEFT_BAND: return -1 - (double)(1 << bit);
+    case WEFT_BOR: return 1 << bit;
+    case WEFT_BXOR: return (double)((i * 7 + (size_t)rank * 13) % 61) - 30;
+    case WEFT_LAND: return (i + (size_t)rank) % 9 == 0 ? 0 : -3;
+    case WEFT_LOR: return (i + (size_t)rank) % 5 == 0 ? 3 : 0;
     case WEFT_MIN:
     case WEFT_MAX:
         return (double)(((size_t)rank * 7 + i * 3) % 11) -
@@ -147,12 +166,32 @@ double bench_wrap(double v, weft_dtype_t d)
     return bench_get(tmp, d, 0);
 }
 
+/* The bitwise or logical reduction of element i over all ranks, on the
+ * int64 two's complement (whose low bits are the narrow type's); one
+ * rank's input comes back unchanged. */
+static int64_t bench_bits_expect(const bench_ctx_t *c, size_t i)
+{
+    weft_op_t op = c->o->op;
+    int64_t acc = (int64_t)bench_pattern(0, i, op, c->o->dtype);
+    for (int r = 1; r < c->size; r++) {
+        int64_t v = (int64_t)bench_pattern(r, i, op, c->o->dtype);
+        acc = op == WEFT_BAND   ? acc & v
+              : op == WEFT_BOR  ? acc | v
+              : op == WEFT_BXOR ? acc ^ v
+              : op == WEFT_LAND ? (acc && v)
+                                : (acc || v);
+    }
+    return acc;
+}
+
 /* The reduction of element i over all ranks with the run's op. */
 double bench_reduce_expect(const bench_ctx_t *c, size_t i)
 {
     weft_op_t op = c->o->op;
     weft_dtype_t d = c->o->dtype;
     double acc = bench_pattern(0, i, op, d);
+    if (op >= WEFT_BAND) /* the patterns are small integers: exact */
+        return bench_wrap((double)bench_bits_expect(c, i), d);
     for (int r = 1; r < c->size; r++) {
         double v = bench_pattern(r, i, op, d);
         acc = op == WEFT_PROD  ? acc * v

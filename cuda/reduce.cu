@@ -35,7 +35,8 @@ namespace {
 /* ---- the per-element operations as types ------------------------------ */
 
 /* Integers: sum and product in the unsigned type (wraps, by definition),
- * min and max in the real one, as on the host. */
+ * min and max in the real one, the bitwise and logical ops on the bits, as
+ * on the host. */
 template <typename T, typename U> struct IntSum {
     typedef T type;
     static __host__ __device__ __forceinline__ T apply(T x, T y)
@@ -47,9 +48,22 @@ template <typename T, typename U> struct IntProd {
     typedef T type;
     static __host__ __device__ __forceinline__ T apply(T x, T y)
     {
-        return (T)(U)WF_MUL((U)x, (U)y);
+        return (T)(U)WF_UMUL((U)x, (U)y);
     }
 };
+#define WF_INT_BITS_OP(NAME, COMBINE)                                          \
+    template <typename T> struct NAME {                                        \
+        typedef T type;                                                        \
+        static __host__ __device__ __forceinline__ T apply(T x, T y)           \
+        {                                                                      \
+            return (T)COMBINE(x, y);                                           \
+        }                                                                      \
+    };
+WF_INT_BITS_OP(Band, WF_BAND)
+WF_INT_BITS_OP(Bor, WF_BOR)
+WF_INT_BITS_OP(Bxor, WF_BXOR)
+WF_INT_BITS_OP(Land, WF_LAND)
+WF_INT_BITS_OP(Lor, WF_LOR)
 template <typename T> struct Min {
     typedef T type;
     static __host__ __device__ __forceinline__ T apply(T x, T y)
@@ -202,11 +216,23 @@ template <typename T, typename U> int launch_int(void *d, const void *a,
         return launch<Min<T> >(d, a, b, n, s, st);
     case WEFT_MAX:
         return launch<Max<T> >(d, a, b, n, s, st);
+    case WEFT_BAND:
+        return launch<Band<T> >(d, a, b, n, s, st);
+    case WEFT_BOR:
+        return launch<Bor<T> >(d, a, b, n, s, st);
+    case WEFT_BXOR:
+        return launch<Bxor<T> >(d, a, b, n, s, st);
+    case WEFT_LAND:
+        return launch<Land<T> >(d, a, b, n, s, st);
+    case WEFT_LOR:
+        return launch<Lor<T> >(d, a, b, n, s, st);
     default:
         return -1;
     }
 }
 
+/* No bitwise or logical ops on floats: -1, as for any undefined pair (the
+ * API refuses them before a kernel is asked for). */
 template <class Sum, class Prod, class Mn, class Mx>
 int launch_float(void *d, const void *a, const void *b, size_t n,
                  weft_op_t op, const wf_cuda_shape_t *s, void *st)
@@ -298,6 +324,11 @@ extern "C" int wf_cuda_reduce(void *dst, const void *a, const void *b,
         return launch_int<int8_t, uint8_t>(dst, a, b, n, op, shape, stream);
     case WEFT_UINT8:
         return launch_int<uint8_t, uint8_t>(dst, a, b, n, op, shape, stream);
+    case WEFT_INT16:
+        return launch_int<int16_t, uint16_t>(dst, a, b, n, op, shape, stream);
+    case WEFT_UINT16:
+        return launch_int<uint16_t, uint16_t>(dst, a, b, n, op, shape,
+                                              stream);
     case WEFT_INT32:
         return launch_int<int32_t, uint32_t>(dst, a, b, n, op, shape, stream);
     case WEFT_UINT32:
@@ -338,6 +369,12 @@ extern "C" int wf_cuda_avg_finish(void *buf, size_t n, weft_dtype_t dtype,
     case WEFT_UINT8:
         return launch_avg<DivInt<uint8_t, int>, int>(buf, n, divisor, shape,
                                                      stream);
+    case WEFT_INT16:
+        return launch_avg<DivInt<int16_t, int>, int>(buf, n, divisor, shape,
+                                                     stream);
+    case WEFT_UINT16:
+        return launch_avg<DivInt<uint16_t, int>, int>(buf, n, divisor, shape,
+                                                      stream);
     case WEFT_INT32:
         return launch_avg<DivInt<int32_t, int32_t>, int32_t>(
             buf, n, divisor, shape, stream);
@@ -369,11 +406,16 @@ extern "C" int wf_cuda_avg_finish(void *buf, size_t n, weft_dtype_t dtype,
 
 extern "C" int wf_cuda_load_kernels(void)
 {
-    static const weft_op_t ops[] = {WEFT_SUM, WEFT_PROD, WEFT_MIN, WEFT_MAX};
+    /* Every op but WEFT_AVG, whose kernel is the sum's, and but the
+     * bitwise and logical ones on floats, which have none. */
     for (int dt = 0; dt < WEFT_DTYPE_COUNT; dt++) {
-        for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++) {
+        bool is_float = dt == WEFT_FLOAT16 || dt == WEFT_BFLOAT16 ||
+                        dt == WEFT_FLOAT32 || dt == WEFT_FLOAT64;
+        for (int op = 0; op < WEFT_OP_COUNT; op++) {
+            if (op == WEFT_AVG || (is_float && op >= WEFT_BAND))
+                continue;
             int rc = wf_cuda_reduce(NULL, NULL, NULL, 0, (weft_dtype_t)dt,
-                                    ops[k], NULL, PRELOAD);
+                                    (weft_op_t)op, NULL, PRELOAD);
             if (rc != 0)
                 return rc;
         }

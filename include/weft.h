@@ -78,7 +78,9 @@ typedef enum {
     WEFT_BFLOAT16 = 7, /* bfloat16: the upper half of a binary32 */
     WEFT_FLOAT32 = 8,
     WEFT_FLOAT64 = 9,
-    WEFT_DTYPE_COUNT = 10
+    WEFT_INT16 = 10,
+    WEFT_UINT16 = 11,
+    WEFT_DTYPE_COUNT = 12
 } weft_dtype_t;
 
 /*
@@ -87,6 +89,11 @@ typedef enum {
  * float16/bfloat16 are computed in float32 and rounded to nearest even.
  * WEFT_AVG sums and divides by the communicator size once at the end
  * (integer types: C division, truncating toward zero).
+ * The bitwise ops (BAND, BOR, BXOR) and the logical ones (LAND, LOR, as
+ * MPI_LAND and MPI_LOR: nonzero is true, the result is 1 or 0; on a
+ * communicator of one rank the input comes back unchanged, as in MPI) take
+ * integer dtypes only; with a float dtype the call fails with
+ * WEFT_ERR_INVALID_ARG.
  */
 typedef enum {
     WEFT_SUM = 0,
@@ -94,7 +101,12 @@ typedef enum {
     WEFT_MIN = 2,
     WEFT_MAX = 3,
     WEFT_AVG = 4,
-    WEFT_OP_COUNT = 5
+    WEFT_BAND = 5,
+    WEFT_BOR = 6,
+    WEFT_BXOR = 7,
+    WEFT_LAND = 8,
+    WEFT_LOR = 9,
+    WEFT_OP_COUNT = 10
 } weft_op_t;
 
 typedef struct weft_comm *weft_comm_t;       /* opaque communicator */

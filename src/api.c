@@ -44,6 +44,14 @@ static weft_status_t check_kinds(const call_t *k, const wf_comm_impl_t *c)
         WEFT_WARN(COLL, "%s: unknown reduction op %d", k->fn, k->op);
         return WEFT_ERR_INVALID_ARG;
     }
+    if (wf_coll_reduces(k->coll) &&
+        !wf_op_defined((weft_dtype_t)k->dtype, (weft_op_t)k->op)) {
+        WEFT_WARN(COLL, "%s: op %s is not defined for %s (bitwise and "
+                  "logical ops take integer dtypes)", k->fn,
+                  wf_op_name((weft_op_t)k->op),
+                  wf_dtype_name((weft_dtype_t)k->dtype));
+        return WEFT_ERR_INVALID_ARG;
+    }
     if (is_rooted(k->coll) && (k->root < 0 || k->root >= c->size)) {
         WEFT_WARN(COLL, "%s: root %d is outside [0, %d)", k->fn, k->root,
                   c->size);

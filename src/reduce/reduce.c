@@ -80,14 +80,16 @@
 /*
  * Integers: X(name, type, unsigned type, type avg divides in).  Sum and
  * product run on the unsigned type, where overflow wraps by definition and
- * the bits equal two's-complement signed wrapping.  (uint8 operands promote
- * to int, but 255 * 255 still fits.)  min/max use the real signedness.  The
- * average divides in a type that can hold the divisor: an int8 divided by
- * 300 ranks is 0, not a divide by (int8_t)300.
+ * the bits equal two's-complement signed wrapping (the product through
+ * WF_UMUL, as 8- and 16-bit operands promote to int).  min/max use the real
+ * signedness.  The average divides in a type that can hold the divisor: an
+ * int8 divided by 300 ranks is 0, not a divide by (int8_t)300.
  */
 #define WF_INT_TYPES(X)                                                        \
     X(int8, int8_t, uint8_t, int)                                              \
     X(uint8, uint8_t, uint8_t, int)                                            \
+    X(int16, int16_t, uint16_t, int)                                           \
+    X(uint16, uint16_t, uint16_t, int)                                         \
     X(int32, int32_t, uint32_t, int32_t)                                       \
     X(uint32, uint32_t, uint32_t, uint32_t)                                    \
     X(int64, int64_t, uint64_t, int64_t)                                       \
@@ -95,9 +97,14 @@
 
 #define WF_INT_KERNELS(name, T, U, D)                                          \
     WF_KERNEL(wf_reduce_##name##_sum, U, WF_ADD)                               \
-    WF_KERNEL(wf_reduce_##name##_prod, U, WF_MUL)                              \
+    WF_KERNEL(wf_reduce_##name##_prod, U, WF_UMUL)                             \
     WF_KERNEL(wf_reduce_##name##_min, T, WF_LESS)                              \
-    WF_KERNEL(wf_reduce_##name##_max, T, WF_MORE)
+    WF_KERNEL(wf_reduce_##name##_max, T, WF_MORE)                              \
+    WF_KERNEL(wf_reduce_##name##_band, U, WF_BAND)                             \
+    WF_KERNEL(wf_reduce_##name##_bor, U, WF_BOR)                               \
+    WF_KERNEL(wf_reduce_##name##_bxor, U, WF_BXOR)                             \
+    WF_KERNEL(wf_reduce_##name##_land, U, WF_LAND)                             \
+    WF_KERNEL(wf_reduce_##name##_lor, U, WF_LOR)
 WF_INT_TYPES(WF_INT_KERNELS)
 
 WF_KERNEL_SHARED(wf_reduce_float16_sum, uint16_t, WF_F16_ADD)
@@ -118,42 +125,61 @@ WF_KERNEL(wf_reduce_float64_min, double, wf_min_f64)
 WF_KERNEL(wf_reduce_float64_max, double, wf_max_f64)
 
 /*
- * Every dtype: X(enum suffix, name, element size).  The order is the enum's
- * order; designated initializers keep the tables right if it ever changes.
+ * Every dtype: X(enum suffix, name, element size, INT or FLOAT).  The order
+ * is the enum's order; designated initializers keep the tables right if it
+ * ever changes.
  */
 #define WF_DTYPES(X)                                                           \
-    X(INT8, int8, 1)                                                           \
-    X(UINT8, uint8, 1)                                                         \
-    X(INT32, int32, 4)                                                         \
-    X(UINT32, uint32, 4)                                                       \
-    X(INT64, int64, 8)                                                         \
-    X(UINT64, uint64, 8)                                                       \
-    X(FLOAT16, float16, 2)                                                     \
-    X(BFLOAT16, bfloat16, 2)                                                   \
-    X(FLOAT32, float32, 4)                                                     \
-    X(FLOAT64, float64, 8)
+    X(INT8, int8, 1, INT)                                                      \
+    X(UINT8, uint8, 1, INT)                                                    \
+    X(INT16, int16, 2, INT)                                                    \
+    X(UINT16, uint16, 2, INT)                                                  \
+    X(INT32, int32, 4, INT)                                                    \
+    X(UINT32, uint32, 4, INT)                                                  \
+    X(INT64, int64, 8, INT)                                                    \
+    X(UINT64, uint64, 8, INT)                                                  \
+    X(FLOAT16, float16, 2, FLOAT)                                              \
+    X(BFLOAT16, bfloat16, 2, FLOAT)                                            \
+    X(FLOAT32, float32, 4, FLOAT)                                              \
+    X(FLOAT64, float64, 8, FLOAT)
 
-/* WEFT_AVG has no column: it uses the sum kernel. */
-#define WF_TABLE_ROW(E, name, size)                                            \
+/* WEFT_AVG reduces with the sum kernel.  Floats have no bitwise or logical
+ * kernels: their NULL entries are what makes an (op, dtype) pair undefined
+ * (wf_op_defined). */
+#define WF_INT_COLUMNS(name)                                                   \
+    [WEFT_BAND] = wf_reduce_##name##_band,                                     \
+    [WEFT_BOR] = wf_reduce_##name##_bor,                                       \
+    [WEFT_BXOR] = wf_reduce_##name##_bxor,                                     \
+    [WEFT_LAND] = wf_reduce_##name##_land,                                     \
+    [WEFT_LOR] = wf_reduce_##name##_lor,
+#define WF_FLOAT_COLUMNS(name)
+#define WF_TABLE_ROW(E, name, size, kind)                                      \
     [WEFT_##E] = {                                                             \
         [WEFT_SUM] = wf_reduce_##name##_sum,                                   \
         [WEFT_PROD] = wf_reduce_##name##_prod,                                 \
         [WEFT_MIN] = wf_reduce_##name##_min,                                   \
         [WEFT_MAX] = wf_reduce_##name##_max,                                   \
+        [WEFT_AVG] = wf_reduce_##name##_sum,                                   \
+        WF_##kind##_COLUMNS(name)                                              \
     },
-static const wf_reduce_fn wf_reduce_table[WEFT_DTYPE_COUNT][WEFT_AVG] = {
+static const wf_reduce_fn wf_reduce_table[WEFT_DTYPE_COUNT][WEFT_OP_COUNT] = {
     WF_DTYPES(WF_TABLE_ROW)};
 
 wf_reduce_fn wf_reduce_get_portable(weft_dtype_t dtype, weft_op_t op)
 {
     if (!wf_dtype_valid(dtype) || !wf_op_valid(op))
         return NULL;
-    return wf_reduce_table[dtype][op == WEFT_AVG ? WEFT_SUM : op];
+    return wf_reduce_table[dtype][op];
+}
+
+bool wf_op_defined(weft_dtype_t dtype, weft_op_t op)
+{
+    return wf_reduce_get_portable(dtype, op) != NULL;
 }
 
 wf_reduce_fn wf_reduce_get(weft_dtype_t dtype, weft_op_t op)
 {
-    if (!wf_dtype_valid(dtype) || !wf_op_valid(op))
+    if (!wf_op_defined(dtype, op))
         return NULL;
     wf_reduce_fn fast = wf_reduce_x86_get(dtype, op == WEFT_AVG ? WEFT_SUM : op);
     return fast ? fast : wf_reduce_get_portable(dtype, op);
@@ -196,7 +222,7 @@ WF_AVG_FLOAT(float64, double, double, WF_SAME, WF_SAME)
 
 typedef void (*wf_avg_fn)(void *buf, size_t n, int divisor);
 
-#define WF_AVG_ROW(E, name, size) [WEFT_##E] = wf_avg_##name,
+#define WF_AVG_ROW(E, name, size, kind) [WEFT_##E] = wf_avg_##name,
 static const wf_avg_fn wf_avg_table[WEFT_DTYPE_COUNT] = {
     WF_DTYPES(WF_AVG_ROW)};
 
@@ -213,11 +239,11 @@ void wf_reduce_avg_finish(void *buf, size_t n, weft_dtype_t dtype,
 
 /* ---- dtype and op metadata -------------------------------------------- */
 
-#define WF_SIZE_ROW(E, name, size) [WEFT_##E] = size,
+#define WF_SIZE_ROW(E, name, size, kind) [WEFT_##E] = size,
 static const size_t wf_dtype_sizes[WEFT_DTYPE_COUNT] = {
     WF_DTYPES(WF_SIZE_ROW)};
 
-#define WF_NAME_ROW(E, name, size) [WEFT_##E] = #name,
+#define WF_NAME_ROW(E, name, size, kind) [WEFT_##E] = #name,
 static const char *const wf_dtype_names[WEFT_DTYPE_COUNT] = {
     WF_DTYPES(WF_NAME_ROW)};
 
@@ -227,6 +253,11 @@ static const char *const wf_op_names[WEFT_OP_COUNT] = {
     [WEFT_MIN] = "min",
     [WEFT_MAX] = "max",
     [WEFT_AVG] = "avg",
+    [WEFT_BAND] = "band",
+    [WEFT_BOR] = "bor",
+    [WEFT_BXOR] = "bxor",
+    [WEFT_LAND] = "land",
+    [WEFT_LOR] = "lor",
 };
 
 /* Names nccl-tests accepts for -d, besides ours. */

@@ -12,7 +12,9 @@
  *  - min/max: NaN if either input is NaN; -0 is below +0;
  *  - WEFT_AVG reduces as WEFT_SUM; wf_reduce_avg_finish divides once at the
  *    end (integers: C division truncating toward zero; floats: the float32 or
- *    float64 quotient, rounded once to the element type).
+ *    float64 quotient, rounded once to the element type);
+ *  - band/bor/bxor and land/lor (1 or 0, nonzero is true) are defined for
+ *    the integer dtypes only.
  */
 #ifndef WF_REDUCE_H
 #define WF_REDUCE_H
@@ -28,9 +30,13 @@
 typedef void (*wf_reduce_fn)(void *dst, const void *a, const void *b,
                              size_t n);
 
-/* The kernel for (dtype, op); WEFT_AVG gives the sum kernel.  Both must be
- * valid (checked by the caller). */
+/* The kernel for (dtype, op); WEFT_AVG gives the sum kernel.  NULL when
+ * either is out of range or the op is not defined for the dtype. */
 wf_reduce_fn wf_reduce_get(weft_dtype_t dtype, weft_op_t op);
+
+/* Whether op reduces dtype: both valid, and not a bitwise or logical op on
+ * a float dtype (what the API checks before planning). */
+bool wf_op_defined(weft_dtype_t dtype, weft_op_t op);
 
 /* Convenience: look up and run. */
 void wf_reduce(void *dst, const void *a, const void *b, size_t n,
@@ -44,7 +50,7 @@ size_t wf_dtype_size(weft_dtype_t dtype);
 bool wf_dtype_valid(int dtype);
 bool wf_op_valid(int op);
 const char *wf_dtype_name(weft_dtype_t dtype); /* "float32", "bfloat16", ... */
-const char *wf_op_name(weft_op_t op);          /* "sum", "prod", ... */
+const char *wf_op_name(weft_op_t op);          /* "sum", "band", ... */
 /* Accept the names above (and nccl-tests aliases: float, half, bf16,
  * double, int, uint8...); false when unknown. */
 bool wf_dtype_parse(const char *text, weft_dtype_t *dtype);

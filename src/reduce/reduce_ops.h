@@ -14,8 +14,20 @@
 
 #define WF_ADD(x, y) ((x) + (y))
 #define WF_MUL(x, y) ((x) * (y))
+/* The integer product: 16-bit operands promote to int, where 65535 *
+ * 65535 overflows (undefined); times 1u first makes it unsigned, which
+ * wraps, and its low bits are the narrow type's product. */
+#define WF_UMUL(x, y) ((x) * 1u * (y))
 #define WF_LESS(x, y) ((x) < (y) ? (x) : (y))
 #define WF_MORE(x, y) ((x) > (y) ? (x) : (y))
+/* Integers only.  The logical ops give 1 or 0, nonzero being true (as
+ * MPI_LAND and MPI_LOR); & and | rather than && and || so that the loops
+ * have no branch and vectorize. */
+#define WF_BAND(x, y) ((x) & (y))
+#define WF_BOR(x, y) ((x) | (y))
+#define WF_BXOR(x, y) ((x) ^ (y))
+#define WF_LAND(x, y) (((x) != 0) & ((y) != 0))
+#define WF_LOR(x, y) (((x) != 0) | ((y) != 0))
 
 /* The min/max of NaN and anything is this one quiet NaN, so the result
  * does not depend on the argument order: recursive doubling combines

@@ -46,6 +46,11 @@ static double red_expect(weft_dtype_t dt, weft_op_t op, size_t j)
         case WEFT_PROD: acc *= v; break;
         case WEFT_MIN: acc = v < acc ? v : acc; break;
         case WEFT_MAX: acc = v > acc ? v : acc; break;
+        case WEFT_BAND: acc = (double)((long long)acc & (long long)v); break;
+        case WEFT_BOR: acc = (double)((long long)acc | (long long)v); break;
+        case WEFT_BXOR: acc = (double)((long long)acc ^ (long long)v); break;
+        case WEFT_LAND: acc = acc != 0 && v != 0; break;
+        case WEFT_LOR: acc = acc != 0 || v != 0; break;
         default: break;
         }
     }
@@ -215,6 +220,8 @@ static const struct {
     {WEFT_INT8, WEFT_PROD},      {WEFT_INT64, WEFT_PROD},
     {WEFT_FLOAT64, WEFT_MIN},    {WEFT_UINT8, WEFT_MAX},
     {WEFT_INT32, WEFT_AVG},      {WEFT_FLOAT32, WEFT_AVG},
+    {WEFT_INT16, WEFT_BXOR},     {WEFT_UINT16, WEFT_BAND},
+    {WEFT_UINT8, WEFT_LAND},
 };
 static const weft_dtype_t move_dts[] = {WEFT_INT8, WEFT_FLOAT16, WEFT_INT32,
                                         WEFT_FLOAT64};

@@ -49,7 +49,7 @@ weft_comm_t gpu_init(void)
 
 size_t gpu_dtype_size(weft_dtype_t dt)
 {
-    static const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
+    static const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 2, 2};
     return sizes[dt];
 }
 
@@ -57,13 +57,16 @@ const char *gpu_dtype_name(weft_dtype_t dt)
 {
     static const char *const names[] = {
         "int8",  "uint8",   "int32",    "uint32",  "int64",
-        "uint64", "float16", "bfloat16", "float32", "float64"};
+        "uint64", "float16", "bfloat16", "float32", "float64",
+        "int16", "uint16"};
     return names[dt];
 }
 
 const char *gpu_op_name(weft_op_t op)
 {
-    static const char *const names[] = {"sum", "prod", "min", "max", "avg"};
+    static const char *const names[] = {"sum",  "prod", "min", "max",
+                                        "avg",  "band", "bor", "bxor",
+                                        "land", "lor"};
     return names[op];
 }
 
@@ -100,6 +103,8 @@ void gpu_store(weft_dtype_t dt, void *buf, size_t i, double v)
     switch (dt) {
     case WEFT_INT8: ((int8_t *)buf)[i] = (int8_t)(uint8_t)n; break;
     case WEFT_UINT8: ((uint8_t *)buf)[i] = (uint8_t)n; break;
+    case WEFT_INT16: ((int16_t *)buf)[i] = (int16_t)(uint16_t)n; break;
+    case WEFT_UINT16: ((uint16_t *)buf)[i] = (uint16_t)n; break;
     case WEFT_INT32: ((int32_t *)buf)[i] = (int32_t)(uint32_t)n; break;
     case WEFT_UINT32: ((uint32_t *)buf)[i] = (uint32_t)n; break;
     case WEFT_INT64: ((int64_t *)buf)[i] = n; break;

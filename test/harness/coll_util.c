@@ -16,13 +16,38 @@
 
 size_t cu_dtype_size(weft_dtype_t d)
 {
-    static const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
-    return sizes[d];
+    static const size_t sizes[WEFT_DTYPE_COUNT] = {
+        [WEFT_INT8] = 1,    [WEFT_UINT8] = 1,    [WEFT_INT16] = 2,
+        [WEFT_UINT16] = 2,  [WEFT_INT32] = 4,    [WEFT_UINT32] = 4,
+        [WEFT_INT64] = 8,   [WEFT_UINT64] = 8,   [WEFT_FLOAT16] = 2,
+        [WEFT_BFLOAT16] = 2, [WEFT_FLOAT32] = 4, [WEFT_FLOAT64] = 8};
+    return (unsigned)d < WEFT_DTYPE_COUNT ? sizes[d] : 0;
+}
+
+/* The bitwise and logical ops' inputs, the same in every integer dtype
+ * once wrapped: band all ones but one bit (and some all-ones and zeros),
+ * bor one bit (and some all-ones), bxor mixed signs, land mostly true,
+ * lor mostly false; -128 is a true value whose low byte is the sign bit
+ * alone. */
+static double bits_pattern(int rank, size_t i, weft_op_t op)
+{
+    size_t r = (size_t)rank, bit = (i + r * 3) % 7;
+    switch (op) {
+    case WEFT_BAND:
+        return (i + r) % 13 == 0 ? 0 : i % 11 == 5 ? -1 : -1 - (1 << bit);
+    case WEFT_BOR: return (i * 5 + r) % 17 == 0 ? -1 : 1 << bit;
+    case WEFT_BXOR: return (double)((i * 7 + r * 13) % 61) - 30;
+    case WEFT_LAND: return (i * 3 + r * 7) % 9 == 4 ? 0 : i % 2 ? -128 : 3;
+    default: return (i + r * 5) % 7 == 0 ? (i % 2 ? -128 : 2) : 0;
+    }
 }
 
 double cu_pattern(int rank, size_t i, weft_op_t op, weft_dtype_t d)
 {
-    bool is_unsigned = d == WEFT_UINT8 || d == WEFT_UINT32 || d == WEFT_UINT64;
+    bool is_unsigned = d == WEFT_UINT8 || d == WEFT_UINT16 ||
+                       d == WEFT_UINT32 || d == WEFT_UINT64;
+    if (op >= WEFT_BAND)
+        return bits_pattern(rank, i, op);
     switch (op) {
     case WEFT_PROD: return ((i * 3 + (size_t)rank) % 7 == 0) ? 2 : (i % 5 == 1 ? -1 : 1);
     case WEFT_MIN:
@@ -41,6 +66,8 @@ void cu_put(void *buf, weft_dtype_t d, size_t i, double v)
     switch (d) {
     case WEFT_INT8: ((int8_t *)buf)[i] = (int8_t)(int64_t)v; break;
     case WEFT_UINT8: ((uint8_t *)buf)[i] = (uint8_t)(int64_t)v; break;
+    case WEFT_INT16: ((int16_t *)buf)[i] = (int16_t)(int64_t)v; break;
+    case WEFT_UINT16: ((uint16_t *)buf)[i] = (uint16_t)(int64_t)v; break;
     case WEFT_INT32: ((int32_t *)buf)[i] = (int32_t)(int64_t)v; break;
     case WEFT_UINT32: ((uint32_t *)buf)[i] = (uint32_t)(int64_t)v; break;
     case WEFT_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
@@ -65,6 +92,8 @@ double cu_get(const void *buf, weft_dtype_t d, size_t i)
     switch (d) {
     case WEFT_INT8: return ((const int8_t *)buf)[i];
     case WEFT_UINT8: return ((const uint8_t *)buf)[i];
+    case WEFT_INT16: return ((const int16_t *)buf)[i];
+    case WEFT_UINT16: return ((const uint16_t *)buf)[i];
     case WEFT_INT32: return ((const int32_t *)buf)[i];
     case WEFT_UINT32: return ((const uint32_t *)buf)[i];
     case WEFT_INT64: return (double)((const int64_t *)buf)[i];
@@ -91,17 +120,36 @@ static bool is_int(weft_dtype_t d)
            d != WEFT_FLOAT64;
 }
 
-/* The expected element: exact integer arithmetic, then the library's final
- * avg division (C division for integers, float/double/half rounding). */
+/* The value as the dtype holds it (wrapped). */
+static double stored(weft_dtype_t d, double v)
+{
+    char tmp[8];
+    cu_put(tmp, d, 0, v);
+    return cu_get(tmp, d, 0);
+}
+
+/* The expected element: exact integer arithmetic (the bitwise ops on the
+ * int64 two's complement, whose low bits are the narrow type's; the
+ * logical ops on the values as the dtype holds them, so that one rank's
+ * input comes back unchanged, as in MPI), then the library's final avg
+ * division (C division for integers, float/double/half rounding). */
 double cu_expected_reduce(size_t i, int size, weft_op_t op, weft_dtype_t d)
 {
     int64_t acc = (int64_t)cu_pattern(0, i, op, d);
+    if ((op == WEFT_LAND || op == WEFT_LOR) && stored(d, (double)acc) == 0)
+        acc = 0; /* false as the dtype holds it (a multiple of 256, say) */
     for (int r = 1; r < size; r++) {
         int64_t v = (int64_t)cu_pattern(r, i, op, d);
-        acc = op == WEFT_PROD  ? acc * v
-              : op == WEFT_MIN ? (v < acc ? v : acc)
-              : op == WEFT_MAX ? (v > acc ? v : acc)
-                               : acc + v;
+        bool truth = stored(d, (double)v) != 0;
+        acc = op == WEFT_PROD   ? acc * v
+              : op == WEFT_MIN  ? (v < acc ? v : acc)
+              : op == WEFT_MAX  ? (v > acc ? v : acc)
+              : op == WEFT_BAND ? (acc & v)
+              : op == WEFT_BOR  ? (acc | v)
+              : op == WEFT_BXOR ? (acc ^ v)
+              : op == WEFT_LAND ? (acc && truth)
+              : op == WEFT_LOR  ? (acc || truth)
+                                : acc + v;
     }
     char tmp[8];
     cu_put(tmp, d, 0, (double)acc); /* wraps integers like the library */
@@ -110,7 +158,8 @@ double cu_expected_reduce(size_t i, int size, weft_op_t op, weft_dtype_t d)
         return wrapped;
     if (is_int(d)) {
         /* The sum wraps in the type first, then divides. */
-        if (d == WEFT_UINT8 || d == WEFT_UINT32 || d == WEFT_UINT64)
+        if (d == WEFT_UINT8 || d == WEFT_UINT16 || d == WEFT_UINT32 ||
+            d == WEFT_UINT64)
             return (double)((uint64_t)wrapped / (uint64_t)size);
         return (double)((int64_t)wrapped / size);
     }
@@ -250,6 +299,15 @@ static void one_case(weft_comm_t comm, int rank, int size, size_t count,
                      wrong);
 }
 
+/* A pair with no reduction (a bitwise or logical op on floats) is refused
+ * by every rank before anything is sent (its message: test_bit_ops.c). */
+static void refused_case(weft_comm_t comm, weft_dtype_t d, weft_op_t op,
+                         char *buf)
+{
+    ASSERT_STATUS(weft_allreduce(buf, buf, 1, d, op, comm),
+                  WEFT_ERR_INVALID_ARG);
+}
+
 void cu_allreduce_matrix(weft_comm_t comm, int rank, int size,
                          size_t chunk_bytes, int big)
 {
@@ -261,13 +319,21 @@ void cu_allreduce_matrix(weft_comm_t comm, int rank, int size,
     ASSERT_TRUE(send && recv);
     for (int d = 0; d < WEFT_DTYPE_COUNT; d++) {
         size_t ce = chunk_bytes / cu_dtype_size((weft_dtype_t)d);
-        size_t counts[] = {0, 1, (size_t)size - 1, 1000, ce - 1, ce + 1,
-                           ce * (size_t)size + 1};
-        for (int op = 0; op < WEFT_OP_COUNT; op++)
-            for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++)
+        size_t counts[] = {1, 1000, ce * (size_t)size + 1, 0,
+                           (size_t)size - 1, ce - 1, ce + 1};
+        for (int op = 0; op < WEFT_OP_COUNT; op++) {
+            if (!wf_op_defined((weft_dtype_t)d, (weft_op_t)op)) {
+                refused_case(comm, (weft_dtype_t)d, (weft_op_t)op, send);
+                continue;
+            }
+            /* The algorithms treat every op alike (bar avg's divide): the
+             * bitwise and logical ops take the first three counts only. */
+            size_t nk = op >= WEFT_BAND ? 3 : sizeof(counts) / sizeof(*counts);
+            for (size_t k = 0; k < nk; k++)
                 for (int ip = 0; ip < 2; ip++)
                     one_case(comm, rank, size, counts[k], (weft_dtype_t)d,
                              (weft_op_t)op, ip, send, recv);
+        }
     }
     if (big) { /* the multi-MB count for a few representative combinations */
         one_case(comm, rank, size, big_count, WEFT_FLOAT32, WEFT_SUM, false,

@@ -56,6 +56,27 @@ static double ref_op_f64(weft_op_t op, double x, double y)
     }
 }
 
+/* The bitwise and logical ops on an integer's bits (the element's low
+ * bits of a sign- or zero-extended value; the caller masks them):
+ * per bit with tests and shifts, not C's operators, and the logical ones
+ * as "any bit set" on each side. */
+static uint64_t ref_bits(weft_op_t op, uint64_t x, uint64_t y)
+{
+    if (op == WEFT_LAND)
+        return x != 0 ? y != 0 : 0;
+    if (op == WEFT_LOR)
+        return x != 0 ? 1 : y != 0;
+    uint64_t r = 0;
+    for (unsigned k = 0; k < 64; k++) {
+        unsigned bx = (x >> k) % 2, by = (y >> k) % 2;
+        unsigned bit = op == WEFT_BAND  ? bx * by
+                       : op == WEFT_BOR ? (bx + by > 0)
+                                        : (bx + by == 1);
+        r += (uint64_t)bit << k;
+    }
+    return r;
+}
+
 /* Integers: wide arithmetic, then the low bits; signed min/max directly. */
 static int64_t ref_op_int(weft_op_t op, int64_t x, int64_t y)
 {
@@ -63,7 +84,9 @@ static int64_t ref_op_int(weft_op_t op, int64_t x, int64_t y)
     case WEFT_PROD: return (int64_t)(uint64_t)((__int128)x * y);
     case WEFT_MIN: return x < y ? x : y;
     case WEFT_MAX: return x > y ? x : y;
-    default: return (int64_t)(uint64_t)((__int128)x + y);
+    case WEFT_SUM:
+    case WEFT_AVG: return (int64_t)(uint64_t)((__int128)x + y);
+    default: return (int64_t)ref_bits(op, (uint64_t)x, (uint64_t)y);
     }
 }
 
@@ -73,7 +96,9 @@ static uint64_t ref_op_uint(weft_op_t op, uint64_t x, uint64_t y)
     case WEFT_PROD: return (uint64_t)((unsigned __int128)x * y);
     case WEFT_MIN: return x < y ? x : y;
     case WEFT_MAX: return x > y ? x : y;
-    default: return (uint64_t)((unsigned __int128)x + y);
+    case WEFT_SUM:
+    case WEFT_AVG: return (uint64_t)((unsigned __int128)x + y);
+    default: return ref_bits(op, x, y);
     }
 }
 
@@ -114,7 +139,14 @@ static int64_t sext(weft_dtype_t dt, uint64_t v)
 
 static bool is_signed_int(weft_dtype_t dt)
 {
-    return dt == WEFT_INT8 || dt == WEFT_INT32 || dt == WEFT_INT64;
+    return dt == WEFT_INT8 || dt == WEFT_INT16 || dt == WEFT_INT32 ||
+           dt == WEFT_INT64;
+}
+
+static bool is_float(weft_dtype_t dt)
+{
+    return dt == WEFT_FLOAT16 || dt == WEFT_BFLOAT16 || dt == WEFT_FLOAT32 ||
+           dt == WEFT_FLOAT64;
 }
 
 static uint64_t mask_bits(weft_dtype_t dt, uint64_t v)
@@ -242,10 +274,11 @@ static uint64_t rnd_float(weft_dtype_t dt)
 }
 
 /* Integers: mostly full-range bits (products and sums wrap), some small
- * values and the extremes. */
+ * values (negative ones too), the extremes, zero (false to the logical
+ * ops) and all ones. */
 static uint64_t rnd_elem(weft_dtype_t dt)
 {
-    if (dt >= WEFT_FLOAT16)
+    if (is_float(dt))
         return rnd_float(dt);
     uint64_t r = rnd();
     unsigned bits = 8 * (unsigned)wf_dtype_size(dt);
@@ -253,6 +286,7 @@ static uint64_t rnd_elem(weft_dtype_t dt)
     case 0: return mask_bits(dt, (r >> 8) % 33 - 16);
     case 1: return mask_bits(dt, 1ull << (bits - 1)); /* signed min */
     case 2: return mask_bits(dt, (1ull << (bits - 1)) - 1);
+    case 3: return (r >> 8) % 2 ? 0 : mask_bits(dt, ~0ull);
     default: return mask_bits(dt, r >> 3);
     }
 }
@@ -318,18 +352,28 @@ static void check_dtype(weft_dtype_t dt)
     static const int divisors[] = {2, 3, 7, 300};
     int k = 0;
 
-    for (int op = 0; op < WEFT_OP_COUNT; op++)
+    for (int op = 0; op < WEFT_OP_COUNT; op++) {
+        /* No kernel for bitwise and logical ops on floats. */
+        if (is_float(dt) && op >= WEFT_BAND) {
+            ASSERT_TRUE(!wf_op_defined(dt, (weft_op_t)op));
+            ASSERT_TRUE(wf_reduce_get(dt, (weft_op_t)op) == NULL);
+            continue;
+        }
+        ASSERT_TRUE(wf_op_defined(dt, (weft_op_t)op));
         for (size_t l = 0; l < NELEM(lengths); l++)
             for (size_t off = 0; off < 2; off++)
                 for (int alias = 0; alias < ALIAS_COUNT; alias++, k++)
                     check_case(dt, (weft_op_t)op, lengths[l], off, alias,
                                divisors[k % 4]);
+    }
 }
 
 #define OPS_TEST(E, name)                                                      \
     WF_TEST(reduce_ops_##name, 60) { check_dtype(WEFT_##E); }
 OPS_TEST(INT8, int8)
 OPS_TEST(UINT8, uint8)
+OPS_TEST(INT16, int16)
+OPS_TEST(UINT16, uint16)
 OPS_TEST(INT32, int32)
 OPS_TEST(UINT32, uint32)
 OPS_TEST(INT64, int64)
@@ -357,6 +401,8 @@ static uint64_t run1(weft_dtype_t dt, weft_op_t op, uint64_t x, uint64_t y)
     return r;
 }
 
+/* Wrapping, and the bitwise and logical ops' corner cases: the sign bit
+ * alone is true, the logical ops give 1. */
 WF_TEST(reduce_int_wrap, 10)
 {
     static const struct {
@@ -388,6 +434,16 @@ WF_TEST(reduce_int_wrap, 10)
         {WEFT_UINT64, WEFT_PROD, -1, -1, 1},
         {WEFT_UINT64, WEFT_PROD, 1ll << 32, 1ll << 32, 0},
         {WEFT_UINT64, WEFT_MAX, -1, 1, -1},
+        {WEFT_INT16, WEFT_SUM, INT16_MAX, 1, INT16_MIN},
+        {WEFT_INT16, WEFT_PROD, INT16_MIN, -1, INT16_MIN},
+        {WEFT_UINT16, WEFT_PROD, UINT16_MAX, UINT16_MAX, 1},
+        {WEFT_INT16, WEFT_BXOR, -1, 0x5555, -0x5556},
+        {WEFT_UINT32, WEFT_BAND, -1, 0x12345678, 0x12345678},
+        {WEFT_INT64, WEFT_BOR, INT64_MIN, 1, INT64_MIN + 1},
+        {WEFT_INT8, WEFT_LAND, -128, 2, 1},
+        {WEFT_UINT8, WEFT_LAND, 1, 0, 0},
+        {WEFT_INT8, WEFT_LOR, 0, 0, 0},
+        {WEFT_UINT64, WEFT_LOR, INT64_MIN, 0, 1},
     };
     for (size_t i = 0; i < NELEM(c); i++) {
         uint64_t got = run1(c[i].dt, c[i].op, mask_bits(c[i].dt, c[i].x),
@@ -519,8 +575,8 @@ WF_TEST(reduce_names, 10)
 {
     static const char *names[] = {"int8", "uint8", "int32", "uint32",
                                   "int64", "uint64", "float16", "bfloat16",
-                                  "float32", "float64"};
-    static const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
+                                  "float32", "float64", "int16", "uint16"};
+    static const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 2, 2};
     static const struct {
         const char *text;
         weft_dtype_t dt;
@@ -531,7 +587,8 @@ WF_TEST(reduce_names, 10)
         {"double", WEFT_FLOAT64}, {"fp64", WEFT_FLOAT64},
         {"FLOAT", WEFT_FLOAT32},
     };
-    static const char *ops[] = {"sum", "prod", "min", "max", "avg"};
+    static const char *ops[] = {"sum", "prod", "min", "max", "avg",
+                                "band", "bor", "bxor", "land", "lor"};
     weft_dtype_t dt;
     weft_op_t op;
 
@@ -541,8 +598,9 @@ WF_TEST(reduce_names, 10)
         ASSERT_EQ(wf_dtype_size(i), sizes[i]);
         ASSERT_TRUE(wf_dtype_parse(names[i], &dt));
         ASSERT_EQ(dt, i);
-        for (int o = 0; o < WEFT_AVG; o++)
-            ASSERT_TRUE(wf_reduce_get(i, o) != NULL);
+        for (int o = 0; o < WEFT_OP_COUNT; o++)
+            ASSERT_EQ(wf_reduce_get(i, o) != NULL,
+                      o <= WEFT_AVG || !is_float((weft_dtype_t)i));
         ASSERT_TRUE(wf_reduce_get(i, WEFT_AVG) == wf_reduce_get(i, WEFT_SUM));
     }
     for (size_t i = 0; i < NELEM(aliases); i++) {

@@ -288,6 +288,28 @@ WF_TEST(tools_bench_csv_columns, 60)
     free(out);
 }
 
+/* The bitwise and logical ops on 16-bit integers, each row checked
+ * element by element; with a float dtype refused before any rank runs. */
+WF_TEST(tools_bench_bitwise_ops, 90)
+{
+    static const char *ops[] = {"band", "bor", "bxor", "land", "lor"};
+    char args[256], want[64];
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+        snprintf(args, sizeof(args), "allreduce -n 3 -b 8 -e 4K -f 8 -w 0 "
+                 "-r 2 --csv -d %s -o %s", i % 2 ? "uint16" : "int16",
+                 ops[i]);
+        char *out = bench(args, 0);
+        snprintf(want, sizeof(want), ",%s,%s,-1,", i % 2 ? "uint16" : "int16",
+                 ops[i]);
+        ASSERT_STR_CONTAINS(out, want);
+        ASSERT_EQ(check_csv(out, 4.0 / 3), 8); /* 4 sizes, 2 variants */
+        free(out);
+    }
+    char *out = bench("allreduce -n 2 -d float -o band", 2);
+    ASSERT_STR_CONTAINS(out, "-o band takes an integer -d, not float");
+    free(out);
+}
+
 /* --sync times one call per iteration after an untimed barrier; the CSV
  * says so in its mode column (docs/bench.md, Timing). */
 WF_TEST(tools_bench_sync_mode, 60)
