@@ -57,7 +57,8 @@ def _check(status, what, comm=None):
 # ---------------------------------------------------------------------------
 
 _NUMPY_NAMES = {
-    "int8": _lib.INT8, "uint8": _lib.UINT8, "int32": _lib.INT32,
+    "int8": _lib.INT8, "uint8": _lib.UINT8, "int16": _lib.INT16,
+    "uint16": _lib.UINT16, "int32": _lib.INT32,
     "uint32": _lib.UINT32, "int64": _lib.INT64, "uint64": _lib.UINT64,
     "float16": _lib.FLOAT16, "bfloat16": _lib.BFLOAT16,  # ml_dtypes' name
     "float32": _lib.FLOAT32, "float64": _lib.FLOAT64,
@@ -86,17 +87,24 @@ def _contig(arr):
 def _reduce_dtype(arr, op, dtype=None):
     """(weft dtype, weft op, view) for a reduction over `arr`: the view is
     what weft reduces (complex numbers as pairs of reals; bool as uint8 with
-    sum/max as logical or, prod/min as logical and)."""
+    sum/max as logical or, prod/min as logical and, the bitwise and logical
+    ops as they are)."""
     op = _op(op)
-    if dtype is not None:
-        return _lib.DTYPE_NAMES[dtype], op, arr
-    code = _NUMPY_DTYPES.get(arr.dtype)
+    code = _lib.DTYPE_NAMES[dtype] if dtype is not None else \
+        _NUMPY_DTYPES.get(arr.dtype)
+    name = None
+    if code is None:
+        name = arr.dtype.name
+        code = _NUMPY_NAMES.get(name)   # bfloat16 from ml_dtypes
+    if op in _BITS_OPS and code in _FLOAT_CODES:
+        raise TypeError("weft cannot reduce %s arrays with %s (bitwise and "
+                        "logical ops take integer dtypes)" %
+                        (dtype or arr.dtype.name, _op_name(op)))
     if code is not None:
         return code, op, arr
-    name = arr.dtype.name
-    if name in _NUMPY_NAMES:        # bfloat16 from ml_dtypes
-        return _NUMPY_NAMES[name], op, arr
     if name == "bool":
+        if op in _BITS_OPS:     # on 0 and 1 they are the logical ones
+            return _lib.UINT8, op, arr.view(np.uint8)
         return _lib.UINT8, (_lib.MAX if op in (_lib.SUM, _lib.MAX)
                             else _lib.MIN), arr.view(np.uint8)
     if arr.dtype.kind == "c" and op in (_lib.SUM, _lib.AVG):
@@ -104,6 +112,10 @@ def _reduce_dtype(arr, op, dtype=None):
         return _NUMPY_DTYPES[real.dtype], op, real
     raise TypeError("weft cannot reduce %s arrays with %s" %
                     (name, _op_name(op)))
+
+
+_BITS_OPS = (_lib.BAND, _lib.BOR, _lib.BXOR, _lib.LAND, _lib.LOR)
+_FLOAT_CODES = (_lib.FLOAT16, _lib.BFLOAT16, _lib.FLOAT32, _lib.FLOAT64)
 
 
 def _op(op):
@@ -114,7 +126,7 @@ def _op(op):
             _lib.OP_NAMES[str(op).lower()]
     except KeyError:
         raise ValueError("weft: unknown reduction %r (sum, prod, min, max, "
-                         "avg)" % (op,))
+                         "avg, band, bor, bxor, land, lor)" % (op,))
 
 
 def _op_name(op):

@@ -36,6 +36,29 @@ def run_threads(n, fn, name):
     return results
 
 
+def test_threads_bitwise_and_logical_ops():
+    ops = ("band", "bor", "bxor", "land", "lor")
+
+    def job(c):
+        r = c.rank
+        x = (np.arange(-8, 8, dtype=np.int16) * (r + 3)) ^ np.int16(r << 9)
+        out = {op: c.allreduce(x, op=op) for op in ops}
+        u = c.allreduce(np.array([1 << r, 0xFFFF], np.uint16), op="bor")
+        with pytest.raises(TypeError, match="take integer dtypes"):
+            c.allreduce(np.ones(2, np.float32), op="band")
+        return x, out, u
+    res = run_threads(3, job, "bits3")
+    a, b, c = (x for x, _, _ in res)
+    want = {"band": a & b & c, "bor": a | b | c, "bxor": a ^ b ^ c,
+            "land": (a != 0) & (b != 0) & (c != 0),
+            "lor": (a != 0) | (b != 0) | (c != 0)}
+    for _, out, u in res:
+        for op in ops:
+            assert out[op].dtype == np.int16, op
+            assert np.array_equal(out[op], want[op].astype(np.int16)), op
+        assert list(u) == [7, 0xFFFF]
+
+
 def test_version_and_library():
     assert weft.version().count(".") == 2
     assert weft.library_path().endswith("libweft.so")
@@ -104,7 +127,7 @@ def test_error_carries_status_and_message():
 def test_argument_errors_leave_the_communicator_usable():
     def job(c):
         with pytest.raises(TypeError):
-            c.allreduce(np.ones(2, np.int16))         # no int16 reduction
+            c.allreduce(np.ones(2, np.longdouble))    # no such weft dtype
         with pytest.raises(ValueError):
             c.allreduce(np.ones(2), op="median")
         with pytest.raises(ValueError):
