@@ -123,6 +123,18 @@ def check_reductions(rep):
                     return t
                 mine, ref = both(run)
                 assert same(mine, ref), (mine, ref)
+    with rep.case("all_reduce BAND/BOR/BXOR int16 (gloo has no int16)"):
+        def inp(r):
+            return (torch.arange(-8, 8) * (r + 3) + r * 257).to(torch.int16)
+        for op, fn in ((RO.BAND, torch.bitwise_and),
+                       (RO.BOR, torch.bitwise_or),
+                       (RO.BXOR, torch.bitwise_xor)):
+            t = inp(R)
+            dist.all_reduce(t, op=op, group=WEFT)
+            want = inp(0)
+            for r in range(1, N):
+                want = fn(want, inp(r))
+            assert t.dtype == torch.int16 and same(t, want), (op, t, want)
     with rep.case("reduce BXOR int32 to root 0"):
         def run(group):
             t = (torch.arange(9) * (R + 5)).to(torch.int32)

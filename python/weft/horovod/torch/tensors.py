@@ -1,9 +1,8 @@
 """Torch tensors as weft buffers: dtypes, staging, scaling.
 
-Reductions run in weft's own dtypes.  int16, which weft cannot reduce, is
-reduced in an int32 copy (sums and products wrap as int16 arithmetic
-would once cast back); bool in a uint8 copy, Sum and Max being "or", Min
-and Product "and".  Data that is only moved (broadcast, allgather,
+Reductions run in weft's own dtypes.  int16 is reduced in an int32 copy
+(sums and products wrap as int16 arithmetic would once cast back); bool
+in a uint8 copy, Sum and Max being "or", Min and Product "and".  Data that is only moved (broadcast, allgather,
 alltoall) goes as bytes, whatever its dtype.
 """
 import torch

@@ -226,27 +226,9 @@ c10::intrusive_ptr<Work> WeftBackend::endCoalescing() {
 
 // ---- reductions ---------------------------------------------------------
 
-void WeftBackend::gatheredReduce(const std::shared_ptr<OpState>& op,
-                                 const at::Tensor& t,
-                                 const c10d::ReduceOp& red) {
-  auto src = t.contiguous();
-  auto gathered = at::empty({size_, t.numel()}, t.options());
-  op->keep.insert(op->keep.end(), {src, gathered});
-  start(op, [&](weft_request_t* r) {
-    return weft_iallgather(src.data_ptr(), gathered.data_ptr(), nbytes(src),
-                           WEFT_UINT8, comm_, r);
-  });
-  op->finalize.push_back(
-      [gathered, red, t] { reduceGathered(gathered, red, t); });
-}
-
 void WeftBackend::reduceInto(const std::shared_ptr<OpState>& op,
                              const at::Tensor& t,
                              const c10d::ReduceOp& red) {
-  if (needsGatheredReduce(t, red)) {
-    gatheredReduce(op, t, red);
-    return;
-  }
   auto r = reducible(t, red, op->what.c_str());
   op->keep.push_back(r.buf);
   copyBack(op, t, r.buf);
@@ -282,8 +264,7 @@ c10::intrusive_ptr<Work> WeftBackend::allreduce_coalesced(
   bool fuse = tensors.size() > 1;
   for (auto& t : tensors)
     fuse = fuse && !t.is_sparse() &&
-           t.scalar_type() == tensors[0].scalar_type() &&
-           !needsGatheredReduce(t, opts.reduceOp);
+           t.scalar_type() == tensors[0].scalar_type();
   if (!fuse) {
     for (auto& t : tensors)
       reduceInto(op, t, opts.reduceOp);
@@ -319,15 +300,6 @@ c10::intrusive_ptr<Work> WeftBackend::reduce(
   int root = static_cast<int>(opts.rootRank);
   auto op = newOp("reduce", opts.timeout);
   for (auto& t : tensors) {
-    if (needsGatheredReduce(t, opts.reduceOp)) {
-      if (rank_ == root) {
-        gatheredReduce(op, t, opts.reduceOp);
-      } else {  // the same allgather, result discarded
-        auto scratch = t.clone();
-        gatheredReduce(op, scratch, opts.reduceOp);
-      }
-      continue;
-    }
     auto r = reducible(t, opts.reduceOp, "reduce");
     op->keep.push_back(r.buf);
     void* recv = rank_ == root ? r.buf.data_ptr() : nullptr;
@@ -687,15 +659,6 @@ void WeftBackend::reduceScatterFlat(const std::shared_ptr<OpState>& op,
                       c10::toString(out.scalar_type()) + "[" +
                       std::to_string(size_ * out.numel()) + "]");
   int64_t n = out.numel();
-  int64_t me = rank_;
-  if (needsGatheredReduce(flatIn, red)) {
-    auto acc = at::empty({flatIn.numel()}, flatIn.options());
-    gatheredReduce(op, acc.copy_(flatIn), red);
-    op->finalize.push_back([acc, out, n, me]() mutable {
-      out.copy_(acc.narrow(0, me * n, n).view(out.sizes()));
-    });
-    return;
-  }
   auto src = reducible(flatIn, red, what);
   size_t count = src.count / size_;
   auto dst = out.is_contiguous() && out.scalar_type() ==

@@ -127,8 +127,6 @@ class WeftBackend : public c10d::Backend {
   void checkRoot(int64_t root, const char* what) const;
   void reduceInto(const std::shared_ptr<OpState>& op, const at::Tensor& t,
                   const c10d::ReduceOp& red);
-  void gatheredReduce(const std::shared_ptr<OpState>& op,
-                      const at::Tensor& t, const c10d::ReduceOp& red);
   void allreduceSparse(at::Tensor& t, const c10d::ReduceOp& red);
   at::Tensor packedAllgather(const std::shared_ptr<OpState>& op,
                              const TensorList& inputs, size_t total);

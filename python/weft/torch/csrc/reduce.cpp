@@ -11,6 +11,8 @@ std::optional<weft_dtype_t> nativeDtype(at::ScalarType type) {
   switch (type) {
     case at::kChar: return WEFT_INT8;
     case at::kByte: return WEFT_UINT8;
+    case at::kShort: return WEFT_INT16;
+    case at::kUInt16: return WEFT_UINT16;
     case at::kInt: return WEFT_INT32;
     case at::kLong: return WEFT_INT64;
     case at::kUInt32: return WEFT_UINT32;
@@ -33,15 +35,19 @@ std::optional<weft_op_t> nativeOp(RO::RedOpType op) {
     case RO::MIN: return WEFT_MIN;
     case RO::MAX: return WEFT_MAX;
     case RO::PREMUL_SUM: return WEFT_SUM;  // after scaling
+    case RO::BAND: return WEFT_BAND;
+    case RO::BOR: return WEFT_BOR;
+    case RO::BXOR: return WEFT_BXOR;
     default: return std::nullopt;
   }
 }
 
-// bool: logical or / and are max / min over 0 and 1
+// bool: logical or / and are max / min over 0 and 1; xor is bitwise
 std::optional<weft_op_t> boolOp(RO::RedOpType op) {
   switch (op) {
     case RO::SUM: case RO::MAX: case RO::BOR: return WEFT_MAX;
     case RO::PRODUCT: case RO::MIN: case RO::BAND: return WEFT_MIN;
+    case RO::BXOR: return WEFT_BXOR;
     default: return std::nullopt;
   }
 }
@@ -84,11 +90,6 @@ at::Tensor premulFactor(const RO& op, const at::Tensor& like) {
 
 }  // namespace
 
-bool needsGatheredReduce(const at::Tensor& t, const RO& op) {
-  return isBitwise(op.op_) &&
-         at::isIntegralType(t.scalar_type(), /*includeBool=*/false);
-}
-
 Reducible reducible(const at::Tensor& t, const RO& op, const char* what) {
   auto type = t.scalar_type();
   auto red = op.op_;
@@ -97,14 +98,16 @@ Reducible reducible(const at::Tensor& t, const RO& op, const char* what) {
     auto bop = boolOp(red);
     if (!bop)
       unsupported(what, red, type, "bool takes SUM/MAX/BOR as or, "
-                                   "PRODUCT/MIN/BAND as and");
+                                   "PRODUCT/MIN/BAND as and, and BXOR");
     return {t.contiguous(), WEFT_UINT8, n, *bop};
   }
   auto wop = nativeOp(red);
   if (!wop)
     unsupported(what, red, type, "weft reduces SUM, AVG, PRODUCT, MIN, "
-                                 "MAX and PREMUL_SUM; BAND/BOR/BXOR take "
-                                 "integer or bool tensors");
+                                 "MAX, BAND, BOR, BXOR and PREMUL_SUM");
+  if (isBitwise(red) && !at::isIntegralType(type, /*includeBool=*/false))
+    unsupported(what, red, type, "BAND/BOR/BXOR take integer or bool "
+                                 "tensors");
   if (red == RO::PREMUL_SUM) {
     if (!at::isFloatingType(type))
       unsupported(what, red, type, "PREMUL_SUM takes floating tensors");
@@ -116,8 +119,6 @@ Reducible reducible(const at::Tensor& t, const RO& op, const char* what) {
   }
   if (auto dt = nativeDtype(type))
     return {t.contiguous(), *dt, n, *wop};
-  if (type == at::kShort || type == at::kUInt16)  // wraps like the narrow type
-    return {t.to(at::kInt).contiguous(), WEFT_INT32, n, *wop};
   if (at::isComplexType(type) && (red == RO::SUM || red == RO::AVG)) {
     auto real = type == at::kComplexFloat ? WEFT_FLOAT32 : WEFT_FLOAT64;
     if (type == at::kComplexFloat || type == at::kComplexDouble)
@@ -126,19 +127,6 @@ Reducible reducible(const at::Tensor& t, const RO& op, const char* what) {
   unsupported(what, red, type, at::isComplexType(type)
                                    ? "complex tensors take SUM and AVG"
                                    : "no weft dtype for it");
-}
-
-void reduceGathered(const at::Tensor& gathered, const RO& op,
-                    const at::Tensor& out) {
-  auto acc = gathered[0].clone();
-  for (int64_t r = 1; r < gathered.size(0); r++) {
-    switch (op.op_) {
-      case RO::BAND: acc.bitwise_and_(gathered[r]); break;
-      case RO::BOR: acc.bitwise_or_(gathered[r]); break;
-      default: acc.bitwise_xor_(gathered[r]); break;
-    }
-  }
-  out.copy_(acc.view(out.sizes()));
 }
 
 }  // namespace weft_torch
