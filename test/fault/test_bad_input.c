@@ -186,7 +186,7 @@ WF_TEST(fault_rendezvous_unreachable_times_out, 30)
     ASSERT_STR_CONTAINS(logbuf, "127.0.0.1:1");
 }
 
-/* Ranks calling different collectives, counts or dtypes: every rank ends
+/* Ranks calling different collectives, counts, dtypes or ops: every rank ends
  * with WEFT_ERR_MISMATCH naming both sides. */
 static void mismatch_rank(int rank, int size, void *p)
 {
@@ -205,6 +205,9 @@ static void mismatch_rank(int rank, int size, void *p)
     else if (*variant == 2) /* op */
         st = weft_allreduce(buf, buf, 8, WEFT_FLOAT32,
                             rank ? WEFT_MAX : WEFT_SUM, comm);
+    else if (*variant == 5) /* bitwise ops, on a 16-bit integer */
+        st = weft_allreduce(buf, buf, 8, WEFT_INT16,
+                            rank ? WEFT_BOR : WEFT_BAND, comm);
     else if (*variant == 3) /* point-to-point count */
         st = rank ? weft_recv(buf, 12, WEFT_FLOAT32, 0, comm)
                   : weft_send(buf, 10, WEFT_FLOAT32, 1, comm);
@@ -250,6 +253,10 @@ WF_TEST(fault_mismatch_dtype, 30)
 WF_TEST(fault_mismatch_op, 30)
 {
     run_mismatch(2, "float32, sum", "float32, max");
+}
+WF_TEST(fault_mismatch_bitwise_op, 30)
+{
+    run_mismatch(5, "int16, band", "int16, bor");
 }
 WF_TEST(fault_mismatch_collective, 30)
 {
