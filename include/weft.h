@@ -243,6 +243,13 @@ WEFT_API weft_status_t weft_comm_abort(weft_comm_t comm);
 WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key,
                                        weft_comm_t *newcomm);
 
+/* A new communicator of the same ranks in the same order, with its own
+ * connections, tag space and namespace on the rendezvous (MPI_Comm_dup):
+ * for a library layered on a caller's communicator, whose messages must
+ * never match the caller's.  Inherits comm's settings.  Blocking and
+ * collective over `comm`, in the same order as its splits. */
+WEFT_API weft_status_t weft_comm_dup(weft_comm_t comm, weft_comm_t *newcomm);
+
 /* After a failure, creates a communicator of the ranks of `comm` that are
  * still alive (like ULFM's MPI_Comm_shrink or ncclCommShrink), so that an
  * elastic job can go on without restarting every process.  Every surviving

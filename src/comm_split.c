@@ -3,7 +3,8 @@
  * (color, key) under a per-call prefix of the parent's store, reads all the
  * others, and the ranks sharing a color build a new communicator with its
  * own namespace in the store, its own transport endpoint and engine
- * (wf_comm_child, which weft_comm_shrink uses too).
+ * (wf_comm_child, which weft_comm_shrink uses too).  weft_comm_dup is the
+ * split where every rank keeps its color and its place.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,6 +139,26 @@ WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key,
     wf_comm_impl_t *p;
     WEFT_CHECK(wf_comm_get(comm, "weft_comm_split", &p));
     weft_status_t st = split_on(p, color, key, newcomm);
+    wf_comm_put(p);
+    return st;
+}
+
+/* A duplicate is a split in which every rank has the one color and keeps
+ * its rank as key: its identity comes from the same sequence as the
+ * splits', so a dup and a split of one communicator never share a
+ * namespace, and a rank that never calls it leaves the others with
+ * WEFT_ERR_TIMEOUT, as a split would. */
+WEFT_API weft_status_t weft_comm_dup(weft_comm_t comm, weft_comm_t *newcomm)
+{
+    wf_comm_impl_t *p;
+    WEFT_CHECK(wf_comm_get(comm, "weft_comm_dup", &p));
+    weft_status_t st;
+    if (!newcomm) {
+        WEFT_WARN(INIT, "weft_comm_dup: newcomm is NULL");
+        st = WEFT_ERR_INVALID_ARG;
+    } else {
+        st = split_on(p, 0, p->rank, newcomm);
+    }
     wf_comm_put(p);
     return st;
 }

@@ -321,6 +321,14 @@ class Communicator:
                                    ctypes.byref(h)), "comm_split", self)
         return Communicator(h.value) if h.value else None
 
+    def dup(self):
+        """weft_comm_dup: the same ranks in the same order, with a tag
+        space of their own (collective)."""
+        h = ctypes.c_void_p()
+        _check(lib.weft_comm_dup(self._handle(), ctypes.byref(h)),
+               "comm_dup", self)
+        return Communicator(h.value)
+
     def shrink(self):
         """weft_comm_shrink: after a failure, a new communicator of the
         ranks that are still alive (every survivor calls it)."""

@@ -94,6 +94,7 @@ _PROTOTYPES = {
     "weft_comm_destroy": [_vp],
     "weft_comm_abort": [_vp],
     "weft_comm_split": [_vp, _int, _int, _P(_vp)],
+    "weft_comm_dup": [_vp, _P(_vp)],
     "weft_comm_shrink": [_vp, _P(_vp)],
     "weft_comm_rank": [_vp, _P(_int)],
     "weft_comm_size": [_vp, _P(_int)],

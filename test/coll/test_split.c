@@ -1,6 +1,6 @@
 /*
- * test_split.c - split communicators, several collectives in flight on one
- * communicator, and collectives on two communicators at once.
+ * test_split.c - split and duplicated communicators, several collectives in
+ * flight on one communicator, and collectives on two communicators at once.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +69,60 @@ static void split_rank(int rank, int size, void *p)
 WF_TEST(coll_split_parity_and_undefined, 60)
 {
     wf_test_run_threads(5, split_rank, (void *)wf_test_unique("split"));
+}
+
+/* weft_comm_dup: the same ranks in the same order, and a tag space of its
+ * own: rank 0 sends on the parent first and on the duplicate second, with
+ * the same tag, and rank 1 receives in the other order, so a shared tag
+ * space would hand it the parent's value first.  Collectives on both at
+ * once, and the duplicate outliving its parent. */
+static void dup_rank(int rank, int size, void *p)
+{
+    weft_comm_t world, dup;
+    ASSERT_OK(wf_test_comm_mem(p, rank, size, NULL, &world));
+    ASSERT_STATUS(weft_comm_dup(world, NULL), WEFT_ERR_INVALID_ARG);
+    ASSERT_OK(weft_comm_dup(world, &dup));
+    int r, s;
+    ASSERT_OK(weft_comm_rank(dup, &r));
+    ASSERT_OK(weft_comm_size(dup, &s));
+    ASSERT_EQ(r, rank);
+    ASSERT_EQ(s, size);
+    int32_t on_world = 111, on_dup = 222, got_first = 0, got_second = 0;
+    if (rank == 0) {
+        weft_request_t a, b;
+        ASSERT_OK(weft_isend_tag(&on_world, 1, WEFT_INT32, 1, 5, world, &a));
+        ASSERT_OK(weft_isend_tag(&on_dup, 1, WEFT_INT32, 1, 5, dup, &b));
+        ASSERT_OK(weft_wait(a));
+        ASSERT_OK(weft_wait(b));
+        weft_request_free(a);
+        weft_request_free(b);
+    } else if (rank == 1) {
+        ASSERT_OK(weft_recv_tag(&got_first, 1, WEFT_INT32, 0, 5, dup, NULL));
+        ASSERT_OK(weft_recv_tag(&got_second, 1, WEFT_INT32, 0, 5, world,
+                                NULL));
+        ASSERT_EQ(got_first, 222);
+        ASSERT_EQ(got_second, 111);
+    }
+    weft_request_t ra, rb;
+    int64_t x = rank, y = 1;
+    ASSERT_OK(weft_iallreduce(&x, &x, 1, WEFT_INT64, WEFT_SUM, world, &ra));
+    ASSERT_OK(weft_iallreduce(&y, &y, 1, WEFT_INT64, WEFT_SUM, dup, &rb));
+    ASSERT_OK(weft_wait(rb));
+    ASSERT_OK(weft_wait(ra));
+    weft_request_free(ra);
+    weft_request_free(rb);
+    ASSERT_EQ(x, (int64_t)size * (size - 1) / 2);
+    ASSERT_EQ(y, size);
+    ASSERT_OK(weft_comm_destroy(world));
+    y = rank;
+    ASSERT_OK(weft_allreduce(&y, &y, 1, WEFT_INT64, WEFT_MAX, dup));
+    ASSERT_EQ(y, size - 1);
+    ASSERT_OK(weft_comm_destroy(dup));
+}
+
+WF_TEST(coll_dup_same_ranks_own_tags, 60)
+{
+    wf_test_run_threads(3, dup_rank, (void *)wf_test_unique("dup"));
 }
 
 /* Different collectives in flight on one communicator at once. */

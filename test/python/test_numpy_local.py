@@ -104,6 +104,15 @@ def test_shrink_after_a_failure():
     assert run_threads(2, job, "shrink2") == [(r, 2, 3.0) for r in range(2)]
 
 
+def test_dup_keeps_ranks_and_works_after_its_parent():
+    def job(c):
+        d = c.dup()
+        c.destroy()
+        with d:
+            return d.rank, d.size, d.allreduce(np.array([c.rank + 1.0]))[0]
+    assert run_threads(3, job, "dup3") == [(r, 3, 6.0) for r in range(3)]
+
+
 def test_error_carries_status_and_message():
     def job(c):
         try:
