@@ -17,10 +17,11 @@ set -eu
 # tools that check its test topologies (lstopo-no-graphics); libpmix-dev,
 # libpmi2-0-dev: <pmix.h> and Slurm's <slurm/pmi2.h>, for the rendezvous
 # through mpirun's and srun's process-management interfaces (the libraries
-# are loaded at run time, src/rdv/pmi_*.c).
+# are loaded at run time, src/rdv/pmi_*.c); gfortran: the Fortran module
+# and its test program (fortran/, mk/fortran.mk).
 PACKAGES="build-essential pkg-config iproute2 procps gnuplot-nox python3-venv
           libssl-dev clang valgrind libibverbs-dev nftables libhwloc-dev
-          hwloc-nox libpmix-dev libpmi2-0-dev"
+          hwloc-nox libpmix-dev libpmi2-0-dev gfortran"
 
 [ $# -gt 0 ] && PACKAGES="$*"
 
