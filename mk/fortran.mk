@@ -22,11 +22,14 @@ FFLAGS_WEFT := -cpp $(OPT) -g -std=f2018 -Wall -Wextra -Werror \
                -ffree-line-length-none -fPIC $(SAN)
 
 # The object and the module file come from one compile (-J puts weft.mod
-# in FORTRAN_DIR); both are remade when either is missing.
+# in FORTRAN_DIR); both are remade when either is missing.  gfortran
+# leaves a .mod whose content did not change as it was, old: the touch
+# keeps it from looking out of date forever.
 $(FORTRAN_DIR)/weft.o $(FORTRAN_MOD) &: fortran/weft.F90 fortran/weft_typed.inc
 	@mkdir -p $(FORTRAN_DIR)
 	$(GFORTRAN) $(FFLAGS_WEFT) -Ifortran -J$(FORTRAN_DIR) -c $< \
 	  -o $(FORTRAN_DIR)/weft.o
+	@touch $(FORTRAN_MOD)
 $(FORTRAN_LIB): $(FORTRAN_DIR)/weft.o
 	rm -f $@ && ar rcs $@ $^
 
