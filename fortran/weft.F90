@@ -83,12 +83,14 @@ module weft
   ! ---- The C functions.  Their Fortran names carry a c_ prefix so that the
   ! module's own procedures can have the names users expect.  weft_comm_t
   ! is passed by value, weft_comm_t * by reference; size_t counts are
-  ! c_size_t, enums and int are c_int.
+  ! c_size_t, enums and int are c_int.  The handles C writes are
+  ! intent(inout): C writes them on success only, and the caller's null
+  ! (weft_comm's default) must survive a failure.
   interface
     integer(c_int) function c_weft_comm_init(comm) &
         bind(C, name="weft_comm_init")
       import :: c_int, c_ptr
-      type(c_ptr), intent(out) :: comm
+      type(c_ptr), intent(inout) :: comm
     end function
     integer(c_int) function c_weft_comm_destroy(comm) &
         bind(C, name="weft_comm_destroy")
@@ -112,13 +114,13 @@ module weft
       import :: c_int, c_ptr
       type(c_ptr), value :: comm
       integer(c_int), value :: color, key
-      type(c_ptr), intent(out) :: newcomm
+      type(c_ptr), intent(inout) :: newcomm
     end function
     integer(c_int) function c_weft_comm_dup(comm, newcomm) &
         bind(C, name="weft_comm_dup")
       import :: c_int, c_ptr
       type(c_ptr), value :: comm
-      type(c_ptr), intent(out) :: newcomm
+      type(c_ptr), intent(inout) :: newcomm
     end function
     type(c_ptr) function c_weft_strerror(status) &
         bind(C, name="weft_strerror")

@@ -145,6 +145,18 @@ program test_weft_f
   call check_ok(ierr, 'weft_comm_destroy split')
   call check(weft_comm_is_null(half), 'destroy nulls the handle')
 
+  ! A rank that passes WEFT_UNDEFINED takes part and gets no communicator;
+  ! the others get one of their own.
+  call weft_comm_split(world, merge(WEFT_UNDEFINED, 0, me == 2), 0, half, ierr)
+  call check_ok(ierr, 'weft_comm_split undefined')
+  call check(weft_comm_is_null(half) .eqv. (me == 2), 'split undefined handle')
+  if (me /= 2) then
+    call weft_comm_size(half, n, ierr)
+    call check(n == 2, 'split undefined size')
+    call weft_comm_destroy(half, ierr)
+    call check_ok(ierr, 'weft_comm_destroy split undefined')
+  end if
+
   ! Dup: the same ranks in the same order, and a working communicator.
   call weft_comm_dup(world, twin, ierr)
   call check_ok(ierr, 'weft_comm_dup')
