@@ -124,6 +124,11 @@ install: all
 	# The CUDA layer, when make cuda built it: libweft looks for it beside
 	# itself (docs/cuda.md).
 	if [ -f $(CUDA_LIB) ]; then install -m 755 $(CUDA_LIB) $(DESTDIR)$(PREFIX)/lib/; fi
+	# The Fortran module, when make fortran (or make test) built it: weft.mod
+	# beside weft.h, found by the same -I (docs/fortran.md).
+	if [ -f $(FORTRAN_LIB) ]; then \
+	  install -m 644 $(FORTRAN_MOD) $(DESTDIR)$(PREFIX)/include/ && \
+	  install -m 644 $(FORTRAN_LIB) $(DESTDIR)$(PREFIX)/lib/; fi
 	install -m 755 $(TOOL_BINS) $(SCRIPT_BINS) $(DESTDIR)$(PREFIX)/bin/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@HWLOC_LIBS@|$(HWLOC_LIBS)|g' weft.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/weft.pc
 
