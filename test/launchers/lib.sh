@@ -24,6 +24,14 @@ wf_torch_ready() {
         { echo "$WF_PY cannot import weft.torch (make python builds the native backend)"; return 1; }
 }
 
+# How many distinct ranks wrote "WHAT: rank R of N ok" to FILE.  Launchers
+# forward every rank's output through one stream and can splice one rank's
+# line into the middle of another's (mpirun did: "...ok (...)tutorial: rank
+# 1 of 4 ok"), so the match is not anchored at a line's start.
+wf_ranks_ok() { # WHAT N FILE
+    grep -o "$1: rank [0-9]* of $2 ok" "$3" | sort -u | wc -l
+}
+
 wf_pass() { echo "PASS $1" | tee -a "$WF_RESULTS"; }
 wf_skip() { echo "SKIP $1: $2" | tee -a "$WF_RESULTS"; }
 wf_fail() {

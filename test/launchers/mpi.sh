@@ -109,7 +109,7 @@ no_setup() { # NAME INTERFACE RANK_VAR LAUNCHER...
     status=$?
     cat "$out"
     [ $status = 0 ] &&
-        [ "$(grep -c '^comm_init_check: rank [0-3] of 4 ok' "$out")" = 4 ] &&
+        [ "$(wf_ranks_ok comm_init_check 4 "$out")" = 4 ] &&
         [ "$(grep -c "rendezvous through $iface:" "$out")" = 4 ]
 }
 wf_check mpi_mpirun_no_setup no_setup mpi_mpirun_no_setup PMIx \
@@ -123,7 +123,7 @@ tutorial() { # NAME LAUNCHER...
         timeout 300 "$@" "$WF_PY" "$TUTORIAL" 4 > "$out" 2>&1
     status=$?
     cat "$out"
-    [ $status = 0 ] && [ "$(grep -c '^tutorial: rank [0-3] of 4 ok' "$out")" = 4 ]
+    [ $status = 0 ] && [ "$(wf_ranks_ok tutorial 4 "$out")" = 4 ]
 }
 if why=$(wf_torch_ready); then
     wf_check mpi_mpirun_torch_tutorial tutorial mpi_mpirun_torch_tutorial \

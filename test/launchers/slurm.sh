@@ -144,7 +144,7 @@ srun_no_setup() { # pmi2|pmix INTERFACE
     status=$?
     cat "$out"
     [ $status = 0 ] &&
-        [ "$(grep -c '^comm_init_check: rank [0-3] of 4 ok' "$out")" = 4 ] &&
+        [ "$(wf_ranks_ok comm_init_check 4 "$out")" = 4 ] &&
         [ "$(grep -c "rendezvous through $2:" "$out")" = 4 ]
 }
 # PyTorch's tutorial (tutorial.py) the same way: init_process_group("weft")
@@ -156,7 +156,7 @@ srun_tutorial() { # pmi2|pmix
         --mpi="$1" "$WF_PY" "$TUTORIAL" 4 > "$out" 2>&1
     status=$?
     cat "$out"
-    [ $status = 0 ] && [ "$(grep -c '^tutorial: rank [0-3] of 4 ok' "$out")" = 4 ]
+    [ $status = 0 ] && [ "$(wf_ranks_ok tutorial 4 "$out")" = 4 ]
 }
 torch_why=$(wf_torch_ready) && torch_ok=1 || torch_ok=""
 for mpi in pmi2:PMI-2 pmix:PMIx; do

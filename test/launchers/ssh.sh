@@ -153,7 +153,7 @@ ddp() {
         "$WF_PY" "$TUTORIAL" 4 --ddp > "$out" 2>&1
     status=$?
     cat "$out"
-    [ $status = 0 ] && [ "$(grep -c '^tutorial: rank [0-3] of 4 ok' "$out")" = 4 ] &&
+    [ $status = 0 ] && [ "$(wf_ranks_ok tutorial 4 "$out")" = 4 ] &&
         leftovers
 }
 if why=$(wf_torch_ready); then

@@ -103,7 +103,7 @@ wf_check torchrun_real_bench real_bench
 # program compares them with what weft_comm_init found.
 real_c_program() {
     real torchrun_real_c_program sh -c 'exec "$0" "$RANK" "$WORLD_SIZE"' "$CHECK" &&
-        [ "$(grep -c '^comm_init_check: rank [0-3] of 4 ok' "$WF_LOGDIR/torchrun_real_c_program.out")" = $size ]
+        [ "$(wf_ranks_ok comm_init_check 4 "$WF_LOGDIR/torchrun_real_c_program.out")" = $size ]
 }
 wf_check torchrun_real_c_program real_c_program
 exit 0
