@@ -387,13 +387,16 @@ int main(int argc, char **argv)
         return remote_agent_main(argc, argv);
     opts_t o = {0};
     int code, i = parse(argc, argv, &o, &code);
-    if (i == 0)
+    if (i == 0) { /* a bad option may follow hosts already read */
+        hosts_free(&o.hosts);
         return code;
+    }
     signal(SIGPIPE, SIG_IGN);
     if (o.have_hosts) {
         char err[256];
         if (!hosts_place(&o.hosts, &o.nranks, err, sizeof(err))) {
             fprintf(stderr, "weftrun: %s\n", err);
+            hosts_free(&o.hosts);
             return 2;
         }
         if (hosts_any_remote(&o.hosts)) {
