@@ -179,10 +179,11 @@ bool wf_op_defined(weft_dtype_t dtype, weft_op_t op)
 
 wf_reduce_fn wf_reduce_get(weft_dtype_t dtype, weft_op_t op)
 {
-    if (!wf_op_defined(dtype, op))
+    wf_reduce_fn portable = wf_reduce_get_portable(dtype, op);
+    if (!portable) /* out of range, or not defined for the dtype */
         return NULL;
     wf_reduce_fn fast = wf_reduce_x86_get(dtype, op == WEFT_AVG ? WEFT_SUM : op);
-    return fast ? fast : wf_reduce_get_portable(dtype, op);
+    return fast ? fast : portable;
 }
 
 void wf_reduce(void *dst, const void *a, const void *b, size_t n,
