@@ -9,7 +9,10 @@
  *  - Buffers passed to a collective belong to the caller and must stay valid
  *    (and, for send buffers, unchanged) until the operation completes: for a
  *    blocking call until it returns, for a non-blocking call until weft_test
- *    reports completion or weft_wait returns.
+ *    reports completion or weft_wait returns.  An operation that failed
+ *    may leave receives posted that a late message still fills: its
+ *    buffers stay the library's until the communicator is aborted or
+ *    destroyed (as a failed NCCL communicator is aborted).
  *  - Argument order follows NCCL: send buffer, receive buffer, count, dtype,
  *    op or root, communicator.  sendbuf == recvbuf means in place.
  *  - A communicator may be used from several threads, but collectives must be
@@ -365,6 +368,65 @@ WEFT_API weft_status_t weft_scatter(const void *sendbuf, void *recvbuf,
                                     size_t recvcount, weft_dtype_t dtype,
                                     int root, weft_comm_t comm);
 
+/* Vector collectives, as MPI's: a count per rank.  Counts and
+ * displacements are in elements of `dtype`; a block is `counts[r]`
+ * elements at element offset `displs[r]` of its buffer.  Blocks may be
+ * empty and laid out in any order, but receive blocks may not overlap
+ * (WEFT_ERR_INVALID_ARG).  Every rank passes the same recvcounts to
+ * weft_allgatherv and weft_reduce_scatterv (ranks that disagree get
+ * WEFT_ERR_MISMATCH); for weft_gatherv, weft_scatterv and weft_alltoallv a
+ * count given on one side that differs from the other side's is
+ * WEFT_ERR_MISMATCH naming both ranks.  Blocking and collective. */
+
+/* Rank r's `sendcount` elements go to every rank's recvbuf at displs[r];
+ * sendcount equals recvcounts[rank].  In place when sendbuf == recvbuf +
+ * displs[rank] elements. */
+WEFT_API weft_status_t weft_allgatherv(const void *sendbuf, size_t sendcount,
+                                       void *recvbuf,
+                                       const size_t *recvcounts,
+                                       const size_t *displs,
+                                       weft_dtype_t dtype, weft_comm_t comm);
+
+/* Rank r's `sendcount` elements go to the root's recvbuf at displs[r]
+ * (recvbuf, recvcounts and displs are read on the root only).  In place
+ * on the root when sendbuf == recvbuf + displs[root] elements. */
+WEFT_API weft_status_t weft_gatherv(const void *sendbuf, size_t sendcount,
+                                    void *recvbuf, const size_t *recvcounts,
+                                    const size_t *displs, weft_dtype_t dtype,
+                                    int root, weft_comm_t comm);
+
+/* The root's sendcounts[r] elements at displs[r] go to rank r's recvbuf
+ * (`recvcount` elements; sendbuf, sendcounts and displs are read on the
+ * root only).  In place on the root when recvbuf == sendbuf +
+ * displs[root] elements. */
+WEFT_API weft_status_t weft_scatterv(const void *sendbuf,
+                                     const size_t *sendcounts,
+                                     const size_t *displs, void *recvbuf,
+                                     size_t recvcount, weft_dtype_t dtype,
+                                     int root, weft_comm_t comm);
+
+/* Rank r sends sendcounts[p] elements at sdispls[p] to rank p, which
+ * stores them at rdispls[r] of its recvbuf; recvcounts[r] there equals
+ * sendcounts[p] here.  In place when sendbuf == recvbuf: the data to send
+ * is read with recvcounts and rdispls (sendcounts and sdispls are then
+ * ignored and may be NULL), as MPI_IN_PLACE. */
+WEFT_API weft_status_t weft_alltoallv(const void *sendbuf,
+                                      const size_t *sendcounts,
+                                      const size_t *sdispls, void *recvbuf,
+                                      const size_t *recvcounts,
+                                      const size_t *rdispls,
+                                      weft_dtype_t dtype, weft_comm_t comm);
+
+/* Reduces the sum of recvcounts elements of every rank's sendbuf with
+ * `op`; rank r receives block r (recvcounts[r] elements, the blocks lying
+ * one after another in sendbuf) in recvbuf.  In place when recvbuf ==
+ * sendbuf + the elements of the blocks before rank's. */
+WEFT_API weft_status_t weft_reduce_scatterv(const void *sendbuf,
+                                            void *recvbuf,
+                                            const size_t *recvcounts,
+                                            weft_dtype_t dtype, weft_op_t op,
+                                            weft_comm_t comm);
+
 /* A receive's `peer` that takes the first matching message from any rank
  * (weft_irecv, weft_recv_tag; weft_request_source tells which). */
 #define WEFT_ANY_SOURCE (-2)
@@ -445,6 +507,39 @@ WEFT_API weft_status_t weft_isend_tag(const void *buf, size_t count,
 WEFT_API weft_status_t weft_irecv_tag(void *buf, size_t count,
                                       weft_dtype_t dtype, int peer, int tag,
                                       weft_comm_t comm, weft_request_t *req);
+
+/* The vector collectives' non-blocking twins.  The count and
+ * displacement arrays are read before the call returns. */
+WEFT_API weft_status_t weft_iallgatherv(const void *sendbuf, size_t sendcount,
+                                        void *recvbuf,
+                                        const size_t *recvcounts,
+                                        const size_t *displs,
+                                        weft_dtype_t dtype, weft_comm_t comm,
+                                        weft_request_t *req);
+WEFT_API weft_status_t weft_igatherv(const void *sendbuf, size_t sendcount,
+                                     void *recvbuf, const size_t *recvcounts,
+                                     const size_t *displs, weft_dtype_t dtype,
+                                     int root, weft_comm_t comm,
+                                     weft_request_t *req);
+WEFT_API weft_status_t weft_iscatterv(const void *sendbuf,
+                                      const size_t *sendcounts,
+                                      const size_t *displs, void *recvbuf,
+                                      size_t recvcount, weft_dtype_t dtype,
+                                      int root, weft_comm_t comm,
+                                      weft_request_t *req);
+WEFT_API weft_status_t weft_ialltoallv(const void *sendbuf,
+                                       const size_t *sendcounts,
+                                       const size_t *sdispls, void *recvbuf,
+                                       const size_t *recvcounts,
+                                       const size_t *rdispls,
+                                       weft_dtype_t dtype, weft_comm_t comm,
+                                       weft_request_t *req);
+WEFT_API weft_status_t weft_ireduce_scatterv(const void *sendbuf,
+                                             void *recvbuf,
+                                             const size_t *recvcounts,
+                                             weft_dtype_t dtype, weft_op_t op,
+                                             weft_comm_t comm,
+                                             weft_request_t *req);
 
 /* Stream-ordered twins, as in NCCL: each enqueues the operation on a CUDA
  * stream (`stream` is a cudaStream_t) and returns at once without blocking

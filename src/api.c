@@ -24,7 +24,8 @@
 static bool is_rooted(wf_coll_t coll)
 {
     return coll == WF_COLL_BROADCAST || coll == WF_COLL_REDUCE ||
-           coll == WF_COLL_GATHER || coll == WF_COLL_SCATTER;
+           coll == WF_COLL_GATHER || coll == WF_COLL_SCATTER ||
+           coll == WF_COLL_GATHERV || coll == WF_COLL_SCATTERV;
 }
 
 static bool is_blocked(wf_coll_t coll) /* buffers of size * count */
@@ -207,6 +208,10 @@ static weft_status_t launch(wf_comm_impl_t *c, const call_t *k,
     } else {
         WEFT_CHECK_GOTO(wf_plan_cache_get(&c->plans, &lookup, c->cfg.algo,
                                           &req->built), st, err);
+        /* The vector collectives' counts were the caller's, read only
+         * while the plan was built. */
+        req->args.vcounts = req->args.vdispls = NULL;
+        req->args.vscounts = req->args.vsdispls = NULL;
         req->algo_name = req->built->algo_name;
         req->algo_id = req->built->algo_id;
         req->plan = &req->built->plan;
@@ -252,10 +257,14 @@ static weft_status_t start_on(wf_comm_impl_t *c, const call_t *k,
     a.link_mbps = (int)c->cfg.link_mbps;
     a.single_copy_min = c->single_copy_min;
     a.nodes = c->nodes > 1 ? &c->nodemap : NULL;
+    bool vector = wf_coll_is_vector(k->coll);
+    if (vector)
+        WEFT_CHECK(wf_api_vector_args(k, &a));
     wf_coll_buffer_bytes(&a, &sb, &rb);
     WEFT_CHECK(check_buffer(k, "sendbuf", k->sendbuf, sb));
     WEFT_CHECK(check_buffer(k, "recvbuf", k->recvbuf, rb));
-    a.in_place = in_place(k, &a);
+    if (!vector)
+        a.in_place = in_place(k, &a);
     WEFT_CHECK(check_overlap(k, sb, rb, a.in_place));
     const wf_dev_ops_t *dev = NULL;
     int ordinal = -1;

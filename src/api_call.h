@@ -25,6 +25,10 @@ typedef struct {
     bool blocking; /* the caller waits right away and drives the engine */
     void *stream;  /* a device stream to enqueue on (api_stream.c), or NULL */
     weft_comm_t comm; /* the handle the call came with */
+    /* The vector collectives' per-rank counts and displacements
+     * (api_vector.c); NULL for the others. */
+    const size_t *counts, *displs;   /* the buffer with a block per rank */
+    const size_t *scounts, *sdispls; /* alltoallv's send buffer */
 } call_t;
 
 #define CALL(name, coll_, sb_, rb_, count_, dtype_, op_, root_, peer_)         \
@@ -40,5 +44,12 @@ typedef struct {
  * stream and holds the stream's later work until it ends. */
 weft_status_t wf_api_start(weft_comm_t comm, const call_t *k,
                            weft_request_t *req);
+
+/* The vector collectives' part of the arguments (api_vector.c): checks
+ * the counts and displacements (each failure logged with its cause) and
+ * fills a->vcounts ... a->vrecv_bytes, a->count (this rank's own block,
+ * or for alltoallv all it sends) and a->in_place.  The rest of `a` is
+ * filled already. */
+weft_status_t wf_api_vector_args(const call_t *k, wf_coll_args_t *a);
 
 #endif /* WF_API_CALL_H */

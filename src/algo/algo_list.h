@@ -40,6 +40,12 @@ WF_ALGO_DECLARE(barrier_dissemination)
 WF_ALGO_DECLARE(allgather_hier)
 WF_ALGO_DECLARE(reducescatter_hier)
 WF_ALGO_DECLARE(barrier_hier)
+/* -- vector collectives: a count per rank -- */
+WF_ALGO_DECLARE(allgatherv_ring)
+WF_ALGO_DECLARE(gatherv_linear)
+WF_ALGO_DECLARE(scatterv_linear)
+WF_ALGO_DECLARE(alltoallv_pairwise)
+WF_ALGO_DECLARE(reducescatterv_ring)
 /* point-to-point */
 WF_ALGO_DECLARE(p2p_send)
 WF_ALGO_DECLARE(p2p_recv)

@@ -15,6 +15,11 @@ static const char *const coll_names[WF_COLL_MAX] = {
     [WF_COLL_BARRIER] = "barrier",
     [WF_COLL_GATHER] = "gather",
     [WF_COLL_SCATTER] = "scatter",
+    [WF_COLL_ALLGATHERV] = "allgatherv",
+    [WF_COLL_GATHERV] = "gatherv",
+    [WF_COLL_SCATTERV] = "scatterv",
+    [WF_COLL_ALLTOALLV] = "alltoallv",
+    [WF_COLL_REDUCE_SCATTERV] = "reducescatterv",
 };
 
 const char *wf_coll_name(wf_coll_t coll)
@@ -25,7 +30,7 @@ const char *wf_coll_name(wf_coll_t coll)
 bool wf_coll_reduces(wf_coll_t coll)
 {
     return coll == WF_COLL_ALLREDUCE || coll == WF_COLL_REDUCE ||
-           coll == WF_COLL_REDUCE_SCATTER;
+           coll == WF_COLL_REDUCE_SCATTER || coll == WF_COLL_REDUCE_SCATTERV;
 }
 
 void wf_coll_buffer_bytes(const wf_coll_args_t *a, uint64_t *send_bytes,
@@ -46,7 +51,12 @@ void wf_coll_buffer_bytes(const wf_coll_args_t *a, uint64_t *send_bytes,
     case WF_COLL_BARRIER: s = r = 0; break;
     case WF_COLL_GATHER: r = root ? all : 0; break;
     case WF_COLL_SCATTER: s = root ? all : 0; break;
-    default: break;
+    default:
+        if (wf_coll_is_vector(a->coll)) {
+            s = a->vsend_bytes;
+            r = a->vrecv_bytes;
+        }
+        break;
     }
     *send_bytes = s;
     *recv_bytes = r;

@@ -26,6 +26,11 @@ typedef enum {
     WF_COLL_BARRIER = 9,
     WF_COLL_GATHER = 10,
     WF_COLL_SCATTER = 11,
+    WF_COLL_ALLGATHERV = 12,
+    WF_COLL_GATHERV = 13,
+    WF_COLL_SCATTERV = 14,
+    WF_COLL_ALLTOALLV = 15,
+    WF_COLL_REDUCE_SCATTERV = 16,
     WF_COLL_MAX
 } wf_coll_t;
 
@@ -66,12 +71,35 @@ typedef struct wf_coll_args {
      * node-aware algorithms, src/algo/hier_*.c); NULL otherwise.  Owned by
      * the communicator. */
     const struct wf_node_map *nodes;
+    /* The vector collectives (wf_coll_is_vector): per-rank counts and
+     * displacements in elements, as weft.h takes them.  vcounts/vdispls
+     * describe the buffer with one block per rank (the receive buffer of
+     * allgatherv, gatherv and alltoallv, the send buffer of scatterv and
+     * reduce_scatterv, whose blocks are contiguous: vdispls NULL);
+     * vscounts/vsdispls alltoallv's send buffer.  They point into the
+     * caller's arrays and are read only while the plan is built (such
+     * plans are never cached, and the request's copy has them NULL).
+     * vdigest sums up vcounts where every rank passes the same array
+     * (allgatherv, reduce_scatterv) and goes into the message signature,
+     * so ranks that disagree fail with WEFT_ERR_MISMATCH; elsewhere each
+     * message's length is checked against what its receiver expects.
+     * vsend_bytes/vrecv_bytes are the buffers' extents. */
+    const size_t *vcounts, *vdispls;
+    const size_t *vscounts, *vsdispls;
+    uint64_t vdigest;
+    uint64_t vsend_bytes, vrecv_bytes;
 } wf_coll_args_t;
 
 /* Sizes in bytes of the send and receive buffers the plan may touch on
  * this rank (0 for a buffer the rank does not use). */
 void wf_coll_buffer_bytes(const wf_coll_args_t *args, uint64_t *send_bytes,
                           uint64_t *recv_bytes);
+
+/* Whether the collective takes per-rank counts (allgatherv ...). */
+static inline bool wf_coll_is_vector(wf_coll_t coll)
+{
+    return coll >= WF_COLL_ALLGATHERV && coll <= WF_COLL_REDUCE_SCATTERV;
+}
 
 /* Whether the collective combines values with args->op. */
 bool wf_coll_reduces(wf_coll_t coll);

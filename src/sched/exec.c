@@ -561,7 +561,8 @@ void wf_exec_describe_wait(wf_engine_t *e, struct weft_request *req,
 }
 
 /* sig[0]: collective | dtype << 8 | op << 16 | algorithm << 24 |
- * root << 32; sig[1]: element count.  Send and receive share one
+ * root << 32; sig[1]: element count (the vector collectives: the digest
+ * of the counts every rank passes alike, or 0).  Send and receive share one
  * collective code so that the two sides of a point-to-point message compare
  * equal; op and root are zero where they do not apply. */
 void wf_sig_make(const struct weft_request *req, uint64_t sig[2])
@@ -577,7 +578,7 @@ void wf_sig_of(const wf_coll_args_t *a, unsigned algo_id, uint64_t sig[2])
     uint64_t root = a->root >= 0 && !p2p ? (uint64_t)(uint32_t)a->root : 0;
     sig[0] = coll | (uint64_t)a->dtype << 8 | op << 16 |
              (uint64_t)algo_id << 24 | root << 32;
-    sig[1] = a->count;
+    sig[1] = wf_coll_is_vector(a->coll) ? a->vdigest : a->count;
 }
 
 void wf_sig_describe(const uint64_t sig[2], char *buf, size_t len)
@@ -592,10 +593,18 @@ void wf_sig_describe(const uint64_t sig[2], char *buf, size_t len)
         snprintf(extra, sizeof(extra), ", %s",
                  wf_op_valid((int)op) ? wf_op_name((weft_op_t)op) : "?");
     if (coll == WF_COLL_BROADCAST || coll == WF_COLL_REDUCE ||
-        coll == WF_COLL_GATHER || coll == WF_COLL_SCATTER)
+        coll == WF_COLL_GATHER || coll == WF_COLL_SCATTER ||
+        coll == WF_COLL_GATHERV || coll == WF_COLL_SCATTERV)
         snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
                  ", root %u", root);
-    if (coll == WF_COLL_SEND)
+    if (coll == WF_COLL_ALLGATHERV || coll == WF_COLL_REDUCE_SCATTERV)
+        snprintf(buf, len, "%s(counts digest %016llx, %s%s, algorithm %u)",
+                 wf_coll_name((wf_coll_t)coll), (unsigned long long)sig[1],
+                 dt, extra, algo);
+    else if (wf_coll_is_vector((wf_coll_t)coll))
+        snprintf(buf, len, "%s(%s%s, algorithm %u)",
+                 wf_coll_name((wf_coll_t)coll), dt, extra, algo);
+    else if (coll == WF_COLL_SEND)
         snprintf(buf, len, "send/recv(count %llu, %s)",
                  (unsigned long long)sig[1], dt);
     else
