@@ -592,6 +592,22 @@ WEFT_API weft_status_t weft_recv_stream(void *buf, size_t count,
                                         weft_dtype_t dtype, int peer,
                                         weft_comm_t comm, void *stream);
 
+/* Grouped operations, as NCCL's group calls.  Between weft_group_start
+ * and weft_group_end, this thread's blocking collective and
+ * point-to-point calls, on any communicator, are recorded and return
+ * WEFT_OK at once; weft_group_end starts them all in the order they were
+ * made, lets them progress together and returns when every one has
+ * finished: the first failure, or WEFT_OK.  A halo exchange of sends and
+ * receives in any order is thus one step that cannot deadlock.  Buffers
+ * must stay valid until weft_group_end returns (count arrays are copied
+ * when recorded); a grouped receive from WEFT_ANY_SOURCE does not report
+ * its sender.  Non-blocking and stream-ordered forms inside a group are
+ * refused with WEFT_ERR_INVALID_USAGE.  Groups nest: only the outermost
+ * end runs them.  Calls from other threads are not part of the group.
+ * weft_group_end without a start is WEFT_ERR_INVALID_USAGE. */
+WEFT_API weft_status_t weft_group_start(void);
+WEFT_API weft_status_t weft_group_end(void);
+
 /* Non-blocking completion check: WEFT_INPROGRESS while running, otherwise the
  * operation's final status (WEFT_OK or its error).  Thread-safe. */
 WEFT_API weft_status_t weft_test(weft_request_t req);

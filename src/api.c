@@ -301,6 +301,8 @@ static weft_status_t start_on(wf_comm_impl_t *c, const call_t *k,
 weft_status_t wf_api_start(weft_comm_t comm, const call_t *k,
                            weft_request_t *req)
 {
+    if (wf_group_active())
+        return wf_group_record(comm, k, req);
     wf_comm_impl_t *c;
     WEFT_CHECK(wf_comm_get(comm, k->fn, &c));
     call_t call = *k;
@@ -365,7 +367,7 @@ static weft_status_t p2p(const char *fn, wf_coll_t coll, const void *sbuf,
     k.blocking = true;
     weft_request_t own = NULL;
     weft_status_t st = wf_api_start(comm, &k, &own);
-    if (st < 0)
+    if (st < 0 || !own) /* !own: recorded in a group (group.c) */
         return st;
     st = weft_wait(own);
     if (st == WEFT_OK && source)

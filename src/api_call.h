@@ -52,4 +52,10 @@ weft_status_t wf_api_start(weft_comm_t comm, const call_t *k,
  * filled already. */
 weft_status_t wf_api_vector_args(const call_t *k, wf_coll_args_t *a);
 
+/* Grouped calls (group.c): whether this thread is inside a group, and
+ * recording a call there (started at weft_group_end; *req NULL). */
+bool wf_group_active(void);
+weft_status_t wf_group_record(weft_comm_t comm, const call_t *k,
+                              weft_request_t *req);
+
 #endif /* WF_API_CALL_H */
