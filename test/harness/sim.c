@@ -21,6 +21,7 @@ typedef struct {
     uint64_t sb, rb;
     wf_plan_index_t ix;
     uint32_t ndone;
+    size_t *varrays;   /* a vector case's counts and displacements */
 } srank_t;
 
 /* A message, or a receive waiting for one, keyed by (src, dst, tag). */
@@ -234,6 +235,7 @@ static void sim_free(sim_t *s)
         srank_t *k = &s->ranks[r];
         free(k->base);
         free(k->buf[WF_BUF_SCRATCH]);
+        free(k->varrays);
         wf_plan_index_free(&k->ix);
         wf_plan_free(&k->plan);
     }
@@ -267,16 +269,16 @@ static void setup_map(sim_t *s, const wf_sim_case_t *c)
     free(node_of);
 }
 
-static bool sim_setup(sim_t *s, const wf_algo_t *algo, const wf_sim_case_t *c)
+/* Builds every rank's plan, each rank laid out by setup(k, arg, r);
+ * false when the algorithm declines the case. */
+static bool sim_build(sim_t *s, const wf_algo_t *algo, int size,
+                      weft_dtype_t dtype, weft_op_t op,
+                      void (*setup)(srank_t *k, const void *arg, int r),
+                      const void *arg)
 {
-    memset(s, 0, sizeof(*s));
-    s->size = c->size;
-    s->held = -1;
-    s->ranks = calloc((size_t)c->size, sizeof(srank_t));
-    setup_map(s, c);
-    for (int r = 0; r < c->size; r++) {
+    for (int r = 0; r < size; r++) {
         srank_t *k = &s->ranks[r];
-        setup_rank(k, c, r);
+        setup(k, arg, r);
         if (s->map.nodes > 1)
             k->args.nodes = &s->map;
         if (!algo->supports(&k->args)) {
@@ -284,14 +286,29 @@ static bool sim_setup(sim_t *s, const wf_algo_t *algo, const wf_sim_case_t *c)
             sim_free(s);
             return false;
         }
-        wf_plan_init(&k->plan, c->dtype, c->op, k->args.elem_size, c->size);
+        wf_plan_init(&k->plan, dtype, op, k->args.elem_size, size);
         ASSERT_OK(algo->build(&k->args, &k->plan));
-        ASSERT_OK(wf_plan_validate(&k->plan, c->size, k->sb, k->rb));
+        ASSERT_OK(wf_plan_validate(&k->plan, size, k->sb, k->rb));
         k->buf[WF_BUF_SCRATCH] = malloc(k->plan.scratch_bytes + 8);
     }
-    for (int r = 0; r < c->size; r++)
+    for (int r = 0; r < size; r++)
         index_rank(s, r);
     return true;
+}
+
+static void setup_plain(srank_t *k, const void *c, int r)
+{
+    setup_rank(k, c, r);
+}
+
+static bool sim_setup(sim_t *s, const wf_algo_t *algo, const wf_sim_case_t *c)
+{
+    memset(s, 0, sizeof(*s));
+    s->size = c->size;
+    s->held = -1;
+    s->ranks = calloc((size_t)c->size, sizeof(srank_t));
+    setup_map(s, c);
+    return sim_build(s, algo, c->size, c->dtype, c->op, setup_plain, c);
 }
 
 static void expect_all_done(sim_t *s, const wf_algo_t *algo,
@@ -438,4 +455,232 @@ void wf_sim_matrix(const wf_algo_t *algo, int max_size)
                         }
                 }
     }
+}
+
+/* ---- vector collectives ------------------------------------------------ */
+
+/* How many elements rank `from` sends rank `to` in case c. */
+static size_t vcount(const wf_sim_vcase_t *c, int from, int to)
+{
+    if (c->coll == WF_COLL_ALLTOALLV)
+        return c->counts[(size_t)from * (size_t)c->size + (size_t)to];
+    return c->counts[c->coll == WF_COLL_SCATTERV ? to : from];
+}
+
+/* Element i of what `from` sends `to` (reduce-scatterv: of from's whole
+ * input, `to` unused), small enough for every dtype the cases use. */
+static int32_t vval(int from, int to, size_t i)
+{
+    return (int32_t)((from * 31 + to * 7 + (int)(i % 1009) * 3) % 113);
+}
+
+/* Blocks of `counts` in reverse rank order, `gap` elements before each;
+ * the extent in elements. */
+static size_t vlay(const size_t *counts, size_t *displs, int n, size_t gap)
+{
+    size_t at = 0;
+    for (int r = n - 1; r >= 0; r--) {
+        at += gap;
+        displs[r] = at;
+        at += counts[r];
+    }
+    return at + gap;
+}
+
+static void vput(char *buf, size_t i, int32_t v)
+{
+    memcpy(buf + i * sizeof(v), &v, sizeof(v));
+}
+
+static int32_t vget(const char *buf, size_t i)
+{
+    int32_t v;
+    memcpy(&v, buf + i * sizeof(v), sizeof(v));
+    return v;
+}
+
+/* Rank r's buffers, arrays and input for vector case c (int32). */
+static void setup_vrank(srank_t *k, const void *arg, int r)
+{
+    const wf_sim_vcase_t *c = arg;
+    int n = c->size;
+    size_t es = sizeof(int32_t);
+    wf_coll_args_t *a = &k->args;
+    *a = (wf_coll_args_t){.coll = c->coll, .dtype = WEFT_INT32, .op = c->op,
+                          .elem_size = es, .peer = -1, .root = c->root,
+                          .rank = r, .size = n,
+                          .chunk_bytes = c->chunk_bytes};
+    k->varrays = calloc(4 * (size_t)n, sizeof(size_t));
+    size_t *rc = k->varrays, *rd = rc + n, *sc = rd + n, *sd = sc + n;
+    for (int p = 0; p < n; p++) {
+        rc[p] = c->coll == WF_COLL_ALLTOALLV ? vcount(c, p, r) : c->counts[p];
+        sc[p] = vcount(c, r, p);
+    }
+    size_t rlen = vlay(rc, rd, n, 2), slen = 0, own = 0;
+    bool root = r == c->root;
+    bool ip = c->in_place && (root || (c->coll != WF_COLL_GATHERV &&
+                                       c->coll != WF_COLL_SCATTERV));
+    switch (c->coll) {
+    case WF_COLL_ALLGATHERV: case WF_COLL_GATHERV:
+        a->count = c->counts[r];
+        own = rd[r];
+        slen = a->count;
+        if (c->coll == WF_COLL_GATHERV && !root)
+            rlen = 0;
+        break;
+    case WF_COLL_SCATTERV:
+        a->count = c->counts[r];
+        slen = root ? rlen : 0;
+        own = rd[r];
+        rlen = a->count;
+        break;
+    case WF_COLL_ALLTOALLV:
+        for (int p = 0; p < n; p++, slen += 1) { /* forward, a gap of 1 */
+            sd[p] = slen;
+            slen += sc[p];
+        }
+        for (int p = 0; p < n; p++)
+            a->count += sc[p];
+        break;
+    default: /* reduce-scatterv: contiguous input */
+        for (int p = 0; p < n; p++) {
+            if (p == r)
+                own = slen;
+            slen += c->counts[p];
+        }
+        a->count = c->counts[r];
+        rlen = a->count;
+        break;
+    }
+    a->in_place = ip;
+    a->vcounts = c->coll == WF_COLL_REDUCE_SCATTERV ? c->counts : rc;
+    a->vdispls = c->coll == WF_COLL_REDUCE_SCATTERV ? NULL : rd;
+    if ((c->coll == WF_COLL_GATHERV || c->coll == WF_COLL_SCATTERV) && !root)
+        a->vcounts = a->vdispls = NULL;
+    if (c->coll == WF_COLL_ALLTOALLV) {
+        a->vscounts = ip ? rc : sc;
+        a->vsdispls = ip ? rd : sd;
+        if (ip)
+            slen = rlen;
+    }
+    a->vsend_bytes = slen * es;
+    a->vrecv_bytes = rlen * es;
+    wf_coll_buffer_bytes(a, &k->sb, &k->rb);
+    uint64_t total = k->sb + k->rb + 64;
+    k->base = malloc(total);
+    memset(k->base, 0x5a, total);
+    k->buf[WF_BUF_SEND] = k->base;
+    k->buf[WF_BUF_RECV] = k->base + k->sb + 32;
+    if (ip) { /* the layouts weft.h defines as in place */
+        if (c->coll == WF_COLL_ALLGATHERV || c->coll == WF_COLL_GATHERV) {
+            k->buf[WF_BUF_RECV] = k->base;
+            k->buf[WF_BUF_SEND] = k->base + own * es;
+        } else if (c->coll == WF_COLL_SCATTERV ||
+                   c->coll == WF_COLL_REDUCE_SCATTERV) {
+            k->buf[WF_BUF_RECV] = k->base + own * es;
+        } else {
+            k->buf[WF_BUF_RECV] = k->base;
+        }
+    }
+    char *in = k->buf[WF_BUF_SEND];
+    switch (c->coll) {
+    case WF_COLL_ALLGATHERV: case WF_COLL_GATHERV:
+        for (size_t i = 0; i < a->count; i++)
+            vput(in, i, vval(r, r, i));
+        break;
+    case WF_COLL_SCATTERV:
+        for (int p = 0; p < n && root; p++)
+            for (size_t i = 0; i < rc[p]; i++)
+                vput(in, rd[p] + i, vval(r, p, i));
+        break;
+    case WF_COLL_ALLTOALLV:
+        for (int p = 0; p < n; p++)
+            for (size_t i = 0; i < a->vscounts[p]; i++)
+                vput(in, a->vsdispls[p] + i, vval(r, p, i));
+        break;
+    default:
+        for (size_t j = 0; j < slen; j++)
+            vput(in, j, vval(r, 0, j));
+        break;
+    }
+}
+
+/* What rank r must hold at element i of its receive buffer, or false
+ * where nothing is defined (gaps, and the in-place input around a
+ * block, which the plan must leave alone: checked as unchanged below). */
+static bool vwant(const wf_sim_vcase_t *c, const srank_t *k, int r, size_t i,
+                  int32_t *want)
+{
+    const size_t *rc = k->varrays, *rd = rc + c->size;
+    if (c->coll == WF_COLL_SCATTERV) {
+        *want = vval(c->root, r, i);
+        return true;
+    }
+    if (c->coll == WF_COLL_REDUCE_SCATTERV) {
+        size_t before = 0;
+        for (int p = 0; p < r; p++)
+            before += c->counts[p];
+        int64_t acc = c->op == WEFT_MAX ? INT32_MIN : 0;
+        for (int p = 0; p < c->size; p++) {
+            int32_t v = vval(p, 0, before + i);
+            acc = c->op == WEFT_MAX ? (v > acc ? v : acc) : acc + v;
+        }
+        *want = (int32_t)acc;
+        return true;
+    }
+    for (int p = 0; p < c->size; p++) {
+        if (i >= rd[p] && i < rd[p] + rc[p]) {
+            size_t e = i - rd[p];
+            *want = c->coll == WF_COLL_ALLTOALLV ? vval(p, r, e)
+                                                 : vval(p, p, e);
+            return true;
+        }
+    }
+    return false;
+}
+
+bool wf_sim_check_vector(const wf_algo_t *algo, const wf_sim_vcase_t *c,
+                         unsigned seed)
+{
+    sim_t s;
+    srand(seed);
+    memset(&s, 0, sizeof(s));
+    s.size = c->size;
+    s.held = -1;
+    s.ranks = calloc((size_t)c->size, sizeof(srank_t));
+    if (!sim_build(&s, algo, c->size, WEFT_INT32, c->op, setup_vrank, c))
+        return false;
+    run_ready(&s);
+    for (int r = 0; r < c->size; r++)
+        if (s.ranks[r].ndone != s.ranks[r].plan.nsteps)
+            wf_test_fail(__FILE__, __LINE__, "%s/%s on %d ranks: deadlock, "
+                         "rank %d did %u of %u steps", wf_coll_name(c->coll),
+                         algo->name, c->size, r, s.ranks[r].ndone,
+                         s.ranks[r].plan.nsteps);
+    for (int r = 0; r < c->size; r++) {
+        srank_t *k = &s.ranks[r];
+        size_t wrong = 0, n = k->rb / sizeof(int32_t);
+        for (size_t i = 0; i < n; i++) {
+            int32_t want, got = vget(k->buf[WF_BUF_RECV], i);
+            if (!vwant(c, k, r, i, &want)) {
+                /* A gap: untouched (0x5a bytes), unless in place, where
+                 * it is the rank's other input and may hold anything the
+                 * caller put there; none of it may change. */
+                if (k->args.in_place)
+                    continue;
+                want = 0x5a5a5a5a;
+            }
+            if (got != want && wrong++ < 3)
+                fprintf(stderr, "rank %d element %zu is %d, expected %d\n",
+                        r, i, got, want);
+        }
+        if (wrong)
+            wf_test_fail(__FILE__, __LINE__, "%s/%s: rank %d of %d, %s, "
+                         "seed %u: %zu wrong", wf_coll_name(c->coll),
+                         algo->name, r, c->size,
+                         k->args.in_place ? "in place" : "out of place",
+                         seed, wrong);
+    }
+    sim_free(&s);
+    return true;
 }

@@ -49,4 +49,23 @@ void wf_sim_matrix(const wf_algo_t *algo, int max_size);
  * completes its plan. */
 void wf_sim_check_barrier(const wf_algo_t *algo, int size);
 
+/* A vector collective's case, int32 elements: counts[r] for rank r's
+ * block (allgatherv, gatherv, scatterv, reduce_scatterv), or for
+ * alltoallv a size x size matrix, counts[from * size + to] (symmetric
+ * for in place).  Blocks lie in reverse rank order with gaps, which must
+ * stay untouched. */
+typedef struct {
+    wf_coll_t coll;
+    int size;
+    weft_op_t op;     /* reduce_scatterv: WEFT_SUM or WEFT_MAX */
+    int root;
+    bool in_place;
+    size_t chunk_bytes;
+    const size_t *counts;
+} wf_sim_vcase_t;
+
+/* Runs and checks one vector case as wf_sim_check does. */
+bool wf_sim_check_vector(const wf_algo_t *algo, const wf_sim_vcase_t *c,
+                         unsigned seed);
+
 #endif /* WF_SIM_H */
