@@ -254,6 +254,23 @@ const char *cu_algo_of(weft_comm_t comm, int coll, size_t count,
                                                              : "?";
 }
 
+size_t cu_check_coll(int coll, int size, size_t count, weft_dtype_t d,
+                     weft_op_t op, int root, int r, const void *recv,
+                     size_t elems, const char *what)
+{
+    size_t wrong = 0;
+    for (size_t i = 0; i < elems; i++) {
+        double want, got = cu_get(recv, d, i);
+        if (!cu_expected(coll, size, count, d, op, root, r, i, &want) ||
+            got == want)
+            continue;
+        if (wrong++ < 3)
+            fprintf(stderr, "%s: element %zu is %g, expected %g\n", what, i,
+                    got, want);
+    }
+    return wrong;
+}
+
 size_t cu_check_allreduce(const void *recv, size_t count, int size,
                           weft_op_t op, weft_dtype_t d, const char *what)
 {
