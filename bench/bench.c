@@ -42,7 +42,7 @@ static void usage(FILE *out)
         "                buffers then weigh little against the loop)\n"
         "  -d DTYPE      int8 uint8 int16 uint16 int32 uint32 int64 uint64 "
         "half bfloat16\n"
-        "                float double\n"
+        "                float double f8e4m3 f8e5m2\n"
         "  -o OP         sum prod min max avg, and on integers band bor bxor "
         "land lor\n"
         "                (default sum)\n"

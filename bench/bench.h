@@ -154,6 +154,7 @@ size_t bench_dtype_size(weft_dtype_t dtype);
 const char *bench_dtype_name(weft_dtype_t dtype);
 const char *bench_op_name(weft_op_t op);
 bool bench_dtype_is_float(weft_dtype_t dtype); /* no bitwise ops on these */
+bool bench_dtype_is_fp8(weft_dtype_t dtype);
 bool bench_parse_dtype(const char *s, weft_dtype_t *dtype);
 bool bench_parse_op(const char *s, weft_op_t *op);
 void bench_put(void *buf, weft_dtype_t d, size_t i, double v);

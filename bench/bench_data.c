@@ -22,6 +22,7 @@ static const struct {
     [WEFT_INT64] = {"int64", 8},    [WEFT_UINT64] = {"uint64", 8},
     [WEFT_FLOAT16] = {"half", 2},   [WEFT_BFLOAT16] = {"bfloat16", 2},
     [WEFT_FLOAT32] = {"float", 4},  [WEFT_FLOAT64] = {"double", 8},
+    [WEFT_FLOAT8_E4M3] = {"f8e4m3", 1}, [WEFT_FLOAT8_E5M2] = {"f8e5m2", 1},
 };
 static const char *const ops[WEFT_OP_COUNT] = {
     "sum", "prod", "min", "max", "avg", "band", "bor", "bxor", "land", "lor"};
@@ -32,7 +33,12 @@ const char *bench_op_name(weft_op_t op) { return ops[op]; }
 bool bench_dtype_is_float(weft_dtype_t d)
 {
     return d == WEFT_FLOAT16 || d == WEFT_BFLOAT16 || d == WEFT_FLOAT32 ||
-           d == WEFT_FLOAT64;
+           d == WEFT_FLOAT64 || bench_dtype_is_fp8(d);
+}
+
+bool bench_dtype_is_fp8(weft_dtype_t d)
+{
+    return d == WEFT_FLOAT8_E4M3 || d == WEFT_FLOAT8_E5M2;
 }
 
 bool bench_parse_dtype(const char *s, weft_dtype_t *d)
@@ -44,7 +50,9 @@ bool bench_parse_dtype(const char *s, weft_dtype_t *d)
                    {"float16", WEFT_FLOAT16}, {"fp16", WEFT_FLOAT16},
                    {"bf16", WEFT_BFLOAT16},   {"float64", WEFT_FLOAT64},
                    {"fp64", WEFT_FLOAT64},    {"int", WEFT_INT32},
-                   {"char", WEFT_INT8}};
+                   {"char", WEFT_INT8},
+                   {"float8_e4m3", WEFT_FLOAT8_E4M3},
+                   {"float8_e5m2", WEFT_FLOAT8_E5M2}};
     for (int i = 0; i < WEFT_DTYPE_COUNT; i++)
         if (strcmp(s, dtypes[i].name) == 0)
             return *d = (weft_dtype_t)i, true;
@@ -83,6 +91,36 @@ static double half_to_double(uint16_t h)
     return h & 0x8000 ? -v : v;
 }
 
+/* The float8 formats from their definition (mant mantissa bits, exponent
+ * bias): v rounded to nearest even and saturated at `top`, the largest
+ * finite pattern, as the library rounds; finite values only, which is all
+ * the patterns hold.  (weft-bench sees the public API alone, so not the
+ * library's fp8.h.) */
+static uint8_t to_fp8(double v, int mant, int bias, uint8_t top)
+{
+    uint8_t sign = signbit(v) ? 0x80 : 0;
+    int e;
+    double a = fabs(v);
+    frexp(a, &e); /* a = m * 2^e, m in [0.5, 1): a's exponent is e - 1 */
+    int exp = a == 0 || e - 1 < 1 - bias ? 1 - bias : e - 1;
+    /* The significand in units of the last place, rounded by nearbyint
+     * (ties to even); a carry into the next binade lands in the exponent. */
+    double q = nearbyint(ldexp(a, mant - exp));
+    unsigned code = a == 0 || e - 1 < 1 - bias
+                        ? (unsigned)q
+                        : ((unsigned)(exp + bias) << mant) +
+                              (unsigned)q - (1u << mant);
+    return sign | (uint8_t)(code > top ? top : code);
+}
+
+static double from_fp8(uint8_t b, int mant, int bias)
+{
+    int e = (b & 0x7f) >> mant, m = b & ((1 << mant) - 1);
+    double v = e == 0 ? ldexp(m, 1 - bias - mant)
+                      : ldexp((1 << mant) + m, e - bias - mant);
+    return b & 0x80 ? -v : v;
+}
+
 void bench_put(void *buf, weft_dtype_t d, size_t i, double v)
 {
     float f = (float)v;
@@ -102,6 +140,8 @@ void bench_put(void *buf, weft_dtype_t d, size_t i, double v)
         ((uint16_t *)buf)[i] = (uint16_t)(bits >> 16);
         break;
     case WEFT_FLOAT32: ((float *)buf)[i] = f; break;
+    case WEFT_FLOAT8_E4M3: ((uint8_t *)buf)[i] = to_fp8(f, 3, 7, 0x7e); break;
+    case WEFT_FLOAT8_E5M2: ((uint8_t *)buf)[i] = to_fp8(f, 2, 15, 0x7b); break;
     default: ((double *)buf)[i] = v; break;
     }
 }
@@ -125,6 +165,8 @@ double bench_get(const void *buf, weft_dtype_t d, size_t i)
         memcpy(&f, &bits, 4);
         return f;
     case WEFT_FLOAT32: return ((const float *)buf)[i];
+    case WEFT_FLOAT8_E4M3: return from_fp8(((const uint8_t *)buf)[i], 3, 7);
+    case WEFT_FLOAT8_E5M2: return from_fp8(((const uint8_t *)buf)[i], 2, 15);
     default: return ((const double *)buf)[i];
     }
 }
@@ -139,6 +181,11 @@ double bench_pattern(int rank, size_t i, weft_op_t op, weft_dtype_t d)
     bool is_unsigned = d == WEFT_UINT8 || d == WEFT_UINT16 ||
                        d == WEFT_UINT32 || d == WEFT_UINT64;
     size_t bit = (i + (size_t)rank) % 7;
+    /* fp8 holds few integers exactly (up to 16 in e4m3, 8 in e5m2): sum and
+     * avg get a 1 on at most one rank and 0 on the others, so that every
+     * partial sum is 0 or 1 on any number of ranks. */
+    if (bench_dtype_is_fp8(d) && (op == WEFT_SUM || op == WEFT_AVG))
+        return rank < 7 && (i + (size_t)rank) % 7 == 0 ? 1 : 0;
     switch (op) {
     case WEFT_PROD: return (i + (size_t)rank) % 5 == 0 ? 2 : 1;
     /* The bitwise and logical ops (integers only): all ones but one bit,

@@ -2,9 +2,10 @@
  * reduce.cu - element-wise reductions on device memory: one grid-stride
  * kernel template, instantiated per (dtype, op) from the per-element
  * operations the host table uses (src/reduce/reduce_ops.h), so GPU and CPU
- * results agree bit for bit.  float16 and bfloat16 are widened to float32,
- * combined and rounded back by the same code as on the host (half.h), not
- * by the hardware's conversions, whose NaN payloads could differ.
+ * results agree bit for bit.  float16, bfloat16 and the float8 types are
+ * widened to float32, combined and rounded back by the same code as on the
+ * host (half.h, fp8.h), not by the hardware's conversions, whose NaN
+ * payloads could differ.
  *
  * Memory is moved 16 bytes at a time: when dst, a and b sit at the same
  * offset from a 16-byte boundary, the elements before the first boundary
@@ -103,6 +104,14 @@ WF_ELEM_OP(F64Sum, double, WF_F64_ADD(x, y))
 WF_ELEM_OP(F64Prod, double, WF_F64_MUL(x, y))
 WF_ELEM_OP(F64Min, double, wf_min_f64(x, y))
 WF_ELEM_OP(F64Max, double, wf_max_f64(x, y))
+WF_ELEM_OP(E4M3Sum, uint8_t, WF_E4M3_ADD(x, y))
+WF_ELEM_OP(E4M3Prod, uint8_t, WF_E4M3_MUL(x, y))
+WF_ELEM_OP(E4M3Min, uint8_t, WF_E4M3_MIN(x, y))
+WF_ELEM_OP(E4M3Max, uint8_t, WF_E4M3_MAX(x, y))
+WF_ELEM_OP(E5M2Sum, uint8_t, WF_E5M2_ADD(x, y))
+WF_ELEM_OP(E5M2Prod, uint8_t, WF_E5M2_MUL(x, y))
+WF_ELEM_OP(E5M2Min, uint8_t, WF_E5M2_MIN(x, y))
+WF_ELEM_OP(E5M2Max, uint8_t, WF_E5M2_MAX(x, y))
 
 /* ---- the kernel -------------------------------------------------------- */
 
@@ -264,22 +273,19 @@ template <typename T, typename D> struct DivInt {
         return (T)((D)x / d);
     }
 };
-struct DivF16 {
-    typedef uint16_t type;
-    static __host__ __device__ __forceinline__ uint16_t apply(uint16_t x,
-                                                            float d)
-    {
-        return wf_f32_to_f16(wf_f16_to_f32(x) / d);
-    }
-};
-struct DivBF16 {
-    typedef uint16_t type;
-    static __host__ __device__ __forceinline__ uint16_t apply(uint16_t x,
-                                                            float d)
-    {
-        return wf_f32_to_bf16(wf_bf16_to_f32(x) / d);
-    }
-};
+/* The narrow floats: widen, divide in float32, round once. */
+#define WF_DIV_NARROW(NAME, T, WIDEN, NARROW)                                  \
+    struct NAME {                                                              \
+        typedef T type;                                                        \
+        static __host__ __device__ __forceinline__ T apply(T x, float d)       \
+        {                                                                      \
+            return NARROW(WIDEN(x) / d);                                       \
+        }                                                                      \
+    };
+WF_DIV_NARROW(DivF16, uint16_t, wf_f16_to_f32, wf_f32_to_f16)
+WF_DIV_NARROW(DivBF16, uint16_t, wf_bf16_to_f32, wf_f32_to_bf16)
+WF_DIV_NARROW(DivE4M3, uint8_t, wf_e4m3_to_f32, wf_f32_to_e4m3)
+WF_DIV_NARROW(DivE5M2, uint8_t, wf_e5m2_to_f32, wf_f32_to_e5m2)
 template <typename T> struct DivSame {
     typedef T type;
     static __host__ __device__ __forceinline__ T apply(T x, T d)
@@ -351,6 +357,12 @@ extern "C" int wf_cuda_reduce(void *dst, const void *a, const void *b,
     case WEFT_FLOAT64:
         return launch_float<F64Sum, F64Prod, F64Min, F64Max>(dst, a, b, n, op,
                                                              shape, stream);
+    case WEFT_FLOAT8_E4M3:
+        return launch_float<E4M3Sum, E4M3Prod, E4M3Min, E4M3Max>(
+            dst, a, b, n, op, shape, stream);
+    case WEFT_FLOAT8_E5M2:
+        return launch_float<E5M2Sum, E5M2Prod, E5M2Min, E5M2Max>(
+            dst, a, b, n, op, shape, stream);
     default:
         return -1;
     }
@@ -399,6 +411,12 @@ extern "C" int wf_cuda_avg_finish(void *buf, size_t n, weft_dtype_t dtype,
     case WEFT_FLOAT64:
         return launch_avg<DivSame<double>, double>(buf, n, (double)divisor,
                                                    shape, stream);
+    case WEFT_FLOAT8_E4M3:
+        return launch_avg<DivE4M3, float>(buf, n, (float)divisor, shape,
+                                          stream);
+    case WEFT_FLOAT8_E5M2:
+        return launch_avg<DivE5M2, float>(buf, n, (float)divisor, shape,
+                                          stream);
     default:
         return -1;
     }
@@ -410,7 +428,8 @@ extern "C" int wf_cuda_load_kernels(void)
      * bitwise and logical ones on floats, which have none. */
     for (int dt = 0; dt < WEFT_DTYPE_COUNT; dt++) {
         bool is_float = dt == WEFT_FLOAT16 || dt == WEFT_BFLOAT16 ||
-                        dt == WEFT_FLOAT32 || dt == WEFT_FLOAT64;
+                        dt == WEFT_FLOAT32 || dt == WEFT_FLOAT64 ||
+                        dt == WEFT_FLOAT8_E4M3 || dt == WEFT_FLOAT8_E5M2;
         for (int op = 0; op < WEFT_OP_COUNT; op++) {
             if (op == WEFT_AVG || (is_float && op >= WEFT_BAND))
                 continue;

@@ -83,13 +83,25 @@ typedef enum {
     WEFT_FLOAT64 = 9,
     WEFT_INT16 = 10,
     WEFT_UINT16 = 11,
-    WEFT_DTYPE_COUNT = 12
+    /* OCP FP8 (NCCL's ncclFloat8e4m3 / ncclFloat8e5m2).  e4m3 is the "fn"
+     * variant: 4 exponent bits (bias 7), 3 mantissa bits, no infinities,
+     * S.1111.111 the only NaN, largest finite 448.  e5m2: 5 exponent bits
+     * (bias 15), 2 mantissa bits, IEEE-like with infinities and NaNs,
+     * largest finite 57344. */
+    WEFT_FLOAT8_E4M3 = 12,
+    WEFT_FLOAT8_E5M2 = 13,
+    WEFT_DTYPE_COUNT = 14
 } weft_dtype_t;
 
 /*
  * Reduction operations.  Integers wrap on overflow.  For floating point,
  * min/max return NaN when either input is NaN and order -0 below +0;
  * float16/bfloat16 are computed in float32 and rounded to nearest even.
+ * The float8 types are computed in float32 too (every op, min and max
+ * included) and rounded to nearest even with saturation: a result beyond
+ * the largest finite value, an infinity included, becomes the largest
+ * finite value with its sign (CUDA's __NV_SATFINITE, as NCCL); NaN stays
+ * NaN.
  * WEFT_AVG sums and divides by the communicator size once at the end
  * (integer types: C division, truncating toward zero).
  * The bitwise ops (BAND, BOR, BXOR) and the logical ones (LAND, LOR, as

@@ -12,7 +12,8 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_ARCHS ?= 80 90
 CUDA_LIB := $(BUILD)/lib/libweft_cuda.so
 CUDA_BUILD := $(if $(filter 0,$(CUDA)),,$(if $(NVCC),$(CUDA_LIB)))
-CUDA_HDRS := $(wildcard cuda/*.h) src/reduce/half.h src/reduce/reduce_ops.h \
+CUDA_HDRS := $(wildcard cuda/*.h) src/reduce/half.h src/reduce/fp8.h \
+             src/reduce/reduce_ops.h \
              include/weft.h
 CUDA_DEPS := cuda/reduce.cu $(CUDA_HDRS)
 # One object per .cu, so that editing the device layer does not recompile

@@ -56,16 +56,21 @@ def _check(status, what, comm=None):
 # Buffers
 # ---------------------------------------------------------------------------
 
+# dtypes numpy has only through ml_dtypes
+_EXTENSION_NAMES = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
 _NUMPY_NAMES = {
     "int8": _lib.INT8, "uint8": _lib.UINT8, "int16": _lib.INT16,
     "uint16": _lib.UINT16, "int32": _lib.INT32,
     "uint32": _lib.UINT32, "int64": _lib.INT64, "uint64": _lib.UINT64,
     "float16": _lib.FLOAT16, "bfloat16": _lib.BFLOAT16,  # ml_dtypes' name
     "float32": _lib.FLOAT32, "float64": _lib.FLOAT64,
+    # ml_dtypes' names; its float8_e4m3 (no "fn") is the IEEE-like variant
+    # with infinities, another format, so it is left out
+    "float8_e4m3fn": _lib.FLOAT8_E4M3, "float8_e5m2": _lib.FLOAT8_E5M2,
 }
 # keyed by dtype objects: hashing one is much cheaper than dtype.name
 _NUMPY_DTYPES = {np.dtype(n): code for n, code in _NUMPY_NAMES.items()
-                 if n != "bfloat16"}
+                 if n not in _EXTENSION_NAMES}
 
 
 def as_array(obj):
@@ -88,14 +93,18 @@ def _reduce_dtype(arr, op, dtype=None):
     """(weft dtype, weft op, view) for a reduction over `arr`: the view is
     what weft reduces (complex numbers as pairs of reals; bool as uint8 with
     sum/max as logical or, prod/min as logical and, the bitwise and logical
-    ops as they are)."""
+    ops as they are).  numpy has no float8: dtype="float8_e4m3" or
+    "float8_e5m2" names the format of a one-byte array (uint8)."""
     op = _op(op)
     code = _lib.DTYPE_NAMES[dtype] if dtype is not None else \
         _NUMPY_DTYPES.get(arr.dtype)
+    if code in _FP8_CODES and arr.dtype.itemsize != 1:
+        raise TypeError("weft: %s takes one-byte arrays (uint8), got %s" %
+                        (dtype or arr.dtype.name, arr.dtype.name))
     name = None
     if code is None:
         name = arr.dtype.name
-        code = _NUMPY_NAMES.get(name)   # bfloat16 from ml_dtypes
+        code = _NUMPY_NAMES.get(name)   # bfloat16, float8 from ml_dtypes
     if op in _BITS_OPS and code in _FLOAT_CODES:
         raise TypeError("weft cannot reduce %s arrays with %s (bitwise and "
                         "logical ops take integer dtypes)" %
@@ -115,7 +124,9 @@ def _reduce_dtype(arr, op, dtype=None):
 
 
 _BITS_OPS = (_lib.BAND, _lib.BOR, _lib.BXOR, _lib.LAND, _lib.LOR)
-_FLOAT_CODES = (_lib.FLOAT16, _lib.BFLOAT16, _lib.FLOAT32, _lib.FLOAT64)
+_FP8_CODES = (_lib.FLOAT8_E4M3, _lib.FLOAT8_E5M2)
+_FLOAT_CODES = (_lib.FLOAT16, _lib.BFLOAT16, _lib.FLOAT32,
+                _lib.FLOAT64) + _FP8_CODES
 
 
 def _op(op):

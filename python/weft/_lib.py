@@ -34,15 +34,17 @@ INPROGRESS = 1
 INT8, UINT8, INT32, UINT32, INT64, UINT64 = 0, 1, 2, 3, 4, 5
 FLOAT16, BFLOAT16, FLOAT32, FLOAT64 = 6, 7, 8, 9
 INT16, UINT16 = 10, 11
+FLOAT8_E4M3, FLOAT8_E5M2 = 12, 13   # OCP FP8; e4m3 is the "fn" variant
 DTYPE_NAMES = {
     "int8": INT8, "uint8": UINT8, "int16": INT16, "uint16": UINT16,
     "int32": INT32, "uint32": UINT32, "int64": INT64, "uint64": UINT64,
     "float16": FLOAT16, "bfloat16": BFLOAT16, "float32": FLOAT32,
-    "float64": FLOAT64,
+    "float64": FLOAT64, "float8_e4m3": FLOAT8_E4M3,
+    "float8_e5m2": FLOAT8_E5M2,
 }
 DTYPE_SIZES = {INT8: 1, UINT8: 1, INT16: 2, UINT16: 2, INT32: 4, UINT32: 4,
                INT64: 8, UINT64: 8, FLOAT16: 2, BFLOAT16: 2, FLOAT32: 4,
-               FLOAT64: 8}
+               FLOAT64: 8, FLOAT8_E4M3: 1, FLOAT8_E5M2: 1}
 
 # weft_op_t; the bitwise and logical ops take integer dtypes only
 SUM, PROD, MIN, MAX, AVG = 0, 1, 2, 3, 4

@@ -18,6 +18,7 @@
 
 #include <strings.h>
 
+#include "reduce/fp8.h"
 #include "reduce/half.h"
 #include "reduce/reduce_ops.h"
 #include "reduce/reduce_x86.h"
@@ -123,6 +124,14 @@ WF_KERNEL(wf_reduce_float64_sum, double, WF_F64_ADD)
 WF_KERNEL(wf_reduce_float64_prod, double, WF_F64_MUL)
 WF_KERNEL(wf_reduce_float64_min, double, wf_min_f64)
 WF_KERNEL(wf_reduce_float64_max, double, wf_max_f64)
+WF_KERNEL(wf_reduce_float8_e4m3_sum, uint8_t, WF_E4M3_ADD)
+WF_KERNEL(wf_reduce_float8_e4m3_prod, uint8_t, WF_E4M3_MUL)
+WF_KERNEL(wf_reduce_float8_e4m3_min, uint8_t, WF_E4M3_MIN)
+WF_KERNEL(wf_reduce_float8_e4m3_max, uint8_t, WF_E4M3_MAX)
+WF_KERNEL(wf_reduce_float8_e5m2_sum, uint8_t, WF_E5M2_ADD)
+WF_KERNEL(wf_reduce_float8_e5m2_prod, uint8_t, WF_E5M2_MUL)
+WF_KERNEL(wf_reduce_float8_e5m2_min, uint8_t, WF_E5M2_MIN)
+WF_KERNEL(wf_reduce_float8_e5m2_max, uint8_t, WF_E5M2_MAX)
 
 /*
  * Every dtype: X(enum suffix, name, element size, INT or FLOAT).  The order
@@ -141,7 +150,9 @@ WF_KERNEL(wf_reduce_float64_max, double, wf_max_f64)
     X(FLOAT16, float16, 2, FLOAT)                                              \
     X(BFLOAT16, bfloat16, 2, FLOAT)                                            \
     X(FLOAT32, float32, 4, FLOAT)                                              \
-    X(FLOAT64, float64, 8, FLOAT)
+    X(FLOAT64, float64, 8, FLOAT)                                              \
+    X(FLOAT8_E4M3, float8_e4m3, 1, FLOAT)                                      \
+    X(FLOAT8_E5M2, float8_e5m2, 1, FLOAT)
 
 /* WEFT_AVG reduces with the sum kernel.  Floats have no bitwise or logical
  * kernels: their NULL entries are what makes an (op, dtype) pair undefined
@@ -220,6 +231,8 @@ WF_AVG_FLOAT(float16, uint16_t, float, wf_f16_to_f32, wf_f32_to_f16)
 WF_AVG_FLOAT(bfloat16, uint16_t, float, wf_bf16_to_f32, wf_f32_to_bf16)
 WF_AVG_FLOAT(float32, float, float, WF_SAME, WF_SAME)
 WF_AVG_FLOAT(float64, double, double, WF_SAME, WF_SAME)
+WF_AVG_FLOAT(float8_e4m3, uint8_t, float, wf_e4m3_to_f32, wf_f32_to_e4m3)
+WF_AVG_FLOAT(float8_e5m2, uint8_t, float, wf_e5m2_to_f32, wf_f32_to_e5m2)
 
 typedef void (*wf_avg_fn)(void *buf, size_t n, int divisor);
 
@@ -270,7 +283,8 @@ static const struct {
     {"half", WEFT_FLOAT16},   {"fp16", WEFT_FLOAT16},
     {"bf16", WEFT_BFLOAT16},  {"float", WEFT_FLOAT32},
     {"fp32", WEFT_FLOAT32},   {"double", WEFT_FLOAT64},
-    {"fp64", WEFT_FLOAT64},
+    {"fp64", WEFT_FLOAT64},   {"f8e4m3", WEFT_FLOAT8_E4M3},
+    {"f8e5m2", WEFT_FLOAT8_E5M2},
 };
 
 bool wf_dtype_valid(int dtype)

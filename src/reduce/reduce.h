@@ -6,6 +6,9 @@
  *  - integers wrap on overflow (computed in unsigned arithmetic);
  *  - float16 and bfloat16 are widened to float32, combined, and rounded back
  *    to nearest even;
+ *  - float8_e4m3 and float8_e5m2 likewise, every op, rounded back to
+ *    nearest even with saturation to the largest finite value (an e5m2
+ *    infinity included; fp8.h), NaN canonical as below (0x7f, 0x7e);
  *  - a NaN result of a float sum or product is the canonical quiet NaN
  *    (0x7e00, 0x7fc0, 0x7fc00000, 0x7ff8000000000000), whatever the inputs'
  *    payloads, so operand order, vector width and device never change bits;
@@ -52,7 +55,7 @@ bool wf_op_valid(int op);
 const char *wf_dtype_name(weft_dtype_t dtype); /* "float32", "bfloat16", ... */
 const char *wf_op_name(weft_op_t op);          /* "sum", "band", ... */
 /* Accept the names above (and nccl-tests aliases: float, half, bf16,
- * double, int, uint8...); false when unknown. */
+ * double, int, uint8, f8e4m3...); false when unknown. */
 bool wf_dtype_parse(const char *text, weft_dtype_t *dtype);
 bool wf_op_parse(const char *text, weft_op_t *op);
 

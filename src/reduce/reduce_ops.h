@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "reduce/fp8.h"
 #include "reduce/half.h"
 
 #define WF_ADD(x, y) ((x) + (y))
@@ -160,5 +161,63 @@ WF_HALF_INLINE uint16_t wf_canon_h16(uint16_t h, int32_t inf, uint16_t qnan)
 #define WF_BF16_MUL(x, y) WF_BF16_OP(WF_MUL, x, y)
 #define WF_BF16_MIN(x, y) wf_min_h16(x, y, 0x7f80, 0x7fc0)
 #define WF_BF16_MAX(x, y) wf_max_h16(x, y, 0x7f80, 0x7fc0)
+
+/*
+ * float8_e4m3 / float8_e5m2 sum and product: widen both operands to
+ * float32, combine, narrow once with rounding to nearest even and
+ * saturation (fp8.h).  A NaN becomes the
+ * format's canonical quiet NaN, 0x7f / 0x7e, for the reason given above
+ * wf_canon_f32; `inf` is the largest magnitude that is not a NaN.
+ */
+WF_HALF_INLINE uint8_t wf_canon_f8(uint8_t b, uint32_t inf, uint8_t qnan)
+{
+    return ((uint32_t)b & 0x7fu) > inf ? qnan : b;
+}
+
+#define WF_E4M3_OP(OP, x, y)                                                   \
+    wf_canon_f8(wf_f32_to_e4m3(OP(wf_e4m3_to_f32(x), wf_e4m3_to_f32(y))),     \
+                WF_E4M3_MAX_FINITE, WF_E4M3_NAN)
+#define WF_E5M2_OP(OP, x, y)                                                   \
+    wf_canon_f8(wf_f32_to_e5m2(OP(wf_e5m2_to_f32(x), wf_e5m2_to_f32(y))),     \
+                WF_E5M2_INF, WF_E5M2_NAN)
+#define WF_E4M3_ADD(x, y) WF_E4M3_OP(WF_ADD, x, y)
+#define WF_E4M3_MUL(x, y) WF_E4M3_OP(WF_MUL, x, y)
+#define WF_E5M2_ADD(x, y) WF_E5M2_OP(WF_ADD, x, y)
+#define WF_E5M2_MUL(x, y) WF_E5M2_OP(WF_MUL, x, y)
+
+/*
+ * fp8 min/max give what widening, wf_min_f32/wf_max_f32 and narrowing
+ * would, without the floats, which keep gcc from vectorizing the loop:
+ * the integer key of wf_h16_key on 8 bits picks one input (-0 below +0);
+ * a magnitude above `top` (an e5m2 infinity) saturates to `top`; a NaN,
+ * any magnitude above `nan_above`, gives the canonical `qnan`.
+ */
+WF_HALF_INLINE int32_t wf_f8_key(uint8_t b)
+{
+    int32_t mag = b & 0x7f;
+    return (b & 0x80) ? ~mag : mag;
+}
+
+WF_HALF_INLINE uint8_t wf_pick_f8(uint8_t x, uint8_t y, int want_max,
+                                  uint32_t top, uint32_t nan_above,
+                                  uint8_t qnan)
+{
+    int32_t kx = wf_f8_key(x), ky = wf_f8_key(y);
+    uint8_t r = (want_max ? kx > ky : kx < ky) ? x : y;
+    uint8_t sat = (uint8_t)((r & 0x80u) | top);
+    r = ((uint32_t)r & 0x7fu) > top ? sat : r;
+    int nan = (((uint32_t)x & 0x7fu) > nan_above) |
+              (((uint32_t)y & 0x7fu) > nan_above);
+    return nan ? qnan : r;
+}
+
+#define WF_E4M3_PICK(x, y, mx)                                                 \
+    wf_pick_f8(x, y, mx, WF_E4M3_MAX_FINITE, WF_E4M3_MAX_FINITE, WF_E4M3_NAN)
+#define WF_E5M2_PICK(x, y, mx)                                                 \
+    wf_pick_f8(x, y, mx, WF_E5M2_MAX_FINITE, WF_E5M2_INF, WF_E5M2_NAN)
+#define WF_E4M3_MIN(x, y) WF_E4M3_PICK(x, y, 0)
+#define WF_E4M3_MAX(x, y) WF_E4M3_PICK(x, y, 1)
+#define WF_E5M2_MIN(x, y) WF_E5M2_PICK(x, y, 0)
+#define WF_E5M2_MAX(x, y) WF_E5M2_PICK(x, y, 1)
 
 #endif /* WF_REDUCE_OPS_H */

@@ -71,19 +71,12 @@ static void one_case(weft_comm_t comm, wf_coll_t coll, int rank, int size,
                  false);
     if (st != WEFT_OK)
         wf_test_fail(__FILE__, __LINE__, "%s: %s", what, weft_strerror(st));
-    size_t wrong = 0;
-    for (size_t i = 0; i < n; i++) {
-        double want, got = cu_get(recv, d, i);
-        if (!cu_expected(coll, size, n, d, op, root, rank, i, &want) ||
-            got == want)
-            continue;
-        if (wrong++ < 3)
-            fprintf(stderr, "%s%s: element %zu is %g, expected %g\n", what,
-                    device ? " (device)" : "", i, got, want);
-    }
+    if (device)
+        strncat(what, " (device)", sizeof(what) - strlen(what) - 1);
+    size_t wrong = cu_check_coll(coll, size, n, d, op, root, rank, recv, n,
+                                 what);
     if (wrong)
-        wf_test_fail(__FILE__, __LINE__, "%s%s: %zu wrong", what,
-                     device ? " (device)" : "", wrong);
+        wf_test_fail(__FILE__, __LINE__, "%s: %zu wrong", what, wrong);
     free(send);
     free(recv);
 }

@@ -132,16 +132,8 @@ static void run_case(weft_comm_t comm, const wf_algo_t *algo, int rank,
         wf_test_fail(__FILE__, __LINE__, "%s: %s (%s)", what,
                      weft_strerror(st), msg ? msg : "");
     }
-    size_t wrong = 0, elems = b.rb / cu_dtype_size(d);
-    for (size_t i = 0; i < elems; i++) {
-        double want, got = cu_get(b.recv, d, i);
-        if (!cu_expected(coll, size, n, d, op, root, rank, i, &want) ||
-            got == want)
-            continue;
-        if (wrong++ < 3)
-            fprintf(stderr, "%s: element %zu is %g, expected %g\n", what, i,
-                    got, want);
-    }
+    size_t wrong = cu_check_coll(coll, size, n, d, op, root, rank, b.recv,
+                                 b.rb / cu_dtype_size(d), what);
     if (wrong)
         wf_test_fail(__FILE__, __LINE__, "%s: %zu wrong", what, wrong);
     free(b.base);

@@ -221,7 +221,8 @@ static const struct {
     {WEFT_FLOAT64, WEFT_MIN},    {WEFT_UINT8, WEFT_MAX},
     {WEFT_INT32, WEFT_AVG},      {WEFT_FLOAT32, WEFT_AVG},
     {WEFT_INT16, WEFT_BXOR},     {WEFT_UINT16, WEFT_BAND},
-    {WEFT_UINT8, WEFT_LAND},
+    {WEFT_UINT8, WEFT_LAND},     {WEFT_FLOAT8_E4M3, WEFT_MAX},
+    {WEFT_FLOAT8_E5M2, WEFT_MIN},
 };
 static const weft_dtype_t move_dts[] = {WEFT_INT8, WEFT_FLOAT16, WEFT_INT32,
                                         WEFT_FLOAT64};

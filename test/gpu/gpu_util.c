@@ -49,7 +49,7 @@ weft_comm_t gpu_init(void)
 
 size_t gpu_dtype_size(weft_dtype_t dt)
 {
-    static const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 2, 2};
+    static const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 2, 2, 1, 1};
     return sizes[dt];
 }
 
@@ -58,7 +58,7 @@ const char *gpu_dtype_name(weft_dtype_t dt)
     static const char *const names[] = {
         "int8",  "uint8",   "int32",    "uint32",  "int64",
         "uint64", "float16", "bfloat16", "float32", "float64",
-        "int16", "uint16"};
+        "int16", "uint16", "float8_e4m3", "float8_e5m2"};
     return names[dt];
 }
 
@@ -96,6 +96,21 @@ static uint16_t bf16_of(double v)
     return (uint16_t)(b >> 16);
 }
 
+/* A small non-negative integer as an OCP float8 with `mant` mantissa
+ * bits and exponent bias `bias`, from the format's definition; the
+ * values used here are exact. */
+static uint8_t f8_of(double v, int mant, int bias)
+{
+    int e;
+    double m = frexp(v, &e); /* v = m * 2^e, m in [0.5, 1) */
+    double sig = ldexp(m, mant + 1); /* 1.f as an integer of mant+1 bits */
+    if (v != floor(v) || v < 0 || v > 16 || sig != floor(sig))
+        gpu_die(__FILE__, __LINE__, "f8_of", "not exact in float8");
+    if (v == 0)
+        return 0;
+    return (uint8_t)(((e - 1 + bias) << mant) | ((int)sig - (1 << mant)));
+}
+
 void gpu_store(weft_dtype_t dt, void *buf, size_t i, double v)
 {
     /* Integers wrap to their width, as the library's sums and products. */
@@ -113,6 +128,8 @@ void gpu_store(weft_dtype_t dt, void *buf, size_t i, double v)
     case WEFT_BFLOAT16: ((uint16_t *)buf)[i] = bf16_of(v); break;
     case WEFT_FLOAT32: ((float *)buf)[i] = (float)v; break;
     case WEFT_FLOAT64: ((double *)buf)[i] = v; break;
+    case WEFT_FLOAT8_E4M3: ((uint8_t *)buf)[i] = f8_of(v, 3, 7); break;
+    case WEFT_FLOAT8_E5M2: ((uint8_t *)buf)[i] = f8_of(v, 2, 15); break;
     default: gpu_die(__FILE__, __LINE__, "gpu_store", "unknown dtype");
     }
 }

@@ -11,6 +11,7 @@
 
 #include "algo/algo.h"
 #include "comm.h"
+#include "fp8_ref.h"
 #include "reduce/reduce.h"
 #include "test.h"
 
@@ -20,7 +21,8 @@ size_t cu_dtype_size(weft_dtype_t d)
         [WEFT_INT8] = 1,    [WEFT_UINT8] = 1,    [WEFT_INT16] = 2,
         [WEFT_UINT16] = 2,  [WEFT_INT32] = 4,    [WEFT_UINT32] = 4,
         [WEFT_INT64] = 8,   [WEFT_UINT64] = 8,   [WEFT_FLOAT16] = 2,
-        [WEFT_BFLOAT16] = 2, [WEFT_FLOAT32] = 4, [WEFT_FLOAT64] = 8};
+        [WEFT_BFLOAT16] = 2, [WEFT_FLOAT32] = 4, [WEFT_FLOAT64] = 8,
+        [WEFT_FLOAT8_E4M3] = 1, [WEFT_FLOAT8_E5M2] = 1};
     return (unsigned)d < WEFT_DTYPE_COUNT ? sizes[d] : 0;
 }
 
@@ -42,12 +44,22 @@ static double bits_pattern(int rank, size_t i, weft_op_t op)
     }
 }
 
+static bool is_fp8(weft_dtype_t d)
+{
+    return d == WEFT_FLOAT8_E4M3 || d == WEFT_FLOAT8_E5M2;
+}
+
 double cu_pattern(int rank, size_t i, weft_op_t op, weft_dtype_t d)
 {
     bool is_unsigned = d == WEFT_UINT8 || d == WEFT_UINT16 ||
                        d == WEFT_UINT32 || d == WEFT_UINT64;
     if (op >= WEFT_BAND)
         return bits_pattern(rank, i, op);
+    /* fp8 holds every integer up to 8 (e5m2) or 16 (e4m3) exactly, no
+     * more: sums of -1, 0 and 1 stay exact on up to 8 ranks in any order.
+     * The product and min/max patterns below are exact as they are. */
+    if (is_fp8(d) && (op == WEFT_SUM || op == WEFT_AVG))
+        return (double)((i + (size_t)rank * 5) % 3) - 1;
     switch (op) {
     case WEFT_PROD: return ((i * 3 + (size_t)rank) % 7 == 0) ? 2 : (i % 5 == 1 ? -1 : 1);
     case WEFT_MIN:
@@ -80,6 +92,12 @@ void cu_put(void *buf, weft_dtype_t d, size_t i, double v)
         ((uint16_t *)buf)[i] = (uint16_t)(bits >> 16);
         break;
     case WEFT_FLOAT32: ((float *)buf)[i] = f; break;
+    case WEFT_FLOAT8_E4M3:
+        ((uint8_t *)buf)[i] = ref_f8_round(v, REF_E4M3);
+        break;
+    case WEFT_FLOAT8_E5M2:
+        ((uint8_t *)buf)[i] = ref_f8_round(v, REF_E5M2);
+        break;
     default: ((double *)buf)[i] = v; break;
     }
 }
@@ -104,6 +122,10 @@ double cu_get(const void *buf, weft_dtype_t d, size_t i)
         memcpy(&f, &bits, 4);
         return f;
     case WEFT_FLOAT32: return ((const float *)buf)[i];
+    case WEFT_FLOAT8_E4M3:
+        return ref_f8_value(((const uint8_t *)buf)[i], REF_E4M3);
+    case WEFT_FLOAT8_E5M2:
+        return ref_f8_value(((const uint8_t *)buf)[i], REF_E5M2);
     default: return ((const double *)buf)[i];
     }
 }
@@ -117,7 +139,7 @@ void cu_fill(void *buf, size_t count, int rank, weft_op_t op, weft_dtype_t d)
 static bool is_int(weft_dtype_t d)
 {
     return d != WEFT_FLOAT16 && d != WEFT_BFLOAT16 && d != WEFT_FLOAT32 &&
-           d != WEFT_FLOAT64;
+           d != WEFT_FLOAT64 && !is_fp8(d);
 }
 
 /* The value as the dtype holds it (wrapped). */
@@ -252,6 +274,23 @@ const char *cu_algo_of(weft_comm_t comm, int coll, size_t count,
                         .single_copy_min = c->single_copy_min};
     return wf_algo_select(&a, c->cfg.algo, &algo) == WEFT_OK ? algo->name
                                                              : "?";
+}
+
+size_t cu_check_coll(int coll, int size, size_t count, weft_dtype_t d,
+                     weft_op_t op, int root, int r, const void *recv,
+                     size_t elems, const char *what)
+{
+    size_t wrong = 0;
+    for (size_t i = 0; i < elems; i++) {
+        double want, got = cu_get(recv, d, i);
+        if (!cu_expected(coll, size, count, d, op, root, r, i, &want) ||
+            got == want)
+            continue;
+        if (wrong++ < 3)
+            fprintf(stderr, "%s: element %zu is %g, expected %g\n", what, i,
+                    got, want);
+    }
+    return wrong;
 }
 
 size_t cu_check_allreduce(const void *recv, size_t count, int size,

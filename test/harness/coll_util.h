@@ -51,6 +51,13 @@ char *cu_case_name(char *buf, size_t len, int coll, const char *algo,
 const char *cu_algo_of(weft_comm_t comm, int coll, size_t count,
                        weft_dtype_t d, weft_op_t op, int root, bool in_place);
 
+/* Number of the first `elems` elements of rank r's receive buffer `recv`
+ * that differ from cu_expected's after collective `coll`; prints the first
+ * few differences after `what` (cu_case_name's). */
+size_t cu_check_coll(int coll, int size, size_t count, weft_dtype_t d,
+                     weft_op_t op, int root, int r, const void *recv,
+                     size_t elems, const char *what);
+
 /* Number of elements of recv that differ from the allreduce of all ranks'
  * patterns; prints the first few differences. */
 size_t cu_check_allreduce(const void *recv, size_t count, int size,

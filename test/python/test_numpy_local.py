@@ -59,6 +59,98 @@ def test_threads_bitwise_and_logical_ops():
         assert list(u) == [7, 0xFFFF]
 
 
+# The OCP float8 formats from their definition: (mantissa bits, exponent
+# bits, whether it is the "fn" variant with no infinities).
+_FP8 = {"float8_e4m3": (3, 4, True), "float8_e5m2": (2, 5, False)}
+
+
+def fp8_values(fmt):
+    """The value of each of the 256 patterns (NaN for the NaNs)."""
+    mant, ebits, fn = _FP8[fmt]
+    bias, emax = (1 << (ebits - 1)) - 1, (1 << ebits) - 1
+    vals = []
+    for b in range(256):
+        e, m = (b >> mant) & emax, b & ((1 << mant) - 1)
+        if e == emax and (m == (1 << mant) - 1 if fn else m != 0):
+            v = float("nan")
+        elif e == emax and not fn:
+            v = float("inf")
+        elif e == 0:
+            v = m * 2.0 ** (1 - bias - mant)
+        else:
+            v = (1 + m / (1 << mant)) * 2.0 ** (e - bias)
+        vals.append(-v if b & 0x80 else v)
+    return np.array(vals)
+
+
+def fp8_round(x, fmt):
+    """x rounded to the nearest pattern, ties to the even one, saturating
+    at the largest finite value."""
+    vals = fp8_values(fmt)[:128]
+    top = max(b for b in range(128) if np.isfinite(vals[b]))
+    sign = 0x80 if np.signbit(x) else 0
+    a = abs(x)
+    if a >= vals[top]:
+        return sign | top
+    d = np.abs(vals[:top + 1] - a)
+    best = [b for b in range(top + 1) if d[b] == d.min()]
+    return sign | min(best, key=lambda b: b & 1)
+
+
+def test_threads_float8_over_uint8():
+    # Each element's partial results are the same whichever order the ranks
+    # combine in (1.5 * 1.5 rounds, the same way on every path); the last
+    # element overflows and saturates.
+    big = {"float8_e4m3": 320.0, "float8_e5m2": 49152.0}
+
+    def inputs(r, fmt):
+        return [0.5 * (r + 1), -0.25 * r, 1.5, big[fmt]]
+
+    def job(c):
+        out = {}
+        for fmt in _FP8:
+            x = np.array([fp8_round(v, fmt) for v in inputs(c.rank, fmt)],
+                         np.uint8)
+            for op in ("sum", "max", "prod"):
+                out[fmt, op] = c.allreduce(x, op=op, dtype=fmt)
+            with pytest.raises(TypeError, match="take integer dtypes"):
+                c.allreduce(x, op="bxor", dtype=fmt)
+            with pytest.raises(TypeError, match="one-byte arrays"):
+                c.allreduce(np.ones(2, np.uint16), dtype=fmt)
+        return out
+    res = run_threads(3, job, "fp8x3")
+    fns = {"sum": lambda a, b: a + b, "max": max, "prod": lambda a, b: a * b}
+    for fmt in _FP8:
+        vals = fp8_values(fmt)
+        for op, fn in fns.items():
+            # rounded after each rank's operand, as weft does
+            codes = []
+            for i in range(4):
+                acc = fp8_round(inputs(0, fmt)[i], fmt)
+                for r in (1, 2):
+                    acc = fp8_round(fn(vals[acc], inputs(r, fmt)[i]), fmt)
+                codes.append(acc)
+            for out in res:
+                assert out[fmt, op].dtype == np.uint8
+                assert list(out[fmt, op]) == codes, (fmt, op)
+    top = {"float8_e4m3": 0x7e, "float8_e5m2": 0x7b}
+    for fmt in _FP8:                        # saturated, not inf or NaN
+        assert res[0][fmt, "sum"][3] == top[fmt]
+
+
+def test_ml_dtypes_float8_arrays():
+    ml = pytest.importorskip("ml_dtypes")
+
+    def job(c):
+        a = np.array([1.5, -2, 448], ml.float8_e4m3fn)
+        b = np.array([1.5, -2, 57344], ml.float8_e5m2)
+        return c.allreduce(a), c.allreduce(b, op="max")
+    for a, b in run_threads(2, job, "fp8ml"):
+        assert a.dtype == ml.float8_e4m3fn
+        assert list(a.astype(np.float32)) == [3, -4, 448]
+        assert list(b.astype(np.float32)) == [1.5, -2, 57344]
+
+
 def test_version_and_library():
     assert weft.version().count(".") == 2
     assert weft.library_path().endswith("libweft.so")

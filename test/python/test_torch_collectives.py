@@ -19,7 +19,7 @@ def test_collectives(nranks, config):
     names = harness.check_names(results)
     for op in ("all_reduce", "broadcast", "all_gather", "reduce_scatter",
                "all_to_all", "reduce to", "gather to", "scatter from",
-               "send/recv", "barrier", "new_group", "future"):
+               "send/recv", "barrier", "new_group", "future", "saturates"):
         assert any(op in n for n in names), op
 
 

@@ -146,7 +146,8 @@ static bool is_signed_int(weft_dtype_t dt)
 static bool is_float(weft_dtype_t dt)
 {
     return dt == WEFT_FLOAT16 || dt == WEFT_BFLOAT16 || dt == WEFT_FLOAT32 ||
-           dt == WEFT_FLOAT64;
+           dt == WEFT_FLOAT64 || dt == WEFT_FLOAT8_E4M3 ||
+           dt == WEFT_FLOAT8_E5M2;
 }
 
 static uint64_t mask_bits(weft_dtype_t dt, uint64_t v)
@@ -575,8 +576,9 @@ WF_TEST(reduce_names, 10)
 {
     static const char *names[] = {"int8", "uint8", "int32", "uint32",
                                   "int64", "uint64", "float16", "bfloat16",
-                                  "float32", "float64", "int16", "uint16"};
-    static const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 2, 2};
+                                  "float32", "float64", "int16", "uint16",
+                                  "float8_e4m3", "float8_e5m2"};
+    static const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 2, 2, 1, 1};
     static const struct {
         const char *text;
         weft_dtype_t dt;
@@ -585,7 +587,8 @@ WF_TEST(reduce_names, 10)
         {"fp16", WEFT_FLOAT16}, {"bf16", WEFT_BFLOAT16},
         {"float", WEFT_FLOAT32}, {"fp32", WEFT_FLOAT32},
         {"double", WEFT_FLOAT64}, {"fp64", WEFT_FLOAT64},
-        {"FLOAT", WEFT_FLOAT32},
+        {"FLOAT", WEFT_FLOAT32}, {"f8e4m3", WEFT_FLOAT8_E4M3},
+        {"f8e5m2", WEFT_FLOAT8_E5M2},
     };
     static const char *ops[] = {"sum", "prod", "min", "max", "avg",
                                 "band", "bor", "bxor", "land", "lor"};

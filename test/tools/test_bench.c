@@ -288,25 +288,43 @@ WF_TEST(tools_bench_csv_columns, 60)
     free(out);
 }
 
+/* An allreduce on 3 ranks with -d dtype -o op: 4 sizes, 2 variants, each
+ * row checked element by element. */
+static void allreduce_rows(const char *dtype, const char *op)
+{
+    char args[256], want[64];
+    snprintf(args, sizeof(args), "allreduce -n 3 -b 8 -e 4K -f 8 -w 0 -r 2 "
+             "--csv -d %s -o %s", dtype, op);
+    char *out = bench(args, 0);
+    snprintf(want, sizeof(want), ",%s,%s,-1,", dtype, op);
+    ASSERT_STR_CONTAINS(out, want);
+    ASSERT_EQ(check_csv(out, 4.0 / 3), 8);
+    free(out);
+}
+
 /* The bitwise and logical ops on 16-bit integers, each row checked
  * element by element; with a float dtype refused before any rank runs. */
 WF_TEST(tools_bench_bitwise_ops, 90)
 {
     static const char *ops[] = {"band", "bor", "bxor", "land", "lor"};
-    char args[256], want[64];
-    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-        snprintf(args, sizeof(args), "allreduce -n 3 -b 8 -e 4K -f 8 -w 0 "
-                 "-r 2 --csv -d %s -o %s", i % 2 ? "uint16" : "int16",
-                 ops[i]);
-        char *out = bench(args, 0);
-        snprintf(want, sizeof(want), ",%s,%s,-1,", i % 2 ? "uint16" : "int16",
-                 ops[i]);
-        ASSERT_STR_CONTAINS(out, want);
-        ASSERT_EQ(check_csv(out, 4.0 / 3), 8); /* 4 sizes, 2 variants */
-        free(out);
-    }
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+        allreduce_rows(i % 2 ? "uint16" : "int16", ops[i]);
     char *out = bench("allreduce -n 2 -d float -o band", 2);
     ASSERT_STR_CONTAINS(out, "-o band takes an integer -d, not float");
+    free(out);
+}
+
+/* The float8 types through every arithmetic op, each row checked element
+ * by element (exact inputs, saturating products); bitwise ops refused. */
+WF_TEST(tools_bench_float8, 120)
+{
+    static const char *ops[] = {"sum", "prod", "min", "max", "avg"};
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+        allreduce_rows("f8e4m3", ops[i]);
+        allreduce_rows("f8e5m2", ops[i]);
+    }
+    char *out = bench("allreduce -n 2 -d float8_e5m2 -o bxor", 2);
+    ASSERT_STR_CONTAINS(out, "-o bxor takes an integer -d, not f8e5m2");
     free(out);
 }
 

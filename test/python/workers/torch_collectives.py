@@ -203,6 +203,41 @@ def check_reduce_scatter(rep):
                       same(out2, want.to(dtype)), out2)
 
 
+def check_float8(rep):
+    """fp8 tensors reduce natively: -1, 0 and 1 keep every partial sum
+    exact on up to 8 ranks, so the reference is the float64 result
+    converted by torch; a sum past the largest finite value saturates to
+    it (448, 57344), where torch's own e5m2 conversion gives infinity."""
+    top = {torch.float8_e4m3fn: 448.0, torch.float8_e5m2: 57344.0}
+    for dtype in top:
+        vals = [((torch.arange(50) + 2 * r) % 3 - 1).double()
+                for r in range(N)]
+        for op in [RO.SUM, RO.MAX, RO.MIN]:
+            t = vals[R].to(dtype)
+            dist.all_reduce(t, op=op)
+            st = torch.stack(vals)
+            want = (st.sum(0) if op == RO.SUM else st.max(0).values
+                    if op == RO.MAX else st.min(0).values).to(dtype)
+            rep.check("all_reduce %s %s" % (dtype, op),
+                      same(t.view(torch.uint8), want.view(torch.uint8)), t)
+        full = [vals[R][:4].to(dtype) for _ in range(N)]
+        out = torch.empty(4, dtype=dtype)
+        dist.reduce_scatter(out, full, op=RO.SUM)
+        want = torch.stack([vals[r][:4] for r in range(N)]).sum(0).to(dtype)
+        rep.check("reduce_scatter %s" % dtype,
+                  same(out.view(torch.uint8), want.view(torch.uint8)), out)
+        # PREMUL_SUM scales in float32 (torch has no fp8 arithmetic): 2s
+        # times 0.5 are 1s, summed exactly
+        t = torch.full((5,), 2.0).to(dtype)
+        dist.all_reduce(t, op=dist._make_nccl_premul_sum(0.5))
+        rep.check("all_reduce %s PREMUL_SUM" % dtype,
+                  bool((t.float() == N).all()), t)
+        big = torch.full((3,), top[dtype] * 0.75).to(dtype)
+        dist.all_reduce(big)
+        rep.check("all_reduce %s saturates" % dtype,
+                  N == 1 or bool((big.float() == top[dtype]).all()), big)
+
+
 def check_alltoall(rep):
     inp = torch.arange(N * 3, dtype=torch.float32) + 100 * R
     out = torch.empty(N * 3)
@@ -348,8 +383,8 @@ def main():
                   dist.get_backend())
         for fn in (check_allreduce, check_noncontiguous, check_async,
                    check_broadcast, check_allgather, check_reduce_scatter,
-                   check_alltoall, check_rooted, check_p2p, check_barrier,
-                   check_subgroups, check_errors):
+                   check_float8, check_alltoall, check_rooted, check_p2p,
+                   check_barrier, check_subgroups, check_errors):
             with rep.case(fn.__name__):
                 fn(rep)
         dist.barrier()

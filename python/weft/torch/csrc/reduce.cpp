@@ -21,6 +21,9 @@ std::optional<weft_dtype_t> nativeDtype(at::ScalarType type) {
     case at::kBFloat16: return WEFT_BFLOAT16;
     case at::kFloat: return WEFT_FLOAT32;
     case at::kDouble: return WEFT_FLOAT64;
+    // OCP FP8; the "fnuz" variants are other formats and have no weft dtype
+    case at::kFloat8_e4m3fn: return WEFT_FLOAT8_E4M3;
+    case at::kFloat8_e5m2: return WEFT_FLOAT8_E5M2;
     default: return std::nullopt;
   }
 }
@@ -111,7 +114,9 @@ Reducible reducible(const at::Tensor& t, const RO& op, const char* what) {
   if (red == RO::PREMUL_SUM) {
     if (!at::isFloatingType(type))
       unsupported(what, red, type, "PREMUL_SUM takes floating tensors");
-    auto scaled = (t * premulFactor(op, t)).to(type).contiguous();
+    // torch has no fp8 arithmetic: those scale in float32
+    auto wide = at::isFloat8Type(type) ? t.to(at::kFloat) : t;
+    auto scaled = (wide * premulFactor(op, wide)).to(type).contiguous();
     auto dt = nativeDtype(type);
     if (!dt)
       unsupported(what, red, type, "no such weft dtype");
