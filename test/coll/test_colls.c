@@ -215,7 +215,10 @@ static void colls_rank(int rank, int size, void *p)
     const wf_algo_t *const *reg = wf_algo_registry(&n);
     for (size_t i = 0; i < n + nnode; i++) {
         const wf_algo_t *algo = i < n ? reg[i] : &node_algos[i - n];
-        if (algo->coll == WF_COLL_SEND || algo->coll == WF_COLL_RECV)
+        /* Point-to-point and the vector collectives, with their per-rank
+         * counts, have tests of their own (test_sendrecv.c, test_vcolls.c). */
+        if (algo->coll == WF_COLL_SEND || algo->coll == WF_COLL_RECV ||
+            wf_coll_is_vector(algo->coll))
             continue;
         /* The node-aware algorithms on made-up machines: 3 + 1 on 4 ranks,
          * 2 + 2 + 1 on 5, elsewhere two with the larger half first (2 + 1,
