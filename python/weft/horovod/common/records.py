@@ -56,3 +56,19 @@ def split_rows(rows, n):
     more."""
     base, extra = divmod(rows, n)
     return [base + (1 if r < extra else 0) for r in range(n)]
+
+
+def alltoall_splits(splits, rows, n, what):
+    """The rows for each of the n ranks, as ints: `splits` checked (n
+    counts >= 0 summing to `rows`), or equal shares when it is None."""
+    if splits is None:
+        if rows % n:
+            raise ValueError("%s: without splits the first dimension (%d) "
+                             "must divide evenly among %d ranks" %
+                             (what, rows, n))
+        return [rows // n] * n
+    splits = [int(x) for x in splits]
+    if len(splits) != n or min(splits) < 0 or sum(splits) != rows:
+        raise ValueError("%s: splits %r must be %d counts >= 0 that sum to "
+                         "the first dimension (%d)" % (what, splits, n, rows))
+    return splits

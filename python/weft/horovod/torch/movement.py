@@ -14,8 +14,8 @@ import torch
 
 from ... import _lib
 from ..common import basics
-from ..common.records import HEADER as _HEADER, check_alike as _check_alike, \
-    exchange_records, header
+from ..common.records import HEADER as _HEADER, alltoall_splits, \
+    check_alike as _check_alike, exchange_records, header
 from .reductions import launch
 from .tensors import as_bytes, check_tensor, contiguous, dtype_code, \
     row_elements
@@ -126,20 +126,9 @@ def alltoall(tensor, splits, process_set, start):
     ch = basics.channel_of(process_set, what)
     n, me = ch.size, ch.rank
     rows = tensor.shape[0]
-    if splits is None:
-        if rows % n:
-            raise ValueError("%s: without splits the first dimension (%d) "
-                             "must divide evenly among %d ranks" %
-                             (what, rows, n))
-        splits = [rows // n] * n
-    else:
-        splits = [int(x) for x in (splits.tolist()
-                                   if isinstance(splits, torch.Tensor)
-                                   else splits)]
-        if len(splits) != n or min(splits) < 0 or sum(splits) != rows:
-            raise ValueError("%s: splits %r must be %d counts >= 0 that sum "
-                             "to the first dimension (%d)" %
-                             (what, splits, n, rows))
+    splits = alltoall_splits(splits.tolist()
+                             if isinstance(splits, torch.Tensor) else splits,
+                             rows, n, what)
     mine = _header(tensor) + splits
     records = exchange_records(ch, mine, what)
     _check_alike(records, mine, what)
