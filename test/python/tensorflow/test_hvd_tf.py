@@ -40,7 +40,9 @@ def test_every_function(nranks, capsys):
                  "DistributedGradientTape in tf.function: 10 steps equal "
                  "the averaged-gradient steps",
                  "backward_passes_per_step=2 average_aggregated=True",
-                 "LearningRateWarmupCallback"):
+                 "LearningRateWarmupCallback",
+                 "Keras 3 optimizer: averaged gradients",
+                 "tf.compat.v1 optimizer: averaged gradients"):
         assert what in names, what
     if nranks > 1:
         assert "allreduce in a process set" in names

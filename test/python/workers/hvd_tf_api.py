@@ -419,6 +419,23 @@ def optimizer(rep, R, N):
                       "backward_passes_per_step=2 average_aggregated=%s"
                       % average)
 
+    # the other optimizers DistributedOptimizer wraps: Keras 3's
+    # (apply_gradients) and tf.compat.v1's (compute_gradients)
+    import keras
+    g = [tf.constant(grads_of(R)[0], tf.float32)]
+    v = [tf.Variable(np.zeros(shapes[0]), dtype=tf.float32)]
+    hvd.DistributedOptimizer(keras.optimizers.SGD(1.0)).apply_gradients(
+        zip(g, v))
+    expect_values(v, [-avg[0]], "Keras 3 optimizer: averaged gradients")
+    v1 = hvd.DistributedOptimizer(
+        tf.compat.v1.train.GradientDescentOptimizer(1.0))
+    w = tf.Variable(np.ones(shapes[0]), dtype=tf.float32)
+    ((got, _),) = v1.compute_gradients(lambda: tf.reduce_sum(w * g[0]),
+                                       var_list=[w])
+    rep.check("tf.compat.v1 optimizer: averaged gradients",
+              np.array_equal(got.numpy(), avg[0].astype(np.float32)),
+              got.numpy())
+
     with rep.case("arguments refused"):
         for bad in (lambda: hvd.DistributedOptimizer(
                         tf_keras.optimizers.SGD(1.0),
