@@ -62,7 +62,7 @@ export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 export TSAN_OPTIONS ?= halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/scripts/tsan.supp
 C_SUITE := $(BUILD)/test/c-suite
 .PHONY: test check soak python test-python test-torch bench-python test-rdma \
-  test-horovod bench-horovod \
+  test-horovod bench-horovod tf test-tf \
   test-launchers
 test: deps
 	$(MAKE) all $(TEST_BIN) $(WEFT_HARNESS) $(CUDA_BUILD) $(FORTRAN_BUILD)
@@ -137,6 +137,22 @@ test-torch: python
 test-horovod: python $(BUILD)/bin/weftrun
 	@WEFTPY_TEST_HOROVOD=1 $(VENV)/bin/python -m pytest -v -rs \
 	  test/python/horovod
+
+# weft.horovod.tensorflow and .keras (test/python/tensorflow/,
+# docs/horovod.md "TensorFlow and Keras"): a venv of their own, $(VENV_TF),
+# from the pins of python/requirements-tf.txt (TensorFlow 2.21 CPU and
+# tf_keras; ~600 MB of downloads the first time, instant after), then 1 to
+# 4 ranks, every dtype, Keras training against one process, the example
+# under weftrun and mpirun.  Not part of `make test`: building the venv in
+# each CI run's fresh clone would add minutes of download and install.
+VENV_TF ?= .venv-tf
+tf: lib
+	@python/scripts/make-venv.sh "$(PYTHON3)" $(VENV_TF) \
+	  python/requirements-tf.txt tensorflow
+
+test-tf: tf $(BUILD)/bin/weftrun
+	@WEFTPY_TEST_TF=1 TF_CPP_MIN_LOG_LEVEL=3 $(VENV_TF)/bin/python -m pytest \
+	  -v -rs test/python/tensorflow
 
 # DistributedOptimizer's step, fused and unfused, against DDP on weft and
 # on gloo (test/python/bench_horovod.py, docs/horovod.md).

@@ -9,6 +9,8 @@
 #   slurm_sbatch        docs/examples/weft.sbatch through sbatch: the batch
 #                       script starts weft-rendezvous on the allocation's
 #                       first node and the ranks with srun; every collective
+#   slurm_srun_pmix_tensorflow  weft.horovod.tensorflow's example, 2 ranks
+#                       through PMIx (where make tf built .venv-tf)
 # A trap stops the daemons and removes the directory however the run ends.
 # Needs root (slurmd runs jobs as root here) and the Debian packages
 # slurm-wlm and munge (scripts/install-launcher-deps.sh).
@@ -172,6 +174,30 @@ for mpi in pmi2:PMI-2 pmix:PMIx; do
         wf_skip "slurm_srun_${m}_no_setup" "this Slurm has no --mpi=$m plugin"
     fi
 done
+
+# Horovod's TensorFlow recipe (python/examples/horovod_tensorflow.py, the
+# tf.function loop over DistributedGradientTape) with srun --mpi=pmix and
+# none of weft's variables: hvd.init() meets through PMIx as above.  Needs
+# make tf's venv (.venv-tf, or WEFT_VENV_TF).
+WF_PY_TF=${WEFT_VENV_TF:-$(readlink -f "$here/../..")/.venv-tf}/bin/python
+srun_tensorflow() {
+    local out=$WF_LOGDIR/slurm_srun_pmix_tensorflow.out status
+    env -u MASTER_ADDR -u MASTER_PORT -u RANK -u WORLD_SIZE \
+        -u WEFT_RENDEZVOUS TF_CPP_MIN_LOG_LEVEL=3 timeout 300 \
+        srun -n 2 --overcommit -t 5 --mpi=pmix "$WF_PY_TF" \
+        "$here/../../python/examples/horovod_tensorflow.py" --loop tape \
+        --epochs 1 > "$out" 2>&1
+    status=$?
+    cat "$out"
+    [ $status = 0 ] && [ "$(grep -c 'replicas identical' "$out")" = 2 ]
+}
+if ! srun --mpi=list 2>&1 | grep -qw pmix; then
+    wf_skip slurm_srun_pmix_tensorflow "this Slurm has no --mpi=pmix plugin"
+elif ! "$WF_PY_TF" -c 'import tensorflow, weft' >/dev/null 2>&1; then
+    wf_skip slurm_srun_pmix_tensorflow "no TensorFlow venv at $WF_PY_TF (make tf builds it)"
+else
+    wf_check slurm_srun_pmix_tensorflow srun_tensorflow
+fi
 
 # The shipped batch script, unchanged, through sbatch: it starts its own
 # weft-rendezvous on the first node (hostname from SLURM_JOB_NODELIST) and

@@ -22,8 +22,13 @@ def setup_error():
 # The full weft.horovod suite (test/python/horovod/) runs under `make
 # test-horovod`, which sets WEFTPY_TEST_HOROVOD=1; `make test` runs its
 # slice, test_horovod.py.
+# The TensorFlow suite (test/python/tensorflow/) needs make test-tf's venv
+# and runs only under that target, which sets WEFTPY_TEST_TF=1.
+collect_ignore = []
 if not os.environ.get("WEFTPY_TEST_HOROVOD"):
-    collect_ignore = ["horovod"]
+    collect_ignore.append("horovod")
+if not os.environ.get("WEFTPY_TEST_TF"):
+    collect_ignore.append("tensorflow")
 
 _missing = {}
 

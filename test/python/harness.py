@@ -153,3 +153,53 @@ def launch_torchrun(worker, nproc, args=(), timeout=180, env=None):
                            else None)
     _check("torchrun " + worker, results, outputs, 0)
     return results, outputs
+
+
+def weftrun_cmd(n):
+    """build/bin/weftrun -n N, or a skip saying it is not built."""
+    import pytest
+    path = os.path.join(ROOT, "build", "bin", "weftrun")
+    if not os.access(path, os.X_OK):
+        pytest.skip("%s is not built (make)" % path)
+    return [path, "-n", str(n)]
+
+
+def mpirun_cmd(n, env_names=("PYTHONPATH", "OMP_NUM_THREADS")):
+    """Open MPI's mpirun for N ranks on loopback, passing `env_names` on,
+    or a skip saying why it cannot run (make test-launchers installs it)."""
+    import pytest
+    import shutil
+    path = shutil.which("mpirun")
+    if path is None:
+        pytest.skip("mpirun is not installed (make test-launchers installs "
+                    "Open MPI)")
+    version = subprocess.run([path, "--version"], capture_output=True,
+                             text=True).stdout
+    if "Open MPI" not in version:
+        pytest.skip("mpirun is not Open MPI's (%s)" %
+                    (version.splitlines()[0] if version else "no version"))
+    cmd = [path, "--oversubscribe", "-np", str(n), "--mca", "btl",
+           "self,tcp", "--mca", "btl_tcp_if_include", "lo", "--mca",
+           "oob_tcp_if_include", "lo"]
+    for name in env_names:
+        cmd += ["-x", name]
+    if os.geteuid() == 0:
+        cmd.append("--allow-run-as-root")
+    return cmd
+
+
+def run_example(cmd, ranks=2, timeout=300, env=None):
+    """Runs an example under a launcher (`cmd`), with none of torchrun's
+    variables from the test's own environment; fails with the output's
+    tail unless it exits 0 and every rank printed "replicas identical".
+    Returns its standard output."""
+    e = worker_env(env)
+    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR",
+              "MASTER_PORT"):
+        e.pop(k, None)
+    out = subprocess.run(cmd, env=e, capture_output=True, text=True,
+                         timeout=timeout)
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text[-4000:]
+    assert out.stdout.count("replicas identical") == ranks, text[-4000:]
+    return out.stdout

@@ -3,7 +3,6 @@ weftrun, torchrun and mpirun (Open MPI; skipped, saying why, where it is
 not installed: make test-launchers installs it).  Each example checks
 that the replicas agree and exits 1 if not."""
 import os
-import shutil
 import subprocess
 import sys
 
@@ -21,10 +20,7 @@ RUNS = {"horovod_mnist.py": ["--epochs", "2"],
 
 
 def weftrun(n):
-    path = os.path.join(harness.ROOT, "build", "bin", "weftrun")
-    if not os.access(path, os.X_OK):
-        pytest.skip("%s is not built (make)" % path)
-    return [path, "-n", str(n)]
+    return harness.weftrun_cmd(n)
 
 
 def torchrun(n):
@@ -34,22 +30,7 @@ def torchrun(n):
 
 
 def mpirun(n):
-    path = shutil.which("mpirun")
-    if path is None:
-        pytest.skip("mpirun is not installed (make test-launchers installs "
-                    "Open MPI)")
-    version = subprocess.run([path, "--version"], capture_output=True,
-                             text=True).stdout
-    if "Open MPI" not in version:
-        pytest.skip("mpirun is not Open MPI's (%s)" %
-                    version.splitlines()[0] if version else "no version")
-    cmd = [path, "--oversubscribe", "-np", str(n), "--mca", "btl",
-           "self,tcp", "--mca", "btl_tcp_if_include", "lo", "--mca",
-           "oob_tcp_if_include", "lo", "-x", "PYTHONPATH", "-x",
-           "OMP_NUM_THREADS"]
-    if os.geteuid() == 0:
-        cmd.append("--allow-run-as-root")
-    return cmd + [sys.executable]
+    return harness.mpirun_cmd(n) + [sys.executable]
 
 
 LAUNCHERS = {"weftrun": lambda n: weftrun(n) + [sys.executable],
@@ -61,15 +42,7 @@ LAUNCHERS = {"weftrun": lambda n: weftrun(n) + [sys.executable],
 def test_example(example, launcher):
     cmd = LAUNCHERS[launcher](2) + [os.path.join(EXAMPLES, example)] + \
         RUNS[example]
-    env = harness.worker_env()
-    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR",
-              "MASTER_PORT"):
-        env.pop(k, None)
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True,
-                         timeout=300)
-    text = out.stdout + out.stderr
-    assert out.returncode == 0, text[-4000:]
-    assert out.stdout.count("replicas identical") == 2, text[-4000:]
+    harness.run_example(cmd)
 
 
 def test_sync_sgd_on_gloo_under_weftrun():

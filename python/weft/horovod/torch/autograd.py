@@ -14,7 +14,7 @@ recording, so plain calls skip autograd's cost.
 """
 import torch
 
-from ..common import basics
+from ..common import basics, records
 from ..common.reduce_ops import Average, Sum
 from . import movement, reductions
 
@@ -56,7 +56,7 @@ class GroupedAllreduce(torch.autograd.Function):
 def _my_rows(process_set, rows):
     """(offset, rows) of this rank's part of an allgather's output."""
     ch = basics.channel_of(process_set, "allgather")
-    every = movement.exchange_records(ch, [rows], "allgather backward")
+    every = records.exchange_records(ch, [rows], "allgather backward")
     mine = ch.rank
     return sum(r[0] for r in every[:mine]), rows
 
@@ -92,7 +92,7 @@ class GroupedAllgather(torch.autograd.Function):
             grads, [torch.empty_like(g) for g in grads], Average, 1.0, 1.0,
             ps, False)
         ch = basics.channel_of(ps, "grouped_allgather")
-        every = movement.exchange_records(ch, ctx.rows,
+        every = records.exchange_records(ch, ctx.rows,
                                           "grouped_allgather backward")
         out = []
         for i, g in enumerate(avg):

@@ -6,15 +6,14 @@ one weft broadcast moves it, the others unpack it.  Objects travel
 pickled (the standard pickle; Horovod uses cloudpickle, which can also
 pickle lambdas and local classes).
 """
-import ctypes
-import pickle
 
 import torch
 
 from ... import _lib
 from ..common import basics
 from ..common.process_sets import global_process_set
-from .movement import exchange_records
+from ..common.objects import allgather_object as _allgather_object, \
+    broadcast_object as _broadcast_object
 from .tensors import as_bytes, check_tensor
 
 
@@ -64,32 +63,12 @@ def broadcast_parameters(params, root_rank, process_set=global_process_set):
 def broadcast_object(obj, root_rank=0, name=None,
                      process_set=global_process_set):
     """root_rank's `obj`, pickled, on every rank."""
-    what = "broadcast_object"
-    ch = basics.channel_of(process_set, what)
-    root = ch.local_rank_of(root_rank, what)
-    data = pickle.dumps(obj) if ch.rank == root else b""
-    size = ctypes.c_int64(len(data))
-    ch.broadcast(ctypes.addressof(size), 1, _lib.INT64, root)
-    buf = ctypes.create_string_buffer(data, size.value) if ch.rank == root \
-        else ctypes.create_string_buffer(size.value)
-    ch.broadcast(ctypes.addressof(buf), size.value, _lib.UINT8, root)
-    return obj if ch.rank == root else pickle.loads(buf.raw)
+    return _broadcast_object(obj, root_rank, process_set)
 
 
 def allgather_object(obj, name=None, process_set=global_process_set):
     """Every rank's `obj`, pickled, as a list in rank order."""
-    what = "allgather_object"
-    ch = basics.channel_of(process_set, what)
-    data = pickle.dumps(obj)
-    sizes = [s[0] for s in exchange_records(ch, [len(data)], what)]
-    top = max(sizes)
-    send = ctypes.create_string_buffer(data, max(top, 1))
-    recv = ctypes.create_string_buffer(max(top * ch.size, 1))
-    ch.allgather(ctypes.addressof(send), ctypes.addressof(recv), top,
-                 _lib.UINT8)
-    raw = recv.raw
-    return [pickle.loads(raw[r * top:r * top + sizes[r]])
-            for r in range(ch.size)]
+    return _allgather_object(obj, process_set)
 
 
 def _base_step(optimizer):
@@ -138,7 +117,7 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None,
                     scalars[("state", gi, pi, key)] = value
     _broadcast_tensors(tensors, root_rank, process_set,
                        "broadcast_optimizer_state")
-    scalars = broadcast_object(scalars, root_rank, process_set=process_set)
+    scalars = _broadcast_object(scalars, root_rank, process_set)
     for key, value in scalars.items():
         if key[0] == "option":
             optimizer.param_groups[key[1]][key[2]] = value

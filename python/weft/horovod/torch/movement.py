@@ -10,17 +10,15 @@ and moves the data in one weft call, padded to the largest block only
 when the sizes differ.  A rank that has joined (hvd.join) sends an empty
 record and no rows.
 """
-import ctypes
-
 import torch
 
 from ... import _lib
 from ..common import basics
+from ..common.records import HEADER as _HEADER, alltoall_splits, \
+    check_alike as _check_alike, exchange_records, header
 from .reductions import launch
 from .tensors import as_bytes, check_tensor, contiguous, dtype_code, \
     row_elements
-
-_HEADER = 3     # dtype code, number of dimensions, hash of shape[1:]
 
 
 def broadcast(tensor, output, root_rank, process_set, start):
@@ -44,36 +42,7 @@ def broadcast(tensor, output, root_rank, process_set, start):
 
 
 def _header(t):
-    return [dtype_code(t.dtype), t.dim(), hash(tuple(t.shape[1:]))]
-
-
-def exchange_records(ch, words, what):
-    """Allgather of `words` (ints, the same number on every rank), blocking;
-    returns one list per rank."""
-    n = len(words)
-    mine = (ctypes.c_int64 * n)(*words)
-    every = (ctypes.c_int64 * (n * ch.size))()
-    ch.allgather(ctypes.addressof(mine), ctypes.addressof(every), n,
-                 _lib.INT64)
-    return [list(every[r * n:(r + 1) * n]) for r in range(ch.size)]
-
-
-def _check_alike(records, mine, what, name="tensor"):
-    """Every rank that sent a record (not a joined rank's zeros) must have
-    this rank's dtype and shape after the first dimension."""
-    for r, rec in enumerate(records):
-        if rec[0] == 0 or rec[:_HEADER] == mine[:_HEADER]:
-            continue
-        if rec[0] != mine[0]:
-            why = "a different dtype"
-        elif rec[1] != mine[1]:
-            why = "a tensor of %d dimensions, this rank %d" % (rec[1],
-                                                               mine[1])
-        else:
-            why = "a different shape after the first dimension"
-        raise ValueError("%s: rank %d of the process set passed %s (%s); "
-                         "only the first dimension may differ" %
-                         (what, r, why, name))
+    return header(dtype_code(t.dtype), tuple(t.shape))
 
 
 def allgather(tensor, process_set, start):
@@ -157,20 +126,9 @@ def alltoall(tensor, splits, process_set, start):
     ch = basics.channel_of(process_set, what)
     n, me = ch.size, ch.rank
     rows = tensor.shape[0]
-    if splits is None:
-        if rows % n:
-            raise ValueError("%s: without splits the first dimension (%d) "
-                             "must divide evenly among %d ranks" %
-                             (what, rows, n))
-        splits = [rows // n] * n
-    else:
-        splits = [int(x) for x in (splits.tolist()
-                                   if isinstance(splits, torch.Tensor)
-                                   else splits)]
-        if len(splits) != n or min(splits) < 0 or sum(splits) != rows:
-            raise ValueError("%s: splits %r must be %d counts >= 0 that sum "
-                             "to the first dimension (%d)" %
-                             (what, splits, n, rows))
+    splits = alltoall_splits(splits.tolist()
+                             if isinstance(splits, torch.Tensor) else splits,
+                             rows, n, what)
     mine = _header(tensor) + splits
     records = exchange_records(ch, mine, what)
     _check_alike(records, mine, what)

@@ -14,6 +14,7 @@ import torch
 from ..common import basics, reduce_ops
 from ..common.handles import Pending
 from ..common.reduce_ops import Average, Sum
+from ..common.records import split_rows
 from .tensors import check_tensor, contiguous, reduction, row_elements, \
     scale_
 
@@ -112,13 +113,6 @@ def _reducescatter_op(op, what):
         raise ValueError("%s supports hvd.Sum and hvd.Average, not %s" %
                          (what, op))
     reduce_ops.check(op)
-
-
-def split_rows(rows, n):
-    """Rows of each rank: Horovod's split, the first rows % n ranks one
-    more."""
-    base, extra = divmod(rows, n)
-    return [base + (1 if r < extra else 0) for r in range(n)]
 
 
 def reducescatter(tensor, op, prescale, postscale, process_set, start):
