@@ -26,6 +26,9 @@ __all__ = [
     "iallreduce", "broadcast", "ibroadcast", "reduce", "ireduce",
     "allgather", "iallgather", "reduce_scatter", "ireduce_scatter",
     "alltoall", "ialltoall", "gather", "igather", "scatter", "iscatter",
+    "allgatherv", "iallgatherv", "gatherv", "igatherv", "scatterv",
+    "iscatterv", "alltoallv", "ialltoallv", "reduce_scatterv",
+    "ireduce_scatterv",
     "barrier", "ibarrier", "send", "isend", "recv", "irecv", "version",
     "build_info", "library_path", "as_array",
 ]
@@ -122,7 +125,8 @@ def _forward(name):
 
 for _name in ("allreduce", "broadcast", "reduce", "allgather",
               "reduce_scatter", "alltoall", "gather", "scatter", "barrier",
-              "send", "recv"):
+              "send", "recv", "allgatherv", "gatherv", "scatterv",
+              "alltoallv", "reduce_scatterv"):
     globals()[_name] = _forward(_name)
     globals()["i" + _name] = _forward("i" + _name)
 del _name

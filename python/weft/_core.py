@@ -167,12 +167,61 @@ def _out(out, shape, dtype, what):
     return out
 
 
+def _given_out(out, what):
+    """`out` off the root of a scatter, where nothing else says the size
+    of what arrives."""
+    if out is None:
+        raise ValueError("weft %s: ranks other than the root must pass "
+                         "out=" % what)
+    out = as_array(out)
+    return _out(out, out.shape, out.dtype, what)
+
+
 def _split_first(arr, size, what):
     if arr.ndim == 0 or arr.shape[0] % size:
         raise ValueError("weft %s: the first dimension (%s) must be a "
                          "multiple of the communicator size %d" %
                          (what, arr.shape[:1], size))
     return (arr.shape[0] // size,) + arr.shape[1:]
+
+
+# The vector collectives count rows: a block of n rows is n entries of the
+# first dimension, so for 1-D arrays counts are elements as in mpi4py, and
+# a block of a 2-D array is whole rows, never a row cut in two.
+
+def _counts(counts, size, what, name="counts"):
+    """`counts` as a list of `size` non-negative ints."""
+    if counts is None:
+        raise ValueError("weft %s: %s is required" % (what, name))
+    c = [int(v) for v in counts]
+    if len(c) != size or min(c, default=0) < 0:
+        raise ValueError("weft %s: %s needs %d non-negative entries, one "
+                         "per rank; got %r" % (what, name, size, counts))
+    return c
+
+
+def _rows(arr, n, what, name="x"):
+    """Checks that `arr` has `n` rows (its first dimension)."""
+    if arr.ndim == 0 or arr.shape[0] != n:
+        raise ValueError("weft %s: %s has shape %s where its count asks "
+                         "for %d rows" % (what, name, arr.shape, n))
+
+
+def _row_units(arr, unit):
+    """How many `unit`-byte elements one row of `arr` holds."""
+    return math.prod(arr.shape[1:]) * arr.itemsize // unit
+
+
+def _blocks(counts, per_row):
+    """(counts, displacements) as C size_t arrays in elements of per_row
+    to a row: the blocks one after another in rank order."""
+    n = len(counts)
+    sizes, displs = (ctypes.c_size_t * n)(), (ctypes.c_size_t * n)()
+    at = 0
+    for r, c in enumerate(counts):
+        sizes[r], displs[r] = c * per_row, at
+        at += c * per_row
+    return sizes, displs
 
 
 # ---------------------------------------------------------------------------
@@ -465,16 +514,107 @@ class Communicator:
             shape = _split_first(x, self.size, "scatter")
             out = _out(out, shape, x.dtype, "scatter")
             sb = _bytes(x)
-        elif out is None:
-            raise ValueError("weft scatter: ranks other than the root must "
-                             "pass out=")
         else:
-            out = _out(out, as_array(out).shape, as_array(out).dtype,
-                       "scatter")
+            out = _given_out(out, "scatter")
         rb = _bytes(out)
         return self._start("scatter", lib.weft_iscatter,
                            (_ptr(sb), _ptr(rb), rb.size, _lib.UINT8, root),
                            (x, out), out)
+
+    # -- vector collectives: a count per rank, blocks in rank order --------
+
+    def iallgatherv(self, x, counts, out=None):
+        """Rank r's x has counts[r] rows (first dimension); every rank
+        receives all blocks in rank order, sum(counts) rows.  Every rank
+        passes the same counts and the same shape past the first
+        dimension."""
+        x = _contig(as_array(x))
+        counts = _counts(counts, self.size, "allgatherv")
+        _rows(x, counts[self.rank], "allgatherv")
+        out = _out(out, (sum(counts),) + x.shape[1:], x.dtype, "allgatherv")
+        rc, displs = _blocks(counts, _row_units(x, 1))
+        sb, rb = _bytes(x), _bytes(out)
+        return self._start("allgatherv", lib.weft_iallgatherv,
+                           (_ptr(sb), sb.size, _ptr(rb), rc, displs,
+                            _lib.UINT8), (x, out), out)
+
+    def igatherv(self, x, counts=None, root=0, out=None):
+        """Rank r's x (counts[r] rows) goes to the root, which returns all
+        blocks in rank order, sum(counts) rows; the other ranks return
+        None.  counts is read on the root only."""
+        x = _contig(as_array(x))
+        rb = rc = displs = None
+        if self.rank == root:
+            counts = _counts(counts, self.size, "gatherv")
+            _rows(x, counts[root], "gatherv")
+            out = _out(out, (sum(counts),) + x.shape[1:], x.dtype,
+                       "gatherv")
+            rc, displs = _blocks(counts, _row_units(x, 1))
+            rb = _bytes(out)
+        else:
+            out = None
+        sb = _bytes(x)
+        return self._start("gatherv", lib.weft_igatherv,
+                           (_ptr(sb), sb.size, _ptr(rb), rc, displs,
+                            _lib.UINT8, root), (x, out), out)
+
+    def iscatterv(self, x=None, counts=None, root=0, out=None):
+        """On the root, x holds sum(counts) rows; rank r receives counts[r]
+        of them, in rank order, into `out` (required off the root, where x
+        and counts may be None; its size must match the root's count)."""
+        sb = sc = displs = None
+        if self.rank == root:
+            x = _contig(as_array(x))
+            counts = _counts(counts, self.size, "scatterv")
+            _rows(x, sum(counts), "scatterv")
+            out = _out(out, (counts[root],) + x.shape[1:], x.dtype,
+                       "scatterv")
+            sc, displs = _blocks(counts, _row_units(x, 1))
+            sb = _bytes(x)
+        else:
+            out = _given_out(out, "scatterv")
+        rb = _bytes(out)
+        return self._start("scatterv", lib.weft_iscatterv,
+                           (_ptr(sb), sc, displs, _ptr(rb), rb.size,
+                            _lib.UINT8, root), (x, out), out)
+
+    def ialltoallv(self, x, sendcounts, recvcounts, out=None):
+        """x holds sum(sendcounts) rows: sendcounts[p] of them, in rank
+        order, go to rank p; the result holds sum(recvcounts) rows,
+        recvcounts[p] from rank p, in rank order.  recvcounts[p] here is
+        sendcounts[rank] on rank p."""
+        x = _contig(as_array(x))
+        sendcounts = _counts(sendcounts, self.size, "alltoallv",
+                             "sendcounts")
+        recvcounts = _counts(recvcounts, self.size, "alltoallv",
+                             "recvcounts")
+        _rows(x, sum(sendcounts), "alltoallv")
+        out = _out(out, (sum(recvcounts),) + x.shape[1:], x.dtype,
+                   "alltoallv")
+        if out is x:
+            raise ValueError("weft alltoallv: out must not be x")
+        row = _row_units(x, 1)
+        sc, sd = _blocks(sendcounts, row)
+        rc, rd = _blocks(recvcounts, row)
+        sb, rb = _bytes(x), _bytes(out)
+        return self._start("alltoallv", lib.weft_ialltoallv,
+                           (_ptr(sb), sc, sd, _ptr(rb), rc, rd, _lib.UINT8),
+                           (x, out), out)
+
+    def ireduce_scatterv(self, x, counts, op="sum", out=None, dtype=None):
+        """x holds sum(counts) rows on every rank; rank r receives the
+        reduction of block r, counts[r] rows (blocks in rank order).
+        Every rank passes the same counts."""
+        x = _contig(as_array(x))
+        counts = _counts(counts, self.size, "reduce_scatterv")
+        _rows(x, sum(counts), "reduce_scatterv")
+        out = _out(out, (counts[self.rank],) + x.shape[1:], x.dtype,
+                   "reduce_scatterv")
+        wdt, wop, sv = _reduce_dtype(x, op, dtype)
+        dv = _reduce_dtype(out, op, dtype)[2]
+        rc, _ = _blocks(counts, _row_units(x, _lib.DTYPE_SIZES[wdt]))
+        return self._start("reduce_scatterv", lib.weft_ireduce_scatterv,
+                           (_ptr(sv), _ptr(dv), rc, wdt, wop), (x, out), out)
 
     def ibarrier(self):
         return self._start("barrier", lib.weft_ibarrier, (), (), None)
@@ -524,6 +664,21 @@ class Communicator:
 
     def scatter(self, x=None, root=0, out=None):
         return self.iscatter(x, root, out).wait()
+
+    def allgatherv(self, x, counts, out=None):
+        return self.iallgatherv(x, counts, out).wait()
+
+    def gatherv(self, x, counts=None, root=0, out=None):
+        return self.igatherv(x, counts, root, out).wait()
+
+    def scatterv(self, x=None, counts=None, root=0, out=None):
+        return self.iscatterv(x, counts, root, out).wait()
+
+    def alltoallv(self, x, sendcounts, recvcounts, out=None):
+        return self.ialltoallv(x, sendcounts, recvcounts, out).wait()
+
+    def reduce_scatterv(self, x, counts, op="sum", out=None, dtype=None):
+        return self.ireduce_scatterv(x, counts, op, out, dtype).wait()
 
     def barrier(self):
         self.ibarrier().wait()

@@ -17,7 +17,9 @@ def test_vs_gloo(nranks):
     results, _ = harness.launch("torch_vs_gloo.py", nranks, timeout=240)
     names = harness.check_names(results)
     cases = ["all_gather_coalesced", "is_completed", "BXOR", "PREMUL_SUM",
-             "uneven", "coalesced", "monitored_barrier", "no time: rank 0",
+             "uneven", "all_gather uneven 2-D", "complex SUM",
+             "gather uneven", "scatter uneven", "all_to_all list uneven",
+             "all_to_all_single split sizes", "coalesced", "monitored_barrier", "no time: rank 0",
              "sparse", "tags match", "any source", "DDP logging",
              "registered under another name"]
     if nranks >= 3:

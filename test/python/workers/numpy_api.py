@@ -67,6 +67,81 @@ def collectives(rep):
     weft.barrier()
 
 
+def rows(r, n, cols=2, dtype=np.int32, tag=0):
+    """n rows that name their sender r, their position and `tag`."""
+    return (np.arange(n * cols).reshape(n, cols) + 1000 * r + 100 * tag +
+            1).astype(dtype)
+
+
+def vectors(rep):
+    """The vector collectives with counts that differ per rank, some zero
+    (rank 0's, and rank 3's at 4 ranks), one block of 40000 rows so that
+    it travels in chunks; each result against arrays built here."""
+    counts = [(0, 3, 40000, 0)[r] for r in range(N)]
+    every = np.concatenate([rows(r, counts[r]) for r in range(N)])
+    got = weft.allgatherv(rows(R, counts[R]), counts)
+    rep.check("allgatherv", got.dtype == np.int32 and
+              got.shape == (sum(counts), 2) and np.array_equal(got, every),
+              got.shape)
+    flat = [np.arange(counts[r], dtype=np.float64) - r for r in range(N)]
+    out = np.full(sum(counts), -7.0)
+    req = weft.iallgatherv(flat[R], counts, out=out)
+    rep.check("iallgatherv into out=", req.wait() is out and
+              np.array_equal(out, np.concatenate(flat)), out[:4])
+
+    got = weft.gatherv(rows(R, counts[R]), counts if R == N - 1 else None,
+                       root=N - 1)
+    rep.check("gatherv", (got is None) == (R != N - 1) and
+              (R != N - 1 or np.array_equal(got, every)),
+              None if got is None else got.shape)
+
+    mine = np.full((counts[R], 2), -1, np.int32)
+    got = weft.scatterv(every if R == 0 else None,
+                        counts if R == 0 else None, root=0,
+                        out=None if R == 0 else mine)
+    rep.check("scatterv", np.array_equal(got, rows(R, counts[R])) and
+              (R == 0 or got is mine), got.shape)
+
+    # what rank s sends rank d: (s + 2d) % 3 rows, zero for some pairs
+    def sent(s, d):
+        return rows(s, (s + 2 * d) % 3, cols=3, dtype=np.int64, tag=d)
+    sendc = [(R + 2 * p) % 3 for p in range(N)]
+    recvc = [(p + 2 * R) % 3 for p in range(N)]
+    x = np.concatenate([sent(R, p) for p in range(N)])
+    reqs = [weft.ialltoallv(x + i, sendc, recvc) for i in range(3)]
+    outs = [q.wait() for q in reversed(reqs)][::-1]
+    want = np.concatenate([sent(p, R) for p in range(N)])
+    rep.check("three ialltoallv waited in reverse", all(
+        o.shape == (sum(recvc), 3) and np.array_equal(o, want + i)
+        for i, o in enumerate(outs)), [o.shape for o in outs])
+
+    base = np.arange(sum(counts) * 3, dtype=np.float64).reshape(-1, 3)
+    at = sum(counts[:R])
+    got = weft.reduce_scatterv(base * (R + 1), counts)
+    rep.check("reduce_scatterv sum", got.shape == (counts[R], 3) and
+              np.array_equal(got, (base * (N * (N + 1) // 2))
+                             [at:at + counts[R]]), got[:2])
+    ints = base.astype(np.int64) * (R + 1)
+    got = weft.ireduce_scatterv(ints, counts, op="max").wait()
+    rep.check("ireduce_scatterv max", np.array_equal(
+        got, (base.astype(np.int64) * N)[at:at + counts[R]]), got[:2])
+
+    for name, call in (
+            ("allgatherv with a count per rank missing",
+             lambda: weft.allgatherv(rows(R, counts[R]), counts[:-1])),
+            ("allgatherv with x not of its count",
+             lambda: weft.allgatherv(rows(R, counts[R] + 1), counts)),
+            ("alltoallv with x not of sum(sendcounts)",
+             lambda: weft.alltoallv(
+                 rows(R, sum(sendc) + 1, 3, np.int64), sendc, recvc))):
+        try:
+            call()
+            rep.check(name + " raises ValueError", False, "no exception")
+        except ValueError as e:
+            rep.check(name + " raises ValueError", "weft" in str(e), e)
+    weft.barrier()
+
+
 def buffers_and_p2p(rep):
     a = array.array("d", [1.0, 2.0])
     weft.allreduce(a, out=a)
@@ -178,8 +253,8 @@ def main():
         weft.init()
         rep.check("rank and size", (weft.rank(), weft.size()) == (R, N),
                   (weft.rank(), weft.size()))
-        for fn in (collectives, buffers_and_p2p, nonblocking, communicators,
-                   errors):
+        for fn in (collectives, vectors, buffers_and_p2p, nonblocking,
+                   communicators, errors):
             with rep.case(fn.__name__):
                 fn(rep)
         weft.finalize()

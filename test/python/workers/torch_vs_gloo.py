@@ -8,7 +8,14 @@ reference), or, where gloo refuses the call, with values computed here:
   Work status            is_completed()/is_success() after wait(), and
                          is_completed() turning true without wait()
   bitwise / PREMUL_SUM   BAND, BOR, BXOR on integers; PREMUL_SUM
-  uneven sizes           all_gather and reduce_scatter lists
+  uneven sizes           all_gather and reduce_scatter lists (against
+                         gloo), and, against values computed here, with
+                         empty blocks: all_gather of 2-D tensors with a
+                         block that travels in chunks, reduce_scatter with
+                         MAX and on complex, gather, scatter, all_to_all
+                         lists and all_to_all_single split sizes, where a
+                         rank whose own sizes are all equal meets one whose
+                         sizes are not
   coalescing             _coalescing_manager all_reduce, batch_isend_irecv
   monitored_barrier      passes; names the rank that does not arrive;
                          with a zero timeout rank 0 times out; the ranks
@@ -175,6 +182,70 @@ def check_uneven(rep):
         want = sum(torch.arange(R + 2, dtype=torch.float32) + r
                    for r in range(N))
         assert same(mine, want), (mine, want)
+    # Sizes here: rank 0's block empty, rank 1's 40000 rows (over weft's
+    # chunk), the others small; values name their rank and position.
+    rows = [(0, 40000, 3, 1)[r] for r in range(N)]
+
+    def block(r, cols=2, dtype=torch.int64):
+        return (torch.arange(rows[r] * cols, dtype=torch.int64)
+                .view(rows[r], cols) * 10 + r).to(dtype)
+    with rep.case("all_gather uneven 2-D, an empty block, a chunked one"):
+        outs = [torch.full((rows[r], 2), -1, dtype=torch.int64)
+                for r in range(N)]
+        dist.all_gather(outs, block(R), group=WEFT)
+        for r in range(N):
+            assert same(outs[r], block(r)), (r, outs[r].shape)
+    with rep.case("reduce_scatter uneven MAX with an empty block"):
+        ins = [block(r, 3, torch.int32) * (R + 1) for r in range(N)]
+        out = torch.zeros(rows[R], 3, dtype=torch.int32)
+        dist.reduce_scatter(out, ins, op=RO.MAX, group=WEFT)
+        assert same(out, block(R, 3, torch.int32) * N), out[:2]
+    with rep.case("reduce_scatter uneven complex SUM"):
+        # weft reduces complex as pairs of reals: the counts it gets are
+        # twice the elements
+        def cplx(r, scale):
+            re = torch.arange(r + 1, dtype=torch.float64) * scale
+            return torch.complex(re, -2 * re)
+        ins = [cplx(r, R + 1) for r in range(N)]
+        out = torch.zeros(R + 1, dtype=torch.complex128)
+        dist.reduce_scatter(out, ins, group=WEFT)
+        assert same(out, cplx(R, N * (N + 1) // 2)), out
+    with rep.case("gather uneven to the last rank"):
+        root = N - 1
+        gl = [torch.full((rows[r], 2), -1, dtype=torch.int64)
+              for r in range(N)] if R == root else None
+        dist.gather(block(R), gl, dst=root, group=WEFT)
+        if R == root:
+            for r in range(N):
+                assert same(gl[r], block(r)), (r, gl[r].shape)
+    with rep.case("scatter uneven from rank 0"):
+        out = torch.full((rows[R], 2), -1, dtype=torch.int64)
+        sl = [block(r) for r in range(N)] if R == 0 else None
+        dist.scatter(out, sl, src=0, group=WEFT)
+        assert same(out, block(R)), out.shape
+
+    # all_to_all: rank s sends rank d sent(s, d); rank 0's sizes are all
+    # 3 (equal to and from everyone), the others' differ and include 0.
+    def count(s, d):
+        return 3 if 0 in (s, d) else (s + d) % 3
+
+    def sent(s, d):
+        return (torch.arange(count(s, d) * 2, dtype=torch.int64)
+                .view(-1, 2) * 100 + 10 * s + d)
+    with rep.case("all_to_all list uneven, rank 0's sizes equal"):
+        outs = [torch.full((count(p, R), 2), -1, dtype=torch.int64)
+                for p in range(N)]
+        dist.all_to_all(outs, [sent(R, p) for p in range(N)], group=WEFT)
+        for p in range(N):
+            assert same(outs[p], sent(p, R)), (p, outs[p])
+    with rep.case("all_to_all_single split sizes, rank 0's equal"):
+        out = torch.full((sum(count(p, R) for p in range(N)), 2), -1,
+                         dtype=torch.int64)
+        dist.all_to_all_single(
+            out, torch.cat([sent(R, p) for p in range(N)]),
+            [count(p, R) for p in range(N)],
+            [count(R, p) for p in range(N)], group=WEFT)
+        assert same(out, torch.cat([sent(p, R) for p in range(N)])), out
 
 
 def check_coalescing(rep):

@@ -92,6 +92,59 @@ const char* intern(const std::string& s) {
   return pool.insert(s).first->c_str();
 }
 
+// A list of blocks, one per rank, and this rank's tensor `t`: every block
+// of t's dtype, and block `own` (t's counterpart) of t's size.
+void checkBlocks(const char* what, const TensorList& list,
+                 const char* listName, const at::Tensor& t,
+                 const char* tName, int own) {
+  for (auto& x : list)
+    if (x.scalar_type() != t.scalar_type())
+      invalid(what, std::string(listName) + " " + describe(x) + " and " +
+                        tName + " " + describe(t) + " differ in dtype");
+  if (nbytes(list[own]) != nbytes(t))
+    invalid(what, std::string(listName) + " " + std::to_string(own) +
+                      " is " + describe(list[own]) + " where this rank's " +
+                      tName + " is " + describe(t));
+}
+
+// The counts and displacements of a vector collective (weft_i*v): one
+// block per rank, one after another in rank order.
+struct Blocks {
+  std::vector<size_t> counts, displs;
+  size_t total = 0;
+  void add(size_t n) {
+    counts.push_back(n);
+    displs.push_back(total);
+    total += n;
+  }
+};
+
+// A block of nbytes(t) per tensor of `ts`.
+Blocks byteBlocks(const TensorList& ts) {
+  Blocks b;
+  for (auto& t : ts)
+    b.add(nbytes(t));
+  return b;
+}
+
+// `ts` packed into one buffer as laid out by `b`.
+at::Tensor pack(const TensorList& ts, const Blocks& b) {
+  auto buf = byteBuffer(b.total);
+  for (size_t r = 0; r < ts.size(); r++)
+    toBytes(bytes(buf) + b.displs[r], ts[r]);
+  return buf;
+}
+
+// Once `op` has succeeded, `flat`'s blocks (laid out by `b`) go into `outs`.
+void unpackLater(const std::shared_ptr<OpState>& op, const at::Tensor& flat,
+                 const TensorList& outs, const Blocks& b) {
+  auto displs = b.displs;
+  op->finalize.push_back([flat, outs, displs] {
+    for (size_t r = 0; r < outs.size(); r++)
+      fromBytes(outs[r], bytes(flat) + displs[r]);
+  });
+}
+
 TensorList flatten(const std::vector<TensorList>& lists) {
   TensorList out;
   for (auto& l : lists)
@@ -409,30 +462,27 @@ c10::intrusive_ptr<Work> WeftBackend::allgather(
                                std::to_string(outs.size()) +
                                " tensors, expected one per rank (" +
                                std::to_string(size_) + ")");
-    // Uneven sizes (torch allows them in the list form): every rank knows
-    // every size, so each sends its tensor padded to the largest.
-    size_t block = 0;
-    for (auto& o : outs) {
-      if (o.scalar_type() != inp.scalar_type())
-        invalid("allgather", "output " + describe(o) + " and input " +
-                                 describe(inp) + " differ in dtype");
-      block = std::max(block, nbytes(o));
-    }
-    if (nbytes(outs[rank_]) != nbytes(inp))
-      invalid("allgather", "this rank's output " + describe(outs[rank_]) +
-                               " does not match its input " + describe(inp));
-    auto src = byteBuffer(block);
-    toBytes(bytes(src), inp);
-    auto flat = byteBuffer(block * size_);
+    checkBlocks("allgather", outs, "output", inp, "input", rank_);
+    // Every rank sees the same output sizes, so every rank takes the same
+    // branch: equal sizes keep weft_iallgather (its algorithms and cached
+    // plans), uneven ones (torch allows them in the list form) go to
+    // weft_iallgatherv, which moves each block at its own length.
+    auto b = byteBlocks(outs);
+    auto src = inp.contiguous();
+    auto flat = byteBuffer(b.total);
     op->keep.insert(op->keep.end(), {src, flat});
-    start(op, [&](weft_request_t* r) {
-      return weft_iallgather(src.data_ptr(), flat.data_ptr(), block,
-                             WEFT_UINT8, comm_, r);
-    });
-    op->finalize.push_back([flat, outs, block] {
-      for (size_t r = 0; r < outs.size(); r++)
-        fromBytes(outs[r], bytes(flat) + r * block);
-    });
+    if (sameShapes(outs, outs[0]))
+      start(op, [&](weft_request_t* r) {
+        return weft_iallgather(src.data_ptr(), flat.data_ptr(), nbytes(src),
+                               WEFT_UINT8, comm_, r);
+      });
+    else
+      start(op, [&](weft_request_t* r) {
+        return weft_iallgatherv(src.data_ptr(), nbytes(src), flat.data_ptr(),
+                                b.counts.data(), b.displs.data(), WEFT_UINT8,
+                                comm_, r);
+      });
+    unpackLater(op, flat, outs, b);
   }
   return finish(OpType::ALLGATHER, "weft:all_gather", op, flatten(outputs),
                 inputs);
@@ -582,10 +632,14 @@ c10::intrusive_ptr<Work> WeftBackend::gather(
   auto op = newOp("gather", opts.timeout);
   auto src = inp.contiguous();
   op->keep.push_back(src);
+  // weft_igatherv, also for equal sizes: a rank other than the root knows
+  // only its own size, so it cannot tell an uneven gather from an even
+  // one, and every rank must call the same collective.  The root checks
+  // each block's length against its output tensor.
   if (rank_ != root) {
     start(op, [&](weft_request_t* r) {
-      return weft_igather(src.data_ptr(), nullptr, nbytes(src), WEFT_UINT8,
-                          root, comm_, r);
+      return weft_igatherv(src.data_ptr(), nbytes(src), nullptr, nullptr,
+                           nullptr, WEFT_UINT8, root, comm_, r);
     });
     return finish(OpType::GATHER, "weft:gather", op, {}, inputs);
   }
@@ -594,20 +648,16 @@ c10::intrusive_ptr<Work> WeftBackend::gather(
                           std::to_string(size_) + " tensors");
   auto outs = outputs[0];
   checkCpu(outs, "gather");
-  if (!sameShapes(outs, inp))
-    invalid("gather", "every output must be " + describe(inp) +
-                          " like the input (weft gathers equal sizes)");
-  size_t n = nbytes(src);
-  auto flat = byteBuffer(n * size_);
+  checkBlocks("gather", outs, "output", inp, "input", root);
+  auto b = byteBlocks(outs);
+  auto flat = byteBuffer(b.total);
   op->keep.push_back(flat);
   start(op, [&](weft_request_t* r) {
-    return weft_igather(src.data_ptr(), flat.data_ptr(), n, WEFT_UINT8, root,
-                        comm_, r);
+    return weft_igatherv(src.data_ptr(), nbytes(src), flat.data_ptr(),
+                         b.counts.data(), b.displs.data(), WEFT_UINT8, root,
+                         comm_, r);
   });
-  op->finalize.push_back([flat, outs, n] {
-    for (size_t r = 0; r < outs.size(); r++)
-      fromBytes(outs[r], bytes(flat) + r * n);
-  });
+  unpackLater(op, flat, outs, b);
   return finish(OpType::GATHER, "weft:gather", op, outs, inputs);
 }
 
@@ -622,26 +672,28 @@ c10::intrusive_ptr<Work> WeftBackend::scatter(
   int root = static_cast<int>(opts.rootRank);
   auto op = newOp("scatter", opts.timeout);
   at::Tensor send;
+  Blocks b;
   if (rank_ == root) {
     if (inputs.size() != 1 || static_cast<int>(inputs[0].size()) != size_)
       invalid("scatter", "the root needs one input list of " +
                              std::to_string(size_) + " tensors");
     checkCpu(inputs[0], "scatter");
-    if (!sameShapes(inputs[0], out))
-      invalid("scatter", "every input must be " + describe(out) +
-                             " like the output (weft scatters equal sizes)");
-    send = byteBuffer(nbytes(out) * size_);
-    for (int r = 0; r < size_; r++)
-      toBytes(bytes(send) + r * nbytes(out), inputs[0][r]);
+    checkBlocks("scatter", inputs[0], "input", out, "output", root);
+    b = byteBlocks(inputs[0]);
+    send = pack(inputs[0], b);
     op->keep.push_back(send);
   }
   auto dst = out.contiguous();
   op->keep.push_back(dst);
   copyBack(op, out, dst);
+  // weft_iscatterv, also for equal sizes, for gather's reason: only the
+  // root knows every size; each rank checks its block's length.
   start(op, [&](weft_request_t* r) {
-    return weft_iscatter(send.defined() ? send.data_ptr() : nullptr,
-                         dst.data_ptr(), nbytes(dst), WEFT_UINT8, root,
-                         comm_, r);
+    return weft_iscatterv(send.defined() ? send.data_ptr() : nullptr,
+                          send.defined() ? b.counts.data() : nullptr,
+                          send.defined() ? b.displs.data() : nullptr,
+                          dst.data_ptr(), nbytes(dst), WEFT_UINT8, root,
+                          comm_, r);
   });
   return finish(OpType::SCATTER, "weft:scatter", op, outputs,
                 rank_ == root ? std::optional<TensorList>(inputs[0])
@@ -697,19 +749,27 @@ c10::intrusive_ptr<Work> WeftBackend::reduce_scatter(
       reduceScatterFlat(op, out, cat, opts.reduceOp, "reduce_scatter");
       continue;
     }
-    // Uneven blocks (every rank knows every size): the whole list is
-    // reduced and each rank keeps its block.
-    if (ins[rank_].numel() != out.numel())
+    // Uneven blocks (every rank passes the same list, so every rank takes
+    // this branch): weft_ireduce_scatterv, a block of its own length each.
+    if (ins[rank_].numel() != out.numel() ||
+        cat.scalar_type() != out.scalar_type())
       invalid("reduce_scatter", "this rank's block " + describe(ins[rank_]) +
                                     " does not match the output " +
                                     describe(out));
-    int64_t off = 0;
-    for (int r = 0; r < rank_; r++)
-      off += ins[r].numel();
-    reduceInto(op, cat, opts.reduceOp);
-    int64_t n = out.numel();
-    op->finalize.push_back([cat, out, off, n]() mutable {
-      out.copy_(cat.narrow(0, off, n).view(out.sizes()));
+    auto src = reducible(cat, opts.reduceOp, "reduce_scatter");
+    // weft counts what it reduces: a complex element is two reals
+    size_t per = cat.numel() > 0 ? src.count / cat.numel() : 1;
+    Blocks b;
+    for (auto& t : ins)
+      b.add(static_cast<size_t>(t.numel()) * per);
+    auto dst = at::empty({out.numel()}, src.buf.options());
+    op->keep.insert(op->keep.end(), {src.buf, dst});
+    op->finalize.push_back(
+        [dst, out]() mutable { out.copy_(dst.view(out.sizes())); });
+    start(op, [&](weft_request_t* r) {
+      return weft_ireduce_scatterv(src.buf.data_ptr(), dst.data_ptr(),
+                                   b.counts.data(), src.dtype, src.op, comm_,
+                                   r);
     });
   }
   return finish(OpType::REDUCE_SCATTER, "weft:reduce_scatter", op, outputs,
@@ -779,31 +839,6 @@ c10::intrusive_ptr<Work> WeftBackend::reduce_scatter_tensor_coalesced(
 
 // ---- all-to-all ---------------------------------------------------------
 
-// outs[p] <- rank p's ins[rank], by send/recv (weft has no alltoallv);
-// every rank posts them in the same order; its own block is a local copy.
-void WeftBackend::exchange(const std::shared_ptr<OpState>& op,
-                           TensorList outs, TensorList ins) {
-  for (int p = 0; p < size_; p++) {
-    if (p == rank_)
-      continue;
-    auto src = ins[p].contiguous();
-    auto dst = outs[p].contiguous();
-    op->keep.insert(op->keep.end(), {src, dst});
-    copyBack(op, outs[p], dst);
-    start(op, [&](weft_request_t* r) {
-      return weft_isend(src.data_ptr(), nbytes(src), WEFT_UINT8, p, comm_,
-                        r);
-    });
-    start(op, [&](weft_request_t* r) {
-      return weft_irecv(dst.data_ptr(), nbytes(dst), WEFT_UINT8, p, comm_,
-                        r);
-    });
-  }
-  auto own = outs[rank_];
-  auto mine = ins[rank_];
-  op->finalize.push_back([own, mine]() mutable { own.copy_(mine); });
-}
-
 c10::intrusive_ptr<Work> WeftBackend::alltoall_base(
     at::Tensor& output, at::Tensor& input, std::vector<int64_t>& outputSplits,
     std::vector<int64_t>& inputSplits, const c10d::AllToAllOptions& opts) {
@@ -826,19 +861,57 @@ c10::intrusive_ptr<Work> WeftBackend::alltoall_base(
                             nbytes(src) / size_, WEFT_UINT8, comm_, r);
     });
   } else {
-    auto rows = [&](const at::Tensor& t, std::vector<int64_t> splits) {
+    // Split sizes are rows of dim 0; weft_ialltoallv takes bytes.  A side
+    // without them is split evenly, as torch does.
+    if (output.scalar_type() != input.scalar_type() || input.dim() == 0 ||
+        output.dim() == 0)
+      invalid("alltoall", "input " + describe(input) + " and output " +
+                              describe(output) + " need one dtype and a "
+                              "dim 0 to split");
+    auto blocks = [&](const at::Tensor& t, std::vector<int64_t> splits,
+                      const char* which) {
+      int64_t rows = t.size(0);
       if (splits.empty()) {
-        if (t.size(0) % size_ != 0)
-          invalid("alltoall", "dim 0 (" + std::to_string(t.size(0)) +
+        if (rows % size_ != 0)
+          invalid("alltoall", std::string(which) + " dim 0 (" +
+                                  std::to_string(rows) +
                                   ") is not a multiple of " +
                                   std::to_string(size_));
-        splits.assign(size_, t.size(0) / size_);
+        splits.assign(size_, rows / size_);
       }
       if (static_cast<int>(splits.size()) != size_)
-        invalid("alltoall", "split sizes need one entry per rank");
-      return t.split_with_sizes(splits, 0);
+        invalid("alltoall", std::string(which) +
+                                " split sizes need one entry per rank");
+      size_t row = t.element_size();  // bytes of one row, also when empty
+      for (int64_t d = 1; d < t.dim(); d++)
+        row *= static_cast<size_t>(t.size(d));
+      Blocks b;
+      int64_t sum = 0;
+      for (auto n : splits) {
+        if (n < 0)
+          invalid("alltoall", std::string(which) + " split size " +
+                                  std::to_string(n) + " is negative");
+        sum += n;
+        b.add(static_cast<size_t>(n) * row);
+      }
+      if (sum != rows)
+        invalid("alltoall", std::string(which) + " split sizes add up to " +
+                                std::to_string(sum) + ", dim 0 is " +
+                                std::to_string(rows));
+      return b;
     };
-    exchange(op, rows(output, outputSplits), rows(input, inputSplits));
+    auto sb = blocks(input, inputSplits, "input");
+    auto rb = blocks(output, outputSplits, "output");
+    auto src = input.contiguous();
+    auto dst = output.contiguous();
+    op->keep.insert(op->keep.end(), {src, dst});
+    copyBack(op, output, dst);
+    start(op, [&](weft_request_t* r) {
+      return weft_ialltoallv(src.data_ptr(), sb.counts.data(),
+                             sb.displs.data(), dst.data_ptr(),
+                             rb.counts.data(), rb.displs.data(), WEFT_UINT8,
+                             comm_, r);
+    });
   }
   return finish(OpType::ALLTOALL_BASE, "weft:all_to_all", op, {output},
                 TensorList{input});
@@ -853,25 +926,20 @@ c10::intrusive_ptr<Work> WeftBackend::alltoall(
       static_cast<int>(inputs.size()) != size_)
     invalid("alltoall", "needs one input and one output tensor per rank");
   auto op = newOp("alltoall", opts.timeout);
-  if (sameShapes(inputs, inputs[0]) && sameShapes(outputs, inputs[0])) {
-    size_t n = nbytes(inputs[0]);
-    auto src = byteBuffer(n * size_);
-    for (int r = 0; r < size_; r++)
-      toBytes(bytes(src) + r * n, inputs[r]);
-    auto dst = byteBuffer(n * size_);
-    op->keep.insert(op->keep.end(), {src, dst});
-    start(op, [&](weft_request_t* r) {
-      return weft_ialltoall(src.data_ptr(), dst.data_ptr(), n, WEFT_UINT8,
-                            comm_, r);
-    });
-    auto outs = outputs;
-    op->finalize.push_back([dst, outs, n] {
-      for (size_t r = 0; r < outs.size(); r++)
-        fromBytes(outs[r], bytes(dst) + r * n);
-    });
-  } else {
-    exchange(op, outputs, inputs);
-  }
+  // weft_ialltoallv, also when this rank's tensors are all one size: a
+  // rank cannot see whether the others' are, and every rank must call the
+  // same collective.  Each block's receiver checks its length.
+  auto sb = byteBlocks(inputs);
+  auto rb = byteBlocks(outputs);
+  auto src = pack(inputs, sb);
+  auto dst = byteBuffer(rb.total);
+  op->keep.insert(op->keep.end(), {src, dst});
+  start(op, [&](weft_request_t* r) {
+    return weft_ialltoallv(src.data_ptr(), sb.counts.data(), sb.displs.data(),
+                           dst.data_ptr(), rb.counts.data(), rb.displs.data(),
+                           WEFT_UINT8, comm_, r);
+  });
+  unpackLater(op, dst, outputs, rb);
   return finish(OpType::ALLTOALL, "weft:all_to_all", op, outputs, inputs);
 }
 

@@ -130,8 +130,6 @@ class WeftBackend : public c10d::Backend {
   void allreduceSparse(at::Tensor& t, const c10d::ReduceOp& red);
   at::Tensor packedAllgather(const std::shared_ptr<OpState>& op,
                              const TensorList& inputs, size_t total);
-  void exchange(const std::shared_ptr<OpState>& op, TensorList outs,
-                TensorList ins);
   void reduceScatterFlat(const std::shared_ptr<OpState>& op,
                          const at::Tensor& out, const at::Tensor& flatIn,
                          const c10d::ReduceOp& red, const char* what);
