@@ -110,7 +110,7 @@ $(TOOL_BINS):
 deps:
 	@scripts/install-deps.sh
 
-include mk/test.mk mk/cuda.mk mk/bench.mk mk/fuzz.mk mk/fortran.mk
+include mk/test.mk mk/cuda.mk mk/bench.mk mk/fuzz.mk mk/fortran.mk mk/apps.mk
 
 docs: $(BUILD)/bin/weft-info
 	$(BUILD)/bin/weft-info --env-markdown > docs/env.md
