@@ -3,7 +3,7 @@
 # (bench/apps/, docs/apps.md).  `make apps` builds:
 #   $(BUILD)/apps/cg_weft    the CG solver of bench/apps/cg/ on weft
 #   $(BUILD)/apps/cg_mpi     the same on MPI, where mpicc is found
-# `make test` builds
+# `make bench-apps` times both (bench/apps/cg/bench.sh); `make test` builds
 # them too (APPS_BUILD) for tools_apps_cg_*, which skips the MPI side with
 # the reason where mpicc or mpirun is absent.
 MPICC ?= mpicc
@@ -35,9 +35,16 @@ $(CG_MPI): $(CG_OBJS) $(APPS_DIR)/obj/cg_comm_mpi.o
 	$(APPS_MPICC) $(LDFLAGS) $^ -o $@ -lm
 
 # The library first, as `make test` builds it: cg_weft links it.
-.PHONY: apps
+.PHONY: apps bench-apps
 apps: lib
 	@$(MAKE) --no-print-directory $(APPS_BUILD)
 	@$(if $(APPS_MPICC),,echo "mpicc not found: $(CG_MPI) is not built" \
 	  "(scripts/install-compare-deps.sh installs Open MPI)")
 
+# Both programs on 2 and 4 ranks, alternating round by round; medians of
+# the time per iteration and of the rounds' weft / MPI ratios, and a record
+# in bench/results/ (bench/apps/cg/bench.sh lists its CG_* settings).
+bench-apps: all
+	@scripts/install-compare-deps.sh
+	$(MAKE) --no-print-directory apps
+	bench/apps/cg/bench.sh $(BUILD)
