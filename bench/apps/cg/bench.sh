@@ -16,7 +16,7 @@
 # dated record in bench/results/ (CG_RECORD; CG_RECORD=- writes none).
 #
 # usage: bench.sh BUILD_DIR
-# environment: CG_RANKS ("2 4"), CG_ROUNDS (11),
+# environment: CG_RANKS ("2 4"), CG_ROUNDS (21),
 #              CG_ARGS ("-x 32 -y 32 -z 32 -i 1000": the grid per rank and
 #              the iterations), CG_OUT (raw outputs, BUILD_DIR/apps/bench),
 #              CG_RECORD (bench/results/DATE-cg-miniapp.md)
@@ -24,7 +24,7 @@ set -euo pipefail
 
 build=${1:?usage: bench.sh BUILD_DIR}
 ranks=${CG_RANKS:-2 4}
-rounds=${CG_ROUNDS:-11}
+rounds=${CG_ROUNDS:-21}
 args=${CG_ARGS:--x 32 -y 32 -z 32 -i 1000}
 out=${CG_OUT:-$build/apps/bench}
 record=${CG_RECORD:-bench/results/$(date +%F)-cg-miniapp.md}
@@ -80,8 +80,8 @@ report() {
         done
     done
     echo
-    echo "| ranks | weft (µs/iter) | Open MPI (µs/iter) | weft / Open MPI | rounds with bitwise equal histories |"
-    echo "|---:|---:|---:|---:|---:|"
+    echo "| ranks | weft (µs/iter) | weft's range | Open MPI (µs/iter) | Open MPI's range | weft / Open MPI | rounds with bitwise equal histories |"
+    echo "|---:|---:|---:|---:|---:|---:|---:|"
     for n in $ranks; do
         awk -v n="$n" -v R="$rounds" -v dir="$out" '
         function median(a, k,    i, j, t) {
@@ -106,11 +106,19 @@ report() {
                 getline s < f; close(f)
                 same += s == "same"
             }
-            printf "| %d | %.1f | %.1f | %.2f | %d of %d |\n", n,
-                median(w, R), median(m, R), median(q, R), same, R
+            lo_w = hi_w = w[1]; lo_m = hi_m = m[1]
+            for (r = 2; r <= R; r++) {
+                lo_w = w[r] < lo_w ? w[r] : lo_w; hi_w = w[r] > hi_w ? w[r] : hi_w
+                lo_m = m[r] < lo_m ? m[r] : lo_m; hi_m = m[r] > hi_m ? m[r] : hi_m
+            }
+            printf "| %d | %.1f | %.1f-%.1f | %.1f | %.1f-%.1f | %.2f | %d of %d |\n",
+                n, median(w, R), lo_w, hi_w, median(m, R), lo_m, hi_m,
+                median(q, R), same, R
         }'
     done
     echo
+    echo "Times are medians over the rounds, ranges the fastest and slowest" \
+        "round; the ratio is the median of the rounds' own ratios."
     echo "Raw outputs: $out (one file per side, rank count and round)."
 }
 
