@@ -117,6 +117,9 @@ report() {
         }'
     done
     echo
+    echo "Load average after: $(cut -d' ' -f1-3 /proc/loadavg) (other" \
+        "programs on the machine take cores from the ranks)."
+    echo
     echo "Times are medians over the rounds, ranges the fastest and slowest" \
         "round; the ratio is the median of the rounds' own ratios."
     echo "Raw outputs: $out (one file per side, rank count and round)."
