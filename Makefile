@@ -7,8 +7,9 @@
 # python, test-python, test-rdma, test-launchers), cuda.mk (cuda,
 # test-gpu), bench.mk (bench, bench-report, compare, bench-check,
 # bench-stalls, bench-cpu, bench-latency, bench-reduce, bench-tcp-floor,
-# bench-tcp-levers, algo-fit, bench-netns), fuzz.mk (fuzz, fuzz-build) and
-# fortran.mk (fortran: the Fortran module, with gfortran).
+# bench-tcp-levers, algo-fit, bench-netns), fuzz.mk (fuzz, fuzz-build),
+# fortran.mk (fortran: the Fortran module, with gfortran) and apps.mk
+# (apps, bench-apps: mini-apps on weft and on MPI).
 # `make help` lists the targets.
 
 PREFIX ?= /usr/local
