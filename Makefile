@@ -7,8 +7,9 @@
 # python, test-python, test-rdma, test-launchers), cuda.mk (cuda,
 # test-gpu), bench.mk (bench, bench-report, compare, bench-check,
 # bench-stalls, bench-cpu, bench-latency, bench-reduce, bench-tcp-floor,
-# bench-tcp-levers, algo-fit, bench-netns), fuzz.mk (fuzz, fuzz-build) and
-# fortran.mk (fortran: the Fortran module, with gfortran).
+# bench-tcp-levers, algo-fit, bench-netns), fuzz.mk (fuzz, fuzz-build),
+# fortran.mk (fortran: the Fortran module, with gfortran) and apps.mk
+# (apps, bench-apps: mini-apps on weft and on MPI).
 # `make help` lists the targets.
 
 PREFIX ?= /usr/local
@@ -110,7 +111,7 @@ $(TOOL_BINS):
 deps:
 	@scripts/install-deps.sh
 
-include mk/test.mk mk/cuda.mk mk/bench.mk mk/fuzz.mk mk/fortran.mk
+include mk/test.mk mk/cuda.mk mk/bench.mk mk/fuzz.mk mk/fortran.mk mk/apps.mk
 
 docs: $(BUILD)/bin/weft-info
 	$(BUILD)/bin/weft-info --env-markdown > docs/env.md

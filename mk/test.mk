@@ -65,7 +65,8 @@ C_SUITE := $(BUILD)/test/c-suite
   test-horovod bench-horovod tf test-tf \
   test-launchers
 test: deps
-	$(MAKE) all $(TEST_BIN) $(WEFT_HARNESS) $(CUDA_BUILD) $(FORTRAN_BUILD)
+	$(MAKE) all $(TEST_BIN) $(WEFT_HARNESS) $(CUDA_BUILD) $(FORTRAN_BUILD) \
+	  $(APPS_BUILD)
 	$(MAKE) check
 	@echo "$(TEST_BIN) --build $(BUILD)"
 	@{ WF_TEST_TIMEOUT_MULT=$(TEST_TIMEOUT_MULT) $(STDBUF) $(TEST_BIN) \
