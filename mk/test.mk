@@ -74,6 +74,8 @@ test: deps
 	  | tee $(C_SUITE).log
 	@$(if $(SANITIZED),echo "Python suite skipped: sanitizer build",\
 	  $(MAKE) --no-print-directory test-python PY_C_SUMMARY=$(C_SUITE).log)
+	@$(if $(SANITIZED),echo "TensorFlow slice skipped: sanitizer build",\
+	  $(MAKE) --no-print-directory test-tf TF_TEST_ARGS='$(TF_SLICE)')
 	@exit $$(cat $(C_SUITE).rc)
 
 # Static checks: export map, no getenv outside config, docs/env.md current.
@@ -144,16 +146,19 @@ test-horovod: python $(BUILD)/bin/weftrun
 # from the pins of python/requirements-tf.txt (TensorFlow 2.21 CPU and
 # tf_keras; ~600 MB of downloads the first time, instant after), then 1 to
 # 4 ranks, every dtype, Keras training against one process, the example
-# under weftrun and mpirun.  Not part of `make test`: building the venv in
-# each CI run's fresh clone would add minutes of download and install.
+# under weftrun and mpirun.  `make test` runs its 2-rank slice (TF_SLICE:
+# every function and the Keras training against one process); the venv it
+# needs takes seconds once pip's cache holds the wheels.
 VENV_TF ?= .venv-tf
+TF_SLICE := -k "test_every_function and 2"
+TF_TEST_ARGS ?=
 tf: lib
 	@python/scripts/make-venv.sh "$(PYTHON3)" $(VENV_TF) \
 	  python/requirements-tf.txt tensorflow
 
 test-tf: tf $(BUILD)/bin/weftrun
 	@WEFTPY_TEST_TF=1 TF_CPP_MIN_LOG_LEVEL=3 $(VENV_TF)/bin/python -m pytest \
-	  -v -rs test/python/tensorflow
+	  -v -rs test/python/tensorflow $(TF_TEST_ARGS)
 
 # DistributedOptimizer's step, fused and unfused, against DDP on weft and
 # on gloo (test/python/bench_horovod.py, docs/horovod.md).
