@@ -14,10 +14,13 @@
 #include "algo/vsim.h"
 #include "plan/nodemap.h"
 
+/* The equal-count collectives: a vector one's plan needs every rank's
+ * counts, which a size in bytes does not give. */
 static bool parse_coll(const char *name, wf_coll_t *coll)
 {
     for (int c = 1; c < WF_COLL_MAX; c++)
         if (c != WF_COLL_SEND && c != WF_COLL_RECV &&
+            !wf_coll_is_vector((wf_coll_t)c) &&
             strcmp(wf_coll_name((wf_coll_t)c), name) == 0)
             return *coll = (wf_coll_t)c, true;
     if (strcmp(name, "reduce_scatter") == 0)

@@ -94,6 +94,9 @@ WF_TEST(algo_vsim_public_simulate, 60)
     ASSERT_OK(weft_simulate("allreduce", 8, 1 << 20, 2, 12.5, 10, f));
     ASSERT_STATUS(weft_simulate("nosuch", 8, 1, 2, 12.5, 10, f),
                   WEFT_ERR_INVALID_ARG);
+    /* Per-rank counts are not a size: refused, not an empty table. */
+    ASSERT_STATUS(weft_simulate("allgatherv", 8, 1 << 20, 2, 12.5, 10, f),
+                  WEFT_ERR_INVALID_ARG);
     ASSERT_STATUS(weft_simulate("allreduce", 0, 1, 2, 12.5, 10, f),
                   WEFT_ERR_INVALID_ARG);
     fclose(f);
