@@ -79,7 +79,7 @@ weft_status_t wf_group_record(weft_comm_t comm, const call_t *k,
     recorded_t *r = &calls[ncalls];
     *r = (recorded_t){.call = *k};
     r->call.comm = comm;
-    r->call.blocking = false; /* started at the end, waited there */
+    r->call.blocking = false; /* run_group decides */
     int n = 0;
     if (wf_coll_is_vector(k->coll) && weft_comm_size(comm, &n) != WEFT_OK)
         n = 0; /* a bad handle: weft_group_end's start says so */
@@ -121,9 +121,19 @@ static weft_status_t run_group(void)
                   ncalls);
         return WEFT_ERR_NO_MEMORY;
     }
+    /* On one communicator the calls start as blocking ones: waiting for
+     * any of them drives that communicator's engine, which progresses
+     * them all, so no progress thread needs waking (on a machine with
+     * fewer cores than ranks, a third thread per rank costs more than it
+     * overlaps).  Across communicators a wait drives only its own
+     * engine, so the others' progress threads must run theirs. */
+    bool one_comm = true;
+    for (size_t i = 1; i < ncalls; i++)
+        one_comm &= calls[i].call.comm == calls[0].call.comm;
     size_t started = 0;
     for (; first == WEFT_OK && started < ncalls; started++) {
-        const call_t *k = &calls[started].call;
+        call_t *k = &calls[started].call;
+        k->blocking = one_comm;
         weft_status_t st = wf_api_start(k->comm, k, &reqs[started]);
         if (st < 0)
             first = st;

@@ -3,7 +3,9 @@
  * exchange whose every rank first receives from both neighbours and then
  * sends to them, which as plain blocking calls would wait forever, runs as
  * one group on 4 thread ranks and 3 processes, with messages large enough
- * that a send cannot finish before its receive is posted.  A group mixes
+ * that a send cannot finish before its receive is posted; and two ranks
+ * that each wait first on a receive whose message comes on another
+ * communicator.  A group mixes
  * an allreduce, point-to-point and an allgatherv on two communicators;
  * count arrays changed after recording do not matter; nesting runs only
  * at the outer end; non-blocking calls inside and an end without a start
@@ -96,6 +98,35 @@ static void mixed(weft_comm_t comm, int rank, int size)
     ASSERT_OK(weft_comm_destroy(dup));
 }
 
+/* Each rank waits first for a receive on one communicator whose message
+ * the other rank sends on the other one (a group across communicators
+ * wakes their progress threads: a wait drives only its own engine). */
+static void crossed(weft_comm_t comm, int rank, int size)
+{
+    if (size != 2)
+        return;
+    weft_comm_t dup;
+    ASSERT_OK(weft_comm_dup(comm, &dup));
+    double *out = malloc(HALO * sizeof(double));
+    double *in = malloc(HALO * sizeof(double));
+    ASSERT_TRUE(out && in);
+    for (size_t i = 0; i < HALO; i++)
+        out[i] = halo_val(rank, 1 - rank, i);
+    weft_comm_t recv_on = rank == 0 ? comm : dup;
+    weft_comm_t send_on = rank == 0 ? dup : comm;
+    ASSERT_OK(weft_group_start());
+    ASSERT_OK(weft_recv(in, HALO, WEFT_FLOAT64, 1 - rank, recv_on));
+    ASSERT_OK(weft_send(out, HALO, WEFT_FLOAT64, 1 - rank, send_on));
+    ASSERT_OK(weft_group_end());
+    size_t wrong = 0;
+    for (size_t i = 0; i < HALO; i++)
+        wrong += in[i] != halo_val(1 - rank, rank, i);
+    ASSERT_EQ(wrong, 0);
+    free(out);
+    free(in);
+    ASSERT_OK(weft_comm_destroy(dup));
+}
+
 static void nested_and_refused(weft_comm_t comm, int rank, int size)
 {
     int32_t x = rank + 1;
@@ -130,6 +161,7 @@ static void thread_rank(int rank, int size, void *p)
     ASSERT_OK(wf_test_comm_mem(p, rank, size, "WEFT_TIMEOUT=60s", &comm));
     halo(comm, rank, size);
     mixed(comm, rank, size);
+    crossed(comm, rank, size);
     nested_and_refused(comm, rank, size);
     ASSERT_OK(weft_comm_destroy(comm));
 }

@@ -1,8 +1,10 @@
 /*
  * cg_comm_weft.c - cg_comm.h over weft's C API: a communicator from the
  * launcher's environment (weft_comm_init: weftrun, or torchrun, Slurm, Open
- * MPI's mpirun), weft_allreduce for the dot products, weft_isend and
- * weft_irecv for the halo, the monotonic clock for time.
+ * MPI's mpirun), weft_allreduce for the dot products, a group of
+ * weft_send and weft_recv for the halo (weft_group_start/end, as an MPI
+ * code posts Irecv/Isend and waits for all), the monotonic clock for
+ * time.
  */
 #include <stdio.h>
 #include <time.h>
@@ -51,31 +53,24 @@ int cg_comm_allreduce_sum(double *vals, size_t n)
 int cg_comm_halo(const double *send_lo, double *recv_lo,
                  const double *send_hi, double *recv_hi, size_t n)
 {
-    weft_request_t req[4];
-    int k = 0, bad = 0;
-    /* Messages of one pair match in the order posted, so one tag serves
-     * both directions: each pair carries one plane each way per call. */
+    /* One group: the receives and sends start together and the group's
+     * end returns when all four are done, as MPI_Waitall would.  Messages
+     * of one pair match in the order posted, so one tag serves both
+     * directions: each pair carries one plane each way per call. */
+    int bad = check(weft_group_start(), "weft_group_start");
     if (rank > 0)
-        bad |= check(weft_irecv(recv_lo, n, WEFT_FLOAT64, rank - 1, comm,
-                                &req[k++]), "weft_irecv");
-    if (!bad && rank < size - 1)
-        bad |= check(weft_irecv(recv_hi, n, WEFT_FLOAT64, rank + 1, comm,
-                                &req[k++]), "weft_irecv");
-    if (!bad && rank > 0)
-        bad |= check(weft_isend(send_lo, n, WEFT_FLOAT64, rank - 1, comm,
-                                &req[k++]), "weft_isend");
-    if (!bad && rank < size - 1)
-        bad |= check(weft_isend(send_hi, n, WEFT_FLOAT64, rank + 1, comm,
-                                &req[k++]), "weft_isend");
-    /* A failed start leaves no request behind it; wait for the ones that
-     * started, so that no buffer is still in use when we return. */
-    if (bad)
-        k--;
-    for (int i = 0; i < k; i++) {
-        bad |= check(weft_wait(req[i]), "weft_wait");
-        weft_request_free(req[i]);
-    }
-    return bad;
+        bad |= check(weft_recv(recv_lo, n, WEFT_FLOAT64, rank - 1, comm),
+                     "weft_recv");
+    if (rank < size - 1)
+        bad |= check(weft_recv(recv_hi, n, WEFT_FLOAT64, rank + 1, comm),
+                     "weft_recv");
+    if (rank > 0)
+        bad |= check(weft_send(send_lo, n, WEFT_FLOAT64, rank - 1, comm),
+                     "weft_send");
+    if (rank < size - 1)
+        bad |= check(weft_send(send_hi, n, WEFT_FLOAT64, rank + 1, comm),
+                     "weft_send");
+    return check(weft_group_end(), "weft_group_end") || bad;
 }
 
 double cg_comm_wtime(void)
