@@ -322,7 +322,7 @@ static weft_status_t wait_free(weft_status_t st, weft_request_t req)
     return st;
 }
 
-static weft_status_t run(weft_comm_t comm, const call_t *k)
+weft_status_t wf_api_run(weft_comm_t comm, const call_t *k)
 {
     weft_request_t req = NULL;
     call_t blocking = *k;
@@ -349,7 +349,7 @@ WEFT_API weft_status_t weft_allreduce(const void *sendbuf, void *recvbuf,
 {
     call_t k = CALL("weft_allreduce", WF_COLL_ALLREDUCE, sendbuf, recvbuf,
                     count, dtype, op, -1, -1);
-    return run(comm, &k);
+    return wf_api_run(comm, &k);
 }
 
 /* Every point-to-point entry point: the untagged forms use tag 0.  A
@@ -458,7 +458,7 @@ WEFT_API weft_status_t weft_recv(void *buf, size_t count, weft_dtype_t dtype,
     {                                                                          \
         call_t k = CALL("weft_" #name, coll_, sb_, rb_, count_, dtype_, op_,   \
                         root_, -1);                                            \
-        return run(comm, &k);                                                  \
+        return wf_api_run(comm, &k);                                                  \
     }
 
 COLL_PAIR(broadcast, WF_COLL_BROADCAST,

@@ -45,6 +45,9 @@ typedef struct {
 weft_status_t wf_api_start(weft_comm_t comm, const call_t *k,
                            weft_request_t *req);
 
+/* A blocking call: starts `k` as blocking and waits for it. */
+weft_status_t wf_api_run(weft_comm_t comm, const call_t *k);
+
 /* The vector collectives' part of the arguments (api_vector.c): checks
  * the counts and displacements (each failure logged with its cause) and
  * fills a->vcounts ... a->vrecv_bytes, a->count (this rank's own block,

@@ -224,19 +224,6 @@ static call_t vcall(const char *fn, wf_coll_t coll, const void *sendbuf,
     return CALL(fn, coll, sendbuf, recvbuf, count, dtype, op, root, -1);
 }
 
-/* Blocking: start, then wait (api.c's run() for these). */
-static weft_status_t vrun(weft_comm_t comm, call_t *k)
-{
-    weft_request_t req = NULL;
-    k->blocking = true;
-    weft_status_t st = wf_api_start(comm, k, &req);
-    if (st < 0 || !req)
-        return st;
-    st = weft_wait(req);
-    weft_request_free(req);
-    return st;
-}
-
 #define VCOLL_PAIR(name, params, setup)                                        \
     WEFT_API weft_status_t weft_i##name(WF_VPARAMS params,                     \
                                         weft_request_t *req)                   \
@@ -249,7 +236,7 @@ static weft_status_t vrun(weft_comm_t comm, call_t *k)
     {                                                                          \
         call_t k = setup;                                                      \
         k.fn = "weft_" #name;                                                  \
-        return vrun(comm, &k);                                                 \
+        return wf_api_run(comm, &k);                                           \
     }
 #define WF_VPARAMS(...) __VA_ARGS__
 

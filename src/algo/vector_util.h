@@ -19,20 +19,12 @@
 #include "algo/algo.h"
 
 /* Rank r's block in the buffer `counts`/`displs` describe: *off bytes
- * from the start, the block's length returned.  displs NULL: contiguous
- * blocks in rank order. */
+ * from the start, the block's length returned. */
 static inline uint64_t wf_v_block(const wf_coll_args_t *a,
                                   const size_t *counts, const size_t *displs,
                                   int r, uint64_t *off)
 {
-    if (displs) {
-        *off = (uint64_t)displs[r] * a->elem_size;
-    } else {
-        uint64_t before = 0;
-        for (int i = 0; i < r; i++)
-            before += counts[i];
-        *off = before * a->elem_size;
-    }
+    *off = (uint64_t)displs[r] * a->elem_size;
     return (uint64_t)counts[r] * a->elem_size;
 }
 
